@@ -1,0 +1,20 @@
+import pg from 'pg';
+import { poolDb } from './pool';
+import type { SessionDb } from './types';
+
+export interface PgDbOptions {
+  /** Connections the pool may open. On Workers through Hyperdrive keep it below 6. */
+  max?: number;
+}
+
+/**
+ * node-postgres: the Node worker, the CLI, and Workers through Hyperdrive
+ * (pass `env.HYPERDRIVE.connectionString`). pg's own type parsers are the
+ * same as the Neon driver's, so rows look alike whichever driver read them.
+ */
+export function pgDb(connectionString: string, options: PgDbOptions = {}): SessionDb {
+  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+  // An idle client whose server went away emits 'error'; without a listener Node exits.
+  pool.on('error', () => {});
+  return poolDb(pool);
+}

@@ -1,0 +1,67 @@
+import { translateErrors } from './errors';
+import type { Query, Queryable, Row, SessionDb } from './types';
+
+/**
+ * The shape shared by node-postgres and Neon's WebSocket `Pool` (Neon's is a
+ * port of pg's), so both drivers are this one adapter with a different pool.
+ */
+export interface PgLikeClient {
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+export interface PgLikePoolClient extends PgLikeClient {
+  release(destroy?: boolean | Error): void;
+}
+export interface PgLikePool extends PgLikeClient {
+  connect(): Promise<PgLikePoolClient>;
+  end(): Promise<void>;
+}
+
+/**
+ * Adapts a caller's own client (a pg `Client`, a Neon `Client`, or a client
+ * checked out of a pool inside the caller's transaction) so the engine's
+ * statements run in that connection: this is transactional enqueue.
+ */
+export function clientQueryable(client: PgLikeClient): Queryable {
+  return {
+    query: <R extends Row>({ text, params }: Query) =>
+      translateErrors(async () => (await client.query(text, [...params])).rows as R[]),
+  };
+}
+
+/** A SessionDb over a pool: statements go to any connection, transactions hold one. */
+export function poolDb(pool: PgLikePool): SessionDb {
+  let closed: Promise<void> | undefined;
+
+  async function withTransaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await translateErrors(() => pool.connect());
+    const tx = clientQueryable(client);
+    let broken: unknown;
+    try {
+      await tx.query({ text: 'BEGIN', params: [] });
+      const result = await work(tx);
+      await tx.query({ text: 'COMMIT', params: [] });
+      return result;
+    } catch (error) {
+      // A failed ROLLBACK means the connection itself is gone: drop it from the pool.
+      await tx.query({ text: 'ROLLBACK', params: [] }).catch((rollbackError: unknown) => {
+        broken = rollbackError;
+      });
+      throw error;
+    } finally {
+      client.release(broken !== undefined);
+    }
+  }
+
+  return {
+    query: <R extends Row>({ text, params }: Query) =>
+      translateErrors(async () => (await pool.query(text, [...params])).rows as R[]),
+    transaction: (queries) =>
+      withTransaction(async (tx) => {
+        const results: Row[][] = [];
+        for (const query of queries) results.push(await tx.query(query));
+        return results;
+      }),
+    withTransaction,
+    close: () => (closed ??= pool.end()),
+  };
+}
