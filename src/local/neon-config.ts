@@ -1,0 +1,41 @@
+import type { NeonConfig } from '@neondatabase/serverless';
+
+/**
+ * The `neonConfig` settings that point `@neondatabase/serverless` at the local
+ * Neon proxy (src/local/neon-proxy) instead of Neon's cloud endpoints.
+ *
+ * This module runs inside the Workers runtime too, so it imports nothing from
+ * Node. Node callers must also set `neonConfig.webSocketConstructor = ws`,
+ * because Node 20 has no global WebSocket.
+ */
+export interface LocalNeonConfig extends Pick<NeonConfig, 'useSecureWebSocket' | 'pipelineConnect' | 'poolQueryViaFetch'> {
+  wsProxy: (host: string, port: number | string) => string;
+  fetchEndpoint: () => string;
+}
+
+/** The part of the driver's `neonConfig` (its static settings) that `applyLocalNeonConfig` writes. */
+export type NeonConfigSettings = Pick<NeonConfig, keyof LocalNeonConfig>;
+
+/** @param proxyHostPort where the local proxy listens, e.g. `127.0.0.1:4444`. */
+export function localNeonConfig(proxyHostPort: string): LocalNeonConfig {
+  return {
+    // Same URL shape as the driver builds for a string `wsProxy`, on the path the proxy serves.
+    wsProxy: (host, port) => `${proxyHostPort}/v1?address=${host}:${port}`,
+    // The proxy speaks plain ws:// and http://; there is no TLS locally.
+    useSecureWebSocket: false,
+    // Pipelining sends the password before Postgres asks for it, which only works
+    // with cleartext password auth; a local Postgres may use trust or SCRAM.
+    pipelineConnect: false,
+    fetchEndpoint: () => `http://${proxyHostPort}/sql`,
+    // Keep `Pool.query()` on the WebSocket path it is configured for.
+    poolQueryViaFetch: false,
+  };
+}
+
+/**
+ * Applies `localNeonConfig(proxyHostPort)` to the driver's `neonConfig` object
+ * (whose static setters hold the driver-wide defaults).
+ */
+export function applyLocalNeonConfig(neonConfig: NeonConfigSettings, proxyHostPort: string): void {
+  Object.assign(neonConfig, localNeonConfig(proxyHostPort));
+}
