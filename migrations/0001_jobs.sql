@@ -99,7 +99,11 @@ INSERT INTO skiplock.job_transitions (from_state, to_state) VALUES
   ('running', 'queued'), ('running', 'scheduled'), ('running', 'expired'),
   ('failed', 'queued'), ('cancelled', 'queued'), ('expired', 'queued');
 
-CREATE FUNCTION skiplock.check_job_transition() RETURNS trigger
+-- Besides refusing illegal transitions, the trigger keeps the bookkeeping
+-- that every transition into a final state needs, whoever makes it: the
+-- finish time and duration, and the release of the dedup key once the job is
+-- finished and has no dedup window.
+CREATE FUNCTION skiplock.on_job_transition() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM skiplock.job_transitions
@@ -108,16 +112,26 @@ BEGIN
       USING ERRCODE = 'check_violation', DETAIL = format('job %s', OLD.id),
             CONSTRAINT = 'job_transitions';
   END IF;
+  IF NEW.state IN ('succeeded', 'failed', 'cancelled', 'expired') THEN
+    NEW.finished_at := now();
+    NEW.duration_ms := CASE WHEN NEW.started_at IS NOT NULL
+      THEN (extract(epoch FROM now() - NEW.started_at) * 1000)::integer END;
+    IF NEW.dedup_window_seconds = 0 THEN NEW.dedup_key := NULL; END IF;
+  ELSIF OLD.state IN ('succeeded', 'failed', 'cancelled', 'expired') THEN
+    NEW.finished_at := NULL;
+    NEW.duration_ms := NULL;
+  END IF;
   RETURN NEW;
 END
 $$;
 
-CREATE TRIGGER jobs_check_transition
+CREATE TRIGGER jobs_on_transition
   BEFORE UPDATE OF state ON skiplock.jobs
   FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
-  EXECUTE FUNCTION skiplock.check_job_transition();
+  EXECUTE FUNCTION skiplock.on_job_transition();
 
--- Append-only history. Not a foreign key: events outlive their pruned job.
+-- Append-only history. No foreign key, so appending stays one cheap insert;
+-- pruning a job removes its events in the same statement.
 CREATE TABLE skiplock.job_events (
   id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   job_id    uuid        NOT NULL,
@@ -173,6 +187,15 @@ CREATE TABLE skiplock.tenant_defaults (
 );
 INSERT INTO skiplock.tenant_defaults DEFAULT VALUES;
 
+-- The limits in force for each tenant: its own settings, or the defaults.
+CREATE VIEW skiplock.tenant_limits AS
+SELECT t.name, t.has_settings AS custom, t.claim_seq,
+       CASE WHEN t.has_settings THEN t.concurrency ELSE d.concurrency END AS concurrency,
+       CASE WHEN t.has_settings THEN t.rate_count ELSE d.rate_count END AS rate_count,
+       CASE WHEN t.has_settings THEN t.rate_per_seconds ELSE d.rate_per_seconds END AS rate_per_seconds,
+       CASE WHEN t.has_settings THEN t.weight ELSE d.weight END AS weight
+FROM skiplock.tenants t CROSS JOIN skiplock.tenant_defaults d;
+
 -- Periodic jobs: next_run_at moves forward by compare-and-set, so two drains
 -- that overlap enqueue each tick once.
 CREATE TABLE skiplock.schedules (
@@ -199,4 +222,27 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     WHEN state IN ('scheduled', 'queued') THEN 'scheduled'
     ELSE state
   END
+$$;
+
+CREATE FUNCTION skiplock.iso(ts timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+
+-- The one definition of a job as the engine and the API show it (camelCase,
+-- ISO timestamps), so every statement that returns jobs returns the same shape
+-- whichever driver reads it.
+CREATE FUNCTION skiplock.job_json(j skiplock.jobs) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object(
+    'id', j.id, 'queue', j.queue, 'type', j.type, 'tenant', j.tenant,
+    'status', skiplock.job_status(j.state, j.run_at), 'priority', j.priority,
+    'payload', j.payload, 'attempts', j.attempts, 'maxAttempts', j.max_attempts,
+    'leaseSeconds', j.lease_seconds, 'runAt', skiplock.iso(j.run_at),
+    'expiresAt', skiplock.iso(j.expires_at), 'dedupKey', j.dedup_key,
+    'createdAt', skiplock.iso(j.created_at), 'firstStartedAt', skiplock.iso(j.first_started_at),
+    'startedAt', skiplock.iso(j.started_at), 'finishedAt', skiplock.iso(j.finished_at),
+    'durationMs', j.duration_ms, 'leaseExpiresAt', skiplock.iso(j.lease_expires_at),
+    'workerId', j.worker_id, 'cancelRequested', j.cancel_requested_at IS NOT NULL,
+    'progress', j.progress, 'result', j.result, 'lastError', j.last_error)
 $$;

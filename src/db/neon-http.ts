@@ -10,7 +10,7 @@ import type { Db, Query, Row } from './types';
 export function neonHttpDb(connectionString: string): Db {
   const sql = neon(connectionString);
   return {
-    query: <R extends Row>({ text, params }: Query) =>
+    query: <R = Row>({ text, params }: Query) =>
       translateErrors(async () => (await sql.query(text, [...params])) as R[]),
     transaction: (queries) =>
       translateErrors(

@@ -23,7 +23,7 @@ export interface PgLikePool extends PgLikeClient {
  */
 export function clientQueryable(client: PgLikeClient): Queryable {
   return {
-    query: <R extends Row>({ text, params }: Query) =>
+    query: <R = Row>({ text, params }: Query) =>
       translateErrors(async () => (await client.query(text, [...params])).rows as R[]),
   };
 }
@@ -53,7 +53,7 @@ export function poolDb(pool: PgLikePool): SessionDb {
   }
 
   return {
-    query: <R extends Row>({ text, params }: Query) =>
+    query: <R = Row>({ text, params }: Query) =>
       translateErrors(async () => (await pool.query(text, [...params])).rows as R[]),
     transaction: (queries) =>
       withTransaction(async (tx) => {

@@ -15,7 +15,7 @@ export type Row = Record<string, unknown>;
 
 /** The bottom level: run one parameterized statement, get its rows. */
 export interface Queryable {
-  query<R extends Row = Row>(query: Query): Promise<R[]>;
+  query<R = Row>(query: Query): Promise<R[]>;
 }
 
 /** A database the engine owns: statements, atomic batches, and cleanup. */

@@ -1,0 +1,25 @@
+/** Base class of the errors the engine raises on purpose (not database failures). */
+export class EngineError extends Error {}
+
+/**
+ * The lease token no longer owns the job: its lease expired and another worker
+ * claimed it, or the job already finished. Nothing was changed.
+ */
+export class StaleLeaseError extends EngineError {
+  override readonly name = 'StaleLeaseError';
+  constructor(readonly jobIds: readonly string[]) {
+    super(`stale lease: job ${jobIds.join(', ')} is no longer held by this lease token`);
+  }
+}
+
+/** Input the engine refuses before it reaches the database. */
+export class InvalidInputError extends EngineError {
+  override readonly name = 'InvalidInputError';
+  constructor(
+    message: string,
+    /** Dotted path of the offending field, e.g. `jobs.3.dedupKey`. */
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,60 @@
+import type { Queryable } from '../db/types';
+import type { Job } from './types';
+
+/**
+ * Takes running jobs back from workers that are gone: either every job whose
+ * lease ran out (the reaper) or every job of one named worker (a worker that
+ * knows it crashed). The attempt counts: the job goes back to the queue, or
+ * fails when its attempts are spent, or ends cancelled if that was asked.
+ * Bounded and SKIP LOCKED, so overlapping reapers split the work.
+ */
+const reclaimSql = /* sql */ `
+WITH abandoned AS MATERIALIZED (
+  SELECT id FROM skiplock.jobs
+  WHERE state = 'running'
+    AND CASE WHEN $1::text IS NULL THEN lease_expires_at < now() ELSE worker_id = $1 END
+  ORDER BY lease_expires_at
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+),
+reclaimed AS (
+  UPDATE skiplock.jobs j
+  SET state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                   WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+      run_at = now(),
+      lease_expires_at = NULL,
+      last_error = jsonb_build_object('message', $3::text, 'workerId', j.worker_id, 'attempt', j.attempts)
+  FROM abandoned
+  WHERE j.id = abandoned.id
+  RETURNING j.id, j.attempts, j.worker_id, j.state, skiplock.job_json(j) AS job
+),
+events AS (
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
+  SELECT id, CASE WHEN $1::text IS NULL THEN 'lease_expired' ELSE 'released' END, attempts, worker_id,
+         jsonb_build_object('next', skiplock.job_status(state, now()))
+  FROM reclaimed
+)
+SELECT job FROM reclaimed`;
+
+export interface ReclaimOptions {
+  /** At most this many jobs per call; call again while it returns a full batch. */
+  limit?: number;
+}
+
+/** Returns jobs whose lease expired to the queue (or fails them when attempts are spent). */
+export async function reapExpiredLeases(db: Queryable, options: ReclaimOptions = {}): Promise<Job[]> {
+  const rows = await db.query<{ job: Job }>({
+    text: reclaimSql,
+    params: [null, options.limit ?? 1000, 'lease expired before the job finished'],
+  });
+  return rows.map((row) => row.job);
+}
+
+/** Hands back every job a worker holds, at once: for a worker that restarts after a crash. */
+export async function releaseWorker(db: Queryable, workerId: string, options: ReclaimOptions = {}): Promise<Job[]> {
+  const rows = await db.query<{ job: Job }>({
+    text: reclaimSql,
+    params: [workerId, options.limit ?? 1000, 'worker released its leases'],
+  });
+  return rows.map((row) => row.job);
+}

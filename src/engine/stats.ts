@@ -1,0 +1,34 @@
+import type { Queryable } from '../db/types';
+import type { JobStatus } from './types';
+
+export interface QueueStatsRow {
+  queue: string;
+  tenant: string;
+  status: JobStatus;
+  /** Jobs in this status now; for final statuses, jobs that finished in the last hour. */
+  count: number;
+  /** Seconds the oldest ready job has waited (queued only), else null. */
+  oldestWaitSeconds: number | null;
+}
+
+/**
+ * Counts per queue, tenant and status: what is waiting and running now (from
+ * the partial indexes) and what finished in the last hour (throughput).
+ */
+const queueStatsSql = /* sql */ `
+SELECT queue, tenant, skiplock.job_status(state, run_at) AS status, count(*)::integer AS count,
+       CASE WHEN skiplock.job_status(state, run_at) = 'queued'
+            THEN extract(epoch FROM now() - min(run_at))::float8 END AS "oldestWaitSeconds"
+FROM skiplock.jobs
+WHERE state IN ('scheduled', 'queued', 'retrying', 'running')
+GROUP BY 1, 2, 3
+UNION ALL
+SELECT queue, tenant, state, count(*)::integer, NULL
+FROM skiplock.jobs
+WHERE state IN ('succeeded', 'failed', 'cancelled', 'expired') AND finished_at > now() - interval '1 hour'
+GROUP BY 1, 2, 3
+ORDER BY 1, 2, 3`;
+
+export async function queueStats(db: Queryable): Promise<QueueStatsRow[]> {
+  return db.query<QueueStatsRow>({ text: queueStatsSql, params: [] });
+}

@@ -1,0 +1,78 @@
+/** The states a job shows (SPEC section 2). */
+export const JOB_STATUSES = [
+  'scheduled',
+  'queued',
+  'running',
+  'retrying',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const FINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'cancelled', 'expired'];
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A job as `skiplock.job_json()` builds it: camelCase, ISO-8601 UTC timestamps. */
+export interface Job {
+  id: string;
+  queue: string;
+  type: string;
+  tenant: string;
+  status: JobStatus;
+  priority: number;
+  payload: Json;
+  attempts: number;
+  maxAttempts: number;
+  leaseSeconds: number;
+  runAt: string;
+  expiresAt: string | null;
+  dedupKey: string | null;
+  createdAt: string;
+  firstStartedAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  durationMs: number | null;
+  leaseExpiresAt: string | null;
+  workerId: string | null;
+  cancelRequested: boolean;
+  progress: Json;
+  result: Json;
+  lastError: Json;
+}
+
+/** A job handed out by a claim, with the fencing token its worker must present. */
+export interface ClaimedJob extends Job {
+  leaseToken: string;
+}
+
+/** Proof of ownership of a claimed job: every change by a worker carries it. */
+export interface Lease {
+  id: string;
+  leaseToken: string;
+}
+
+export type JobEventKind =
+  | 'enqueued'
+  | 'claimed'
+  | 'lease_extended'
+  | 'completed'
+  | 'failed'
+  | 'retried'
+  | 'released'
+  | 'cancel_requested'
+  | 'cancelled'
+  | 'expired'
+  | 'lease_expired';
+
+export interface JobEvent {
+  id: number;
+  jobId: string;
+  at: string;
+  kind: JobEventKind;
+  attempt: number;
+  workerId: string | null;
+  detail: Json;
+}

@@ -1,0 +1,235 @@
+import { describe, expect, it } from 'vitest';
+import {
+  cancel,
+  claimBatch,
+  complete,
+  completeMany,
+  enqueue,
+  enqueueBatch,
+  extendLease,
+  fail,
+  getJob,
+  getJobEvents,
+  InvalidInputError,
+  listJobs,
+  queueStats,
+  release,
+  retry,
+  StaleLeaseError,
+} from '../../src/engine';
+import { DRIVERS } from '../support/drivers';
+import { engineDatabases } from '../support/engine-db';
+
+const open = engineDatabases();
+const worker = 'test-worker';
+
+describe.each(DRIVERS)('engine over %s', (driver) => {
+  it('enqueues a job with defaults and reads it back', async () => {
+    const { db } = await open(driver);
+    const { job, deduplicated } = await enqueue(db, { queue: 'emails', payload: { to: 'a@example.com' } });
+    expect(deduplicated).toBe(false);
+    expect(job).toMatchObject({
+      queue: 'emails',
+      type: 'emails',
+      tenant: 'default',
+      status: 'queued',
+      priority: 0,
+      payload: { to: 'a@example.com' },
+      attempts: 0,
+      maxAttempts: 5,
+      startedAt: null,
+      finishedAt: null,
+    });
+    expect(job.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(await getJob(db, job.id)).toEqual(job);
+    expect((await getJobEvents(db, job.id)).map((e) => e.kind)).toEqual(['enqueued']);
+  });
+
+  it('runs the claim, heartbeat, complete cycle and keeps the stats', async () => {
+    const { db } = await open(driver);
+    const { job } = await enqueue(db, { queue: 'q', type: 'resize', leaseSeconds: 30 });
+    const [claimed] = await claimBatch(db, { max: 5, workerId: worker, types: ['resize'] });
+    expect(claimed).toMatchObject({ id: job.id, status: 'running', attempts: 1, workerId: worker });
+    expect(claimed!.leaseToken).toMatch(/^[0-9a-f-]{36}$/);
+    const heartbeat = await extendLease(db, claimed!, { leaseSeconds: 120, progress: { done: 50 } });
+    expect(heartbeat.cancelRequested).toBe(false);
+    expect(Date.parse(heartbeat.leaseExpiresAt) - Date.now()).toBeGreaterThan(100_000);
+    const done = await complete(db, { ...claimed!, result: { width: 640 } });
+    expect(done).toMatchObject({ status: 'succeeded', result: { width: 640 }, progress: { done: 50 } });
+    expect(done.durationMs).toBeGreaterThanOrEqual(0);
+    expect(done.finishedAt).not.toBeNull();
+    const kinds = (await getJobEvents(db, job.id)).map((e) => e.kind);
+    expect(kinds).toEqual(['enqueued', 'claimed', 'lease_extended', 'completed']);
+    const stats = await queueStats(db);
+    expect(stats).toEqual([{ queue: 'q', tenant: 'default', status: 'succeeded', count: 1, oldestWaitSeconds: null }]);
+  });
+
+  it('refuses a stale lease token everywhere and changes nothing', async () => {
+    const { db } = await open(driver);
+    await enqueue(db, { queue: 'q' });
+    const [first] = await claimBatch(db, { max: 1, workerId: 'a' });
+    await release(db, first!);
+    const [second] = await claimBatch(db, { max: 1, workerId: 'b' });
+    expect(second!.id).toBe(first!.id);
+    expect(second!.leaseToken).not.toBe(first!.leaseToken);
+    await expect(complete(db, first!)).rejects.toBeInstanceOf(StaleLeaseError);
+    await expect(fail(db, { ...first!, error: 'x' })).rejects.toBeInstanceOf(StaleLeaseError);
+    await expect(extendLease(db, first!)).rejects.toBeInstanceOf(StaleLeaseError);
+    await expect(release(db, first!)).rejects.toBeInstanceOf(StaleLeaseError);
+    expect(await getJob(db, first!.id)).toMatchObject({ status: 'running', workerId: 'b' });
+    const batch = await completeMany(db, [first!, second!]);
+    expect(batch.stale).toEqual([first!.id]);
+    expect(batch.completed.map((j) => j.id)).toEqual([second!.id]);
+    await expect(complete(db, second!)).rejects.toBeInstanceOf(StaleLeaseError);
+  });
+
+  it('claims higher priority first, then FIFO, never before run_at, never an expired job', async () => {
+    const { db } = await open(driver);
+    const jobs = await enqueueBatch(db, [
+      { queue: 'q', payload: 1 },
+      { queue: 'q', payload: 2, priority: 5 },
+      { queue: 'q', payload: 3 },
+      { queue: 'q', payload: 4, delaySeconds: 3600 },
+      { queue: 'q', payload: 5, expiresAt: new Date(Date.now() - 1000) },
+    ]);
+    expect(jobs.map((r) => r.job.status)).toEqual(['queued', 'queued', 'queued', 'scheduled', 'queued']);
+    const claimed = await claimBatch(db, { max: 10, workerId: worker });
+    expect(claimed.map((j) => j.payload)).toEqual([2, 1, 3]);
+  });
+
+  it('claims only the requested types and queues', async () => {
+    const { db } = await open(driver);
+    await enqueueBatch(db, [
+      { queue: 'a', type: 'x' },
+      { queue: 'a', type: 'y' },
+      { queue: 'b', type: 'x' },
+    ]);
+    const claimed = await claimBatch(db, { max: 10, workerId: worker, types: ['x'], queues: ['a'] });
+    expect(claimed.map((j) => [j.queue, j.type])).toEqual([['a', 'x']]);
+    expect(await claimBatch(db, { max: 10, workerId: worker, types: [] })).toEqual([]);
+  });
+
+  it('deduplicates on queue and dedup key, and honours the dedup window', async () => {
+    const { db } = await open(driver);
+    const first = await enqueue(db, { queue: 'q', dedupKey: 'order-1' });
+    const again = await enqueue(db, { queue: 'q', dedupKey: 'order-1', payload: 'ignored' });
+    expect(again).toEqual({ job: { ...first.job }, deduplicated: true });
+    const otherQueue = await enqueue(db, { queue: 'other', dedupKey: 'order-1' });
+    expect(otherQueue.deduplicated).toBe(false);
+    // Finished, no window: the key is free again.
+    const [claimed] = await claimBatch(db, { max: 1, workerId: worker, queues: ['q'] });
+    await complete(db, claimed!);
+    const fresh = await enqueue(db, { queue: 'q', dedupKey: 'order-1' });
+    expect(fresh.deduplicated).toBe(false);
+    expect(fresh.job.id).not.toBe(first.job.id);
+    // Finished inside its window: still deduplicated.
+    const windowed = await enqueue(db, { queue: 'w', dedupKey: 'k', dedupWindowSeconds: 3600 });
+    const [w] = await claimBatch(db, { max: 1, workerId: worker, queues: ['w'] });
+    await complete(db, w!);
+    expect(await enqueue(db, { queue: 'w', dedupKey: 'k' })).toMatchObject({
+      deduplicated: true,
+      job: { id: windowed.job.id, status: 'succeeded' },
+    });
+  });
+
+  it('rejects a batch with a repeated dedup key or both runAt and delaySeconds, creating nothing', async () => {
+    const { db } = await open(driver);
+    await expect(
+      enqueueBatch(db, [
+        { queue: 'q', dedupKey: 'k' },
+        { queue: 'q', dedupKey: 'k' },
+      ]),
+    ).rejects.toThrow(InvalidInputError);
+    await expect(enqueue(db, { queue: 'q', runAt: new Date(), delaySeconds: 1 })).rejects.toThrow(/not both/);
+    await expect(enqueueBatch(db, Array.from({ length: 1001 }, () => ({ queue: 'q' })))).rejects.toThrow(/at most 1000/);
+    expect((await listJobs(db)).jobs).toEqual([]);
+  });
+
+  it('enqueues a batch of 1,000 in one statement, in order', async () => {
+    const { db } = await open(driver);
+    const results = await enqueueBatch(db, Array.from({ length: 1000 }, (_, i) => ({ queue: 'bulk', payload: i })));
+    expect(results.map((r) => r.job.payload)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    const claimed = await claimBatch(db, { max: 1000, workerId: worker });
+    expect(claimed.map((j) => j.payload)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+  });
+
+  it('retries with backoff, then fails for good when attempts are spent', async () => {
+    const { db } = await open(driver);
+    const { job } = await enqueue(db, { queue: 'q', maxAttempts: 2, backoffBaseSeconds: 10, backoffMaxSeconds: 15 });
+    const [a1] = await claimBatch(db, { max: 1, workerId: worker });
+    const retrying = await fail(db, { ...a1!, error: { message: 'boom' } });
+    expect(retrying).toMatchObject({ status: 'retrying', lastError: { message: 'boom' } });
+    const delay = (Date.parse(retrying.runAt) - Date.now()) / 1000;
+    expect(delay).toBeLessThanOrEqual(10.5);
+    expect(delay).toBeGreaterThan(-1);
+    expect(await claimBatch(db, { max: 1, workerId: worker })).toEqual(delay > 0.5 ? [] : expect.any(Array));
+    // An explicit delay of zero makes it ready at once.
+    await db.query({ text: "UPDATE skiplock.jobs SET run_at = now() WHERE id = $1", params: [job.id] });
+    const [a2] = await claimBatch(db, { max: 1, workerId: worker });
+    expect(a2!.attempts).toBe(2);
+    const failed = await fail(db, { ...a2!, error: 'again' });
+    expect(failed).toMatchObject({ status: 'failed', attempts: 2, lastError: 'again' });
+    const kinds = (await getJobEvents(db, job.id)).map((e) => e.kind);
+    expect(kinds).toEqual(['enqueued', 'claimed', 'failed', 'claimed', 'failed']);
+  });
+
+  it('fails for good on request, and retries after exactly the asked delay', async () => {
+    const { db } = await open(driver);
+    await enqueueBatch(db, [{ queue: 'q', payload: 'good' }, { queue: 'q', payload: 'delay' }]);
+    const [a, b] = await claimBatch(db, { max: 2, workerId: worker });
+    expect(await fail(db, { ...a!, error: 'bad payload', forGood: true })).toMatchObject({ status: 'failed', attempts: 1 });
+    const delayed = await fail(db, { ...b!, error: 'later', retryInSeconds: 120 });
+    const delay = (Date.parse(delayed.runAt) - Date.parse(delayed.finishedAt ?? new Date().toISOString())) / 1000;
+    expect(delayed.status).toBe('retrying');
+    expect(delay).toBeGreaterThan(110);
+  });
+
+  it('cancels waiting jobs at once and running jobs at their next heartbeat', async () => {
+    const { db } = await open(driver);
+    const [waiting, running] = await enqueueBatch(db, [{ queue: 'w' }, { queue: 'r' }]);
+    expect(await cancel(db, waiting!.job.id)).toMatchObject({ outcome: 'cancelled', job: { status: 'cancelled' } });
+    const [claimed] = await claimBatch(db, { max: 1, workerId: worker });
+    expect(claimed!.id).toBe(running!.job.id);
+    expect(await cancel(db, claimed!.id)).toMatchObject({ outcome: 'cancel_requested', job: { status: 'running' } });
+    expect(await extendLease(db, claimed!)).toMatchObject({ cancelRequested: true });
+    expect(await fail(db, { ...claimed!, error: 'aborted' })).toMatchObject({ status: 'cancelled' });
+    expect(await cancel(db, claimed!.id)).toMatchObject({ outcome: 'already_finished' });
+    expect(await cancel(db, '00000000-0000-7000-8000-000000000000')).toBeUndefined();
+  });
+
+  it('retries a failed, cancelled or expired job with fresh attempts', async () => {
+    const { db } = await open(driver);
+    const { job } = await enqueue(db, { queue: 'q', maxAttempts: 1 });
+    const [claimed] = await claimBatch(db, { max: 1, workerId: worker });
+    await fail(db, { ...claimed!, error: 'x' });
+    expect(await retry(db, job.id)).toMatchObject({ retried: true, job: { status: 'queued', attempts: 0 } });
+    expect(await retry(db, job.id)).toMatchObject({ retried: false, job: { status: 'queued' } });
+    const [again] = await claimBatch(db, { max: 1, workerId: worker });
+    expect(await complete(db, again!)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('scopes reads and changes to a tenant', async () => {
+    const { db } = await open(driver);
+    const { job } = await enqueue(db, { queue: 'q', tenant: 'acme' });
+    expect(await getJob(db, job.id, { tenant: 'acme' })).toMatchObject({ id: job.id });
+    expect(await getJob(db, job.id, { tenant: 'globex' })).toBeUndefined();
+    expect(await cancel(db, job.id, { tenant: 'globex' })).toBeUndefined();
+    expect(await getJobEvents(db, job.id, { tenant: 'globex' })).toEqual([]);
+    expect(await claimBatch(db, { max: 5, workerId: worker, tenant: 'globex' })).toEqual([]);
+    expect(await claimBatch(db, { max: 5, workerId: worker, tenant: 'acme' })).toHaveLength(1);
+  });
+
+  it('lists newest first with a cursor and filters', async () => {
+    const { db } = await open(driver);
+    await enqueueBatch(db, Array.from({ length: 7 }, (_, i) => ({ queue: i % 2 ? 'odd' : 'even', payload: i })));
+    const first = await listJobs(db, { limit: 3 });
+    expect(first.jobs.map((j) => j.payload)).toEqual([6, 5, 4]);
+    const second = await listJobs(db, { limit: 3, cursor: first.nextCursor! });
+    expect(second.jobs.map((j) => j.payload)).toEqual([3, 2, 1]);
+    const last = await listJobs(db, { limit: 3, cursor: second.nextCursor! });
+    expect(last).toEqual({ jobs: [expect.objectContaining({ payload: 0 })], nextCursor: null });
+    expect((await listJobs(db, { queue: 'odd' })).jobs.map((j) => j.payload)).toEqual([5, 3, 1]);
+    expect((await listJobs(db, { status: 'running' })).jobs).toEqual([]);
+    await expect(listJobs(db, { cursor: 'bogus!' })).rejects.toThrow(InvalidInputError);
+  });
+});

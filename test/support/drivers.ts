@@ -1,0 +1,49 @@
+import { neonConfig } from '@neondatabase/serverless';
+import WebSocket from 'ws';
+import { neonHttpDb } from '../../src/db/neon-http';
+import { neonPoolDb } from '../../src/db/neon-ws';
+import { pgDb } from '../../src/db/pg';
+import type { Db } from '../../src/db/types';
+import { applyLocalNeonConfig } from '../../src/local/neon-config';
+import { startNeonProxy, type NeonProxy } from '../../src/local/neon-proxy';
+
+/** The three drivers of src/db; the engine suite runs over each (River's driver test suite). */
+export const DRIVERS = ['pg', 'neon-http', 'neon-ws'] as const;
+export type DriverName = (typeof DRIVERS)[number];
+
+let proxy: Promise<NeonProxy> | undefined;
+
+/**
+ * The Neon drivers reach the test Postgres through the local Neon proxy, as
+ * they do under `npm start`. One proxy per test file, started on first use.
+ */
+async function neonProxyFor(databaseUrl: string): Promise<NeonProxy> {
+  proxy ??= (async () => {
+    const url = new URL(databaseUrl);
+    const started = await startNeonProxy({ postgres: { host: url.hostname, port: Number(url.port || 5432) } });
+    applyLocalNeonConfig(neonConfig, `127.0.0.1:${started.port}`);
+    neonConfig.webSocketConstructor = WebSocket;
+    return started;
+  })();
+  return proxy;
+}
+
+export async function closeNeonProxy(): Promise<void> {
+  const running = proxy;
+  proxy = undefined;
+  if (running) await (await running).close();
+}
+
+/** A Db of the named driver on the given database. `connections` caps the pool drivers. */
+export async function connectDriver(driver: DriverName, databaseUrl: string, connections = 10): Promise<Db> {
+  switch (driver) {
+    case 'pg':
+      return pgDb(databaseUrl, { max: connections });
+    case 'neon-http':
+      await neonProxyFor(databaseUrl);
+      return neonHttpDb(databaseUrl);
+    case 'neon-ws':
+      await neonProxyFor(databaseUrl);
+      return neonPoolDb(databaseUrl);
+  }
+}
