@@ -135,7 +135,10 @@ CREATE TRIGGER jobs_on_transition
 CREATE TABLE skiplock.job_events (
   id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   job_id    uuid        NOT NULL,
-  at        timestamptz NOT NULL DEFAULT now(),
+  -- The wall clock when the row is written, not the transaction's start: a
+  -- statement's start can precede the commit it waited to see, and then the
+  -- history would show a claim before the completion that freed its slot.
+  at        timestamptz NOT NULL DEFAULT clock_timestamp(),
   kind      text        NOT NULL,
   attempt   integer     NOT NULL,
   worker_id text,

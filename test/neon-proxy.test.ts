@@ -1,34 +1,35 @@
 import { randomUUID } from 'node:crypto';
-import { Client, NeonDbError, Pool, neon, neonConfig } from '@neondatabase/serverless';
+import { Client, NeonDbError, Pool, neon, neonConfig, type NeonQueryFunction } from '@neondatabase/serverless';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { applyLocalNeonConfig } from '../src/local/neon-config';
-import { startNeonProxy, type NeonProxy } from '../src/local/neon-proxy';
+import { startNeonProxy, type NeonProxy, type PostgresAddress } from '../src/local/neon-proxy';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { postgresAddressOf } from './support/postgres-address';
 
-/** The database the proxy fronts; tables created here are uniquely named. */
-function testDatabaseUrl(): string {
-  return process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-}
-
-const databaseUrl = new URL(testDatabaseUrl());
-const postgres = { host: databaseUrl.hostname, port: Number(databaseUrl.port || 5432) };
-const connectionString = databaseUrl.href;
 /** Unique per run, so parallel test files and reruns never share a table. */
 const table = `neon_proxy_${randomUUID().replaceAll('-', '')}`;
 
+let database: TestDatabase;
+let connectionString: string;
+let postgres: PostgresAddress;
 let proxy: NeonProxy;
-const sql = neon(connectionString);
+let sql: NeonQueryFunction<false, false>;
 
 beforeAll(async () => {
+  database = await createTestDatabase({ migrated: false });
+  connectionString = database.url;
+  postgres = postgresAddressOf(connectionString);
   proxy = await startNeonProxy({ postgres });
   applyLocalNeonConfig(neonConfig, `127.0.0.1:${proxy.port}`);
   neonConfig.webSocketConstructor = WebSocket;
+  sql = neon(connectionString);
   await sql.query(`CREATE TABLE ${table} (id int PRIMARY KEY, label text NOT NULL)`);
 });
 
 afterAll(async () => {
-  await sql.query(`DROP TABLE IF EXISTS ${table}`);
   await proxy.close();
+  await database.drop();
 });
 
 async function labels(): Promise<string[]> {

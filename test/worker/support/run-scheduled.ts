@@ -1,0 +1,15 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import type { Env } from '../../../src/worker/env';
+
+/**
+ * Runs a Worker's `scheduled()` as the Cron Trigger `cron` would at
+ * `scheduledTime`, then waits for the work it handed to `ctx.waitUntil`, so
+ * the test sees its effects afterwards.
+ */
+export async function runScheduled(worker: ExportedHandler<Env>, cron: string, scheduledTime = new Date()): Promise<void> {
+  if (worker.scheduled === undefined) throw new Error('the Worker has no scheduled() handler');
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ cron, scheduledTime }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
