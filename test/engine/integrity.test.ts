@@ -1,4 +1,3 @@
-import { Client } from 'pg';
 import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import { claimBatch, complete, enqueue } from '../../src/engine';
@@ -40,26 +39,5 @@ describe('integrity enforced by the database', () => {
     await Promise.all(clients.map((db) => db.close()));
     expect(new Set(results.map((r) => r.job.id)).size).toBe(1);
     expect(results.filter((r) => !r.deduplicated)).toHaveLength(1);
-  });
-
-  it('enqueues inside the caller’s pg transaction: rollback leaves none, commit leaves one', async () => {
-    const { db, url } = await open('pg');
-    const { clientQueryable } = await import('../../src/db/pool');
-    const client = new Client({ connectionString: url });
-    await client.connect();
-    try {
-      await client.query('BEGIN');
-      await enqueue(clientQueryable(client), { queue: 'q', payload: 'rolled back' });
-      await client.query('ROLLBACK');
-      await client.query('BEGIN');
-      await enqueue(clientQueryable(client), { queue: 'q', payload: 'committed' });
-      // Invisible to everyone else until commit.
-      expect(await claimBatch(db, { max: 5, workerId: 'w' })).toEqual([]);
-      await client.query('COMMIT');
-    } finally {
-      await client.end();
-    }
-    const claimed = await claimBatch(db, { max: 5, workerId: 'w' });
-    expect(claimed.map((job) => job.payload)).toEqual(['committed']);
   });
 });

@@ -1,13 +1,66 @@
 import { neon, Pool } from '@neondatabase/serverless';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { clientQueryable } from '../../src/db/pool';
+import { clientQueryable, type PgLikeClient } from '../../src/db/pool';
 import { claimBatch, enqueue, enqueueQuery } from '../../src/engine';
+import type { DriverName } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
 
-describe('transactional enqueue with the Neon driver', () => {
-  it('puts the enqueue in a neon() HTTP transaction batch next to the caller’s own statements', async () => {
+/** A caller's own connection, of the kinds the engine can join: pg and Neon Pool clients. */
+interface CallerClient {
+  client: PgLikeClient;
+  close(): Promise<void>;
+}
+
+const callerClients: Array<[DriverName, (url: string) => Promise<CallerClient>]> = [
+  [
+    'pg',
+    async (url) => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      return { client, close: () => client.end() };
+    },
+  ],
+  [
+    'neon-ws',
+    async (url) => {
+      const pool = new Pool({ connectionString: url });
+      const client = await pool.connect();
+      return {
+        client,
+        close: async () => {
+          client.release();
+          await pool.end();
+        },
+      };
+    },
+  ],
+];
+
+describe.each(callerClients)('enqueue inside the caller’s %s transaction', (driver, connect) => {
+  it('leaves no job on rollback, and exactly one, invisible until then, on commit', async () => {
+    const { db, url } = await open(driver);
+    const { client, close } = await connect(url);
+    try {
+      await client.query('BEGIN');
+      await enqueue(clientQueryable(client), { queue: 'q', payload: 'rolled back' });
+      await client.query('ROLLBACK');
+      await client.query('BEGIN');
+      await enqueue(clientQueryable(client), { queue: 'q', payload: 'committed' });
+      expect(await claimBatch(db, { max: 5, workerId: 'w' })).toEqual([]);
+      await client.query('COMMIT');
+    } finally {
+      await close();
+    }
+    const claimed = await claimBatch(db, { max: 5, workerId: 'w' });
+    expect(claimed.map((job) => job.payload)).toEqual(['committed']);
+  });
+});
+
+describe('enqueue inside a Neon HTTP transaction batch', () => {
+  it('commits with the caller’s statements, and rolls back with them', async () => {
     // The neon-http driver fixture also points the driver at the local proxy.
     const { db, url } = await open('neon-http');
     const sql = neon(url);
@@ -21,24 +74,5 @@ describe('transactional enqueue with the Neon driver', () => {
     ).rejects.toMatchObject({ code: '23505' });
     const claimed = await claimBatch(db, { max: 5, workerId: 'w' });
     expect(claimed.map((j) => j.payload)).toEqual(['with order 1']);
-  });
-
-  it('enqueues through a Neon Pool client inside BEGIN ... ROLLBACK / COMMIT', async () => {
-    const { db, url } = await open('neon-ws');
-    const pool = new Pool({ connectionString: url });
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await enqueue(clientQueryable(client), { queue: 'q', payload: 'rolled back' });
-      await client.query('ROLLBACK');
-      await client.query('BEGIN');
-      await enqueue(clientQueryable(client), { queue: 'q', payload: 'committed' });
-      await client.query('COMMIT');
-    } finally {
-      client.release();
-      await pool.end();
-    }
-    const claimed = await claimBatch(db, { max: 5, workerId: 'w' });
-    expect(claimed.map((j) => j.payload)).toEqual(['committed']);
   });
 });
