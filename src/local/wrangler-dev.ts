@@ -1,0 +1,72 @@
+import { open, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LOOPBACK } from './ports';
+import { spawnProcessGroup, type ProcessGroup } from './processes';
+
+export interface WranglerDevOptions {
+  /** The folder with wrangler.toml and node_modules. */
+  projectRoot: string;
+  port: number;
+  /** The Worker's variables (see dev-vars-file.ts). */
+  envFile: string;
+  /** Where local KV, D1, Durable Objects and caches live between runs. */
+  persistTo: string;
+  /** Receives wrangler's and the Worker's output, appended. */
+  logFile: string;
+}
+
+export interface WranglerDev extends ProcessGroup {
+  /** What wrangler has written to the log in this run. */
+  output(): Promise<string>;
+}
+
+/**
+ * Runs the Worker under `wrangler dev`, offline: no login, no telemetry, no
+ * request to Cloudflare for `request.cf`, and no interactive hotkeys since
+ * its stdin is not ours to give. `--test-scheduled` adds `/__scheduled` for
+ * people; the caller fires crons through `/cdn-cgi/handler/scheduled`.
+ */
+export async function startWranglerDev(options: WranglerDevOptions): Promise<WranglerDev> {
+  const logStart = await sizeOf(options.logFile);
+  const log = await open(options.logFile, 'a');
+  try {
+    await log.write(`\n--- wrangler dev, started by npm start at ${new Date().toISOString()} ---\n`);
+    const wrangler = await spawnProcessGroup(
+      join(options.projectRoot, 'node_modules/.bin/wrangler'),
+      [
+        'dev',
+        ...['--ip', LOOPBACK, '--port', String(options.port)],
+        ...['--env-file', options.envFile],
+        ...['--persist-to', options.persistTo],
+        '--test-scheduled',
+        '--show-interactive-dev-session=false',
+      ],
+      {
+        cwd: options.projectRoot,
+        env: {
+          ...process.env,
+          WRANGLER_SEND_METRICS: 'false',
+          WRANGLER_SEND_ERROR_REPORTS: 'false',
+          CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+          // The banner asks the npm registry whether wrangler is out of date.
+          WRANGLER_HIDE_BANNER: 'true',
+          // Plain text in the log file (wrangler still colours its error boxes).
+          FORCE_COLOR: '0',
+        },
+        output: log.fd,
+      },
+    );
+    const output = async () => (await readFile(options.logFile)).subarray(logStart).toString('utf8');
+    return { ...wrangler, output };
+  } finally {
+    // The child holds its own copy of the descriptor.
+    await log.close();
+  }
+}
+
+async function sizeOf(path: string): Promise<number> {
+  return stat(path).then(
+    (stats) => stats.size,
+    () => 0,
+  );
+}

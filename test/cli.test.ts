@@ -1,0 +1,107 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { projectRoot } from '../src/cli/local-paths';
+import { anyFreePort } from '../src/local/ports';
+import { withDatabase } from './support/admin';
+import { createTestDatabase } from './support/database';
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `npm run migrate`'s command with only the given DATABASE_URL (if any) in its environment. */
+async function runMigrate(databaseUrl: string | undefined, args: string[] = []): Promise<CliRun> {
+  const { DATABASE_URL: _ignored, ...env } = process.env;
+  try {
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/migrate.ts', ...args],
+      { cwd: projectRoot, env: databaseUrl === undefined ? env : { ...env, DATABASE_URL: databaseUrl } },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+/** A failed run printed exactly one line, on stderr, and nothing else. */
+function expectOneLineFailure(run: CliRun, message: RegExp): void {
+  expect(run.code).not.toBe(0);
+  expect(run.stdout).toBe('');
+  expect(run.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(message)]);
+}
+
+describe('npm run migrate', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  it('applies the migrations to a fresh database, then finds nothing left to do', async () => {
+    const database = await createTestDatabase({ migrated: false });
+    cleanups.push(database.drop);
+
+    const first = await runMigrate(database.url);
+    expect(first).toMatchObject({ code: 0, stderr: '' });
+    expect(first.stdout).toMatch(/: applied 0001_jobs\.sql/);
+
+    const second = await runMigrate(undefined, ['--database-url', database.url]);
+    expect(second).toMatchObject({ code: 0, stderr: '' });
+    expect(second.stdout).toMatch(/: schema up to date: \d+ migrations? (was|were) already applied\n$/);
+  });
+
+  it('says DATABASE_URL is missing', async () => {
+    expectOneLineFailure(await runMigrate(undefined), /^skiplock migrate: DATABASE_URL is not set: set it to/);
+  });
+
+  it('refuses a malformed URL before connecting', async () => {
+    expectOneLineFailure(await runMigrate('localhost:5432/test'), /DATABASE_URL must start with postgres:\/\//);
+    expectOneLineFailure(await runMigrate('not a url'), /DATABASE_URL is not a URL: expected postgres:\/\//);
+  });
+
+  it('names the address when nothing listens there', async () => {
+    const port = await anyFreePort();
+    expectOneLineFailure(
+      await runMigrate(`postgres://postgres@127.0.0.1:${port}/postgres`),
+      new RegExp(`nothing accepts connections at 127\\.0\\.0\\.1:${port}: start Postgres there or fix`),
+    );
+  });
+
+  it('names a database that does not exist and how to create it', async () => {
+    const url = withDatabase(inject('adminUrl'), 'skiplock_no_such_database');
+    expectOneLineFailure(
+      await runMigrate(url),
+      /database "skiplock_no_such_database" does not exist on .+: create it \(createdb .+\) or fix the name in DATABASE_URL/,
+    );
+  });
+
+  it('says the login was refused and what to fix', async () => {
+    const url = new URL(inject('adminUrl'));
+    url.username = 'skiplock_no_such_role';
+    url.password = 'wrong';
+    expectOneLineFailure(
+      await runMigrate(url.toString()),
+      /refused user "skiplock_no_such_role" \(.+\): fix the user or password in DATABASE_URL/,
+    );
+  });
+
+  it('names a migrations folder that is missing', async () => {
+    const database = await createTestDatabase({ migrated: false });
+    cleanups.push(database.drop);
+    expectOneLineFailure(
+      await runMigrate(database.url, ['--migrations-dir', '/nonexistent/migrations']),
+      /cannot read the migrations folder \/nonexistent\/migrations/,
+    );
+  });
+
+  it('names an unknown option', async () => {
+    expectOneLineFailure(
+      await runMigrate(undefined, ['--databse-url', 'x']),
+      /Unknown option '--databse-url'; usage: npm run migrate/,
+    );
+  });
+});
