@@ -25,7 +25,9 @@ export const MAX_CLAIM = 1000;
  * How:
  * 1. `waiting_tenants` walks the waiting-jobs index one tenant at a time (a
  *    loose index scan), so its cost follows the number of tenants with work,
- *    not the depth of the backlog.
+ *    not the depth of the backlog. Only tenants with a job this claim could
+ *    take count (ready, unexpired, of the asked types and queues): the LIMITs below keep
+ *    `max` tenants, which must not be spent on tenants with nothing to give.
  * 2. `tenant_load` gives each such tenant its limits (its own or the
  *    defaults: skiplock.tenant_limits) and its number of running jobs. The
  *    tenant row that enqueue makes is what a claim locks.
@@ -53,11 +55,15 @@ const claimBatchSql = /* sql */ `
 WITH RECURSIVE waiting_tenants(tenant) AS (
   (SELECT tenant FROM skiplock.jobs
    WHERE state IN ('scheduled', 'queued', 'retrying') AND ($5::text IS NULL OR tenant = $5)
+     AND run_at <= now() AND (expires_at IS NULL OR expires_at > now())
+     AND ($3::text[] IS NULL OR type = ANY($3)) AND ($4::text[] IS NULL OR queue = ANY($4))
    ORDER BY tenant LIMIT 1)
   UNION ALL
   SELECT (SELECT j.tenant FROM skiplock.jobs j
           WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > w.tenant
             AND ($5::text IS NULL OR j.tenant = $5)
+            AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
+            AND ($3::text[] IS NULL OR j.type = ANY($3)) AND ($4::text[] IS NULL OR j.queue = ANY($4))
           ORDER BY j.tenant LIMIT 1)
   FROM waiting_tenants w WHERE w.tenant IS NOT NULL
 ),
@@ -145,7 +151,7 @@ served AS (
 ),
 events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
-  SELECT id, 'claimed', attempts, $6, jsonb_build_object('leaseToken', lease_token) FROM claimed
+  SELECT id, 'claimed', attempts, $6, NULL FROM claimed
 )
 SELECT claimed.job FROM claimed JOIN chosen USING (id) ORDER BY chosen.position`;
 
