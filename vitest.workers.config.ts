@@ -15,6 +15,10 @@ export default defineConfig({
         bindings: {
           DATABASE_URL: inject('workerDatabaseUrl'),
           LOCAL_NEON_PROXY: inject('neonProxy'),
+          // Test values only: the HTTP API's admin key, status-token secret and CORS origins.
+          ADMIN_TOKEN: 'test-admin-token',
+          STATUS_TOKEN_SECRET: 'test-status-token-secret',
+          CORS_ORIGINS: 'https://app.example.test,https://admin.example.test',
         },
       },
     })),

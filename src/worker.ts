@@ -1,18 +1,23 @@
-import { runMaintenance } from './drain/maintenance';
 import { createApp } from './http/app';
-import { httpDatabase } from './worker/database';
+import { httpDatabase, sessionDatabase } from './worker/database';
+import { fastPathDrain, scheduledDrain } from './worker/drain';
 import type { Env } from './worker/env';
 
 export type { Env } from './worker/env';
 
-export default {
-  fetch(request, env, ctx) {
-    return createApp({ database: () => httpDatabase(env) }).fetch(request, env, ctx);
-  },
+/** Built once per isolate; each request brings its own env. */
+const app = createApp({
+  database: httpDatabase,
+  sessionDatabase,
+  // Run new jobs at once instead of at the next cron tick (FAST_PATH=off turns it off).
+  onEnqueued: (ctx, env) => fastPathDrain(env, ctx),
+});
 
-  /** Cron Trigger: housekeeping first; the drain that runs handlers builds on this. */
+export default {
+  fetch: (request, env, ctx) => app.fetch(request, env, ctx),
+
+  /** Cron Trigger: housekeeping, then the registered jobs until the queue is empty or the budget ends. */
   async scheduled(controller, env) {
-    const counts = await runMaintenance(httpDatabase(env));
-    console.log(JSON.stringify({ event: 'maintenance', cron: controller.cron, ...counts }));
+    await scheduledDrain(env, controller.cron);
   },
 } satisfies ExportedHandler<Env>;

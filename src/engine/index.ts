@@ -25,5 +25,6 @@ export {
   type TenantScope,
 } from './read-jobs';
 export { queueStats, type QueueStatsRow } from './stats';
+export { throughputLastHour, type ThroughputRow } from './throughput';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants';
 export { pruneFinishedJobs, type PruneOptions } from './prune';

@@ -1,32 +1,98 @@
-import { Hono } from 'hono';
-import type { Db } from '../db/types';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+import { requestId } from 'hono/request-id';
+import type { AppDeps, AppEnv } from './context';
+import { limitBodySize } from './limits';
+import { logError, requestLog } from './logging';
+import { problemFor } from './error-mapping';
+import { notFound, Problem, renderProblem } from './problem';
+import { apiKeyRoutes } from './routes/api-keys';
+import { enqueueRoutes } from './routes/enqueue';
+import { healthRoutes } from './routes/health';
+import { jobEventRoutes } from './routes/job-events';
+import { jobHistoryRoutes } from './routes/job-history';
+import { jobRoutes } from './routes/jobs';
+import { pullRoutes } from './routes/pull';
+import { queueRoutes } from './routes/queues';
+import { tenantRoutes } from './routes/tenants';
+import { throughputRoutes } from './routes/throughput';
+import { router } from './validation';
+import { uiRoutes } from '../ui';
 
-export interface AppDeps {
-  /** The database for this request; made per request because Workers forbid sharing I/O across requests. */
-  database: () => Db;
+export type { AppDeps } from './context';
+
+/** The comma-separated CORS_ORIGINS. */
+function allowedOrigins(configured: string | undefined): string[] {
+  return (configured ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin !== '');
 }
 
+/**
+ * Browsers of the configured origins may call the API: a status page reads
+ * one job with its token, a dashboard may use a key. Other origins get no
+ * CORS headers, so their browsers refuse the response.
+ */
+function corsForConfiguredOrigins(): MiddlewareHandler<AppEnv> {
+  return (c, next) =>
+    cors({
+      origin: allowedOrigins(c.env.CORS_ORIGINS),
+      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID'],
+      exposeHeaders: ['ETag', 'Location', 'Retry-After', 'X-Request-Id'],
+      maxAge: 600,
+    })(c, next);
+}
+
+/**
+ * The HTTP API. Build it once per isolate: everything per request (the
+ * database, the secrets) comes from `c.env` through `deps`.
+ */
 export function createApp(deps: AppDeps) {
-  const app = new Hono();
+  const base = router();
+  base.use(requestId());
+  base.use(requestLog());
+  base.use(corsForConfiguredOrigins());
+  base.use(limitBodySize());
+  const app = base
+    .route('/', healthRoutes(deps))
+    .route('/', enqueueRoutes(deps))
+    .route('/', jobRoutes(deps))
+    .route('/', jobEventRoutes(deps))
+    .route('/', jobHistoryRoutes(deps))
+    .route('/', pullRoutes(deps))
+    .route('/', queueRoutes(deps))
+    .route('/', throughputRoutes(deps))
+    .route('/', tenantRoutes(deps))
+    .route('/', apiKeyRoutes(deps));
 
-  app.get('/healthz', async (c) => {
-    const started = Date.now();
-    try {
-      await deps.database().query({ text: 'SELECT 1 AS ok', params: [] });
-      return c.json({ status: 'ok', database: { ok: true, latencyMs: Date.now() - started } });
-    } catch (error) {
-      return c.json(
-        {
-          type: 'https://skiplock.dev/problems/database-unavailable',
-          title: 'Database unavailable',
-          status: 503,
-          detail: error instanceof Error ? error.message : String(error),
-        },
-        503,
-        { 'content-type': 'application/problem+json' },
-      );
-    }
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An API key (or the ADMIN_TOKEN).',
   });
+  let openApiDocument: ReturnType<typeof app.getOpenAPIDocument> | undefined;
+  app.get('/v1/openapi.json', (c) =>
+    c.json(
+      (openApiDocument ??= app.getOpenAPIDocument({
+        openapi: '3.0.3',
+        info: {
+          title: 'skiplock',
+          version: '1',
+          description: 'A job queue in your own Postgres, on Cloudflare Workers.',
+        },
+      })),
+    ),
+  );
 
+  app.notFound((c) => renderProblem(c, notFound(`no route ${c.req.method} ${c.req.path}`), c.var.requestId));
+  app.onError((error, c) => {
+    const problem = problemFor(error);
+    if (problem !== undefined) return renderProblem(c, problem, c.var.requestId);
+    logError(c.var.requestId, 'unexpected_error', error);
+    const detail = `an unexpected error; its log line carries request id ${c.var.requestId}`;
+    return renderProblem(c, new Problem(500, 'internal-error', 'Internal error', detail), c.var.requestId);
+  });
+  app.route('/', uiRoutes(deps));
   return app;
 }
+
+export type AppType = ReturnType<typeof createApp>;

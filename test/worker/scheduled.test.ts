@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { enqueueBatch, getJobEvents } from '../../src/engine';
 import worker from '../../src/worker';
 import { httpDatabase } from '../../src/worker/database';
 import { runScheduled } from './support/run-scheduled';
@@ -34,5 +35,29 @@ describe('scheduled() in workerd', () => {
 
     expect(await stateOf(expired)).toBe('queued');
     expect(await stateOf(live)).toBe('running');
+  });
+
+  it('runs a demo job: enqueued, then drained by scheduled() in dev mode, it ends succeeded', async () => {
+    const [enqueued] = await enqueueBatch(httpDatabase(env), [{ queue: `worker-test-${crypto.randomUUID()}`, type: 'noop' }]);
+
+    await runScheduled(worker, '* * * * *', new Date(), { SKIPLOCK_DEV: '1' });
+
+    expect(await stateOf(enqueued!.job.id)).toBe('succeeded');
+  });
+
+  it('never runs a job twice when scheduled() invocations overlap', async () => {
+    const queue = `worker-test-${crypto.randomUUID()}`;
+    const enqueued = await enqueueBatch(
+      httpDatabase(env),
+      Array.from({ length: 20 }, () => ({ queue, type: 'sleep', payload: { ms: 100 } })),
+    );
+
+    await Promise.all([1, 2, 3].map(() => runScheduled(worker, '* * * * *', new Date(), { SKIPLOCK_DEV: '1' })));
+
+    for (const { job } of enqueued) {
+      expect(await stateOf(job.id)).toBe('succeeded');
+      const kinds = (await getJobEvents(httpDatabase(env), job.id)).map((event) => event.kind);
+      expect(kinds.filter((kind) => kind === 'claimed')).toHaveLength(1);
+    }
   });
 });

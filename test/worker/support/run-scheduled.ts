@@ -5,11 +5,17 @@ import type { Env } from '../../../src/worker/env';
 /**
  * Runs a Worker's `scheduled()` as the Cron Trigger `cron` would at
  * `scheduledTime`, then waits for the work it handed to `ctx.waitUntil`, so
- * the test sees its effects afterwards.
+ * the test sees its effects afterwards. `vars` override the test env's
+ * variables (SKIPLOCK_DEV, DRAIN_BUDGET_SECONDS...).
  */
-export async function runScheduled(worker: ExportedHandler<Env>, cron: string, scheduledTime = new Date()): Promise<void> {
+export async function runScheduled(
+  worker: ExportedHandler<Env>,
+  cron: string,
+  scheduledTime = new Date(),
+  vars: Partial<Env> = {},
+): Promise<void> {
   if (worker.scheduled === undefined) throw new Error('the Worker has no scheduled() handler');
   const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron, scheduledTime }), env, ctx);
+  await worker.scheduled(createScheduledController({ cron, scheduledTime }), { ...env, ...vars }, ctx);
   await waitOnExecutionContext(ctx);
 }

@@ -1,0 +1,147 @@
+/**
+ * How big a benchmark run is. `full` is what docs/benchmarks.md publishes;
+ * `quick` runs every workload and every correctness gate at toy sizes, to
+ * check the harness in a few minutes. Sizes come from the scale; flags and
+ * environment variables choose the scale, the repetitions and a subset.
+ */
+export type ScaleName = 'quick' | 'full';
+
+export interface Scale {
+  name: ScaleName;
+  /** (a) jobs enqueued one per call, and in calls of BULK_SIZE. */
+  enqueueSingleJobs: number;
+  enqueueBulkJobs: number;
+  /** (b) jobs pre-inserted per burn-down; a run stops after `burnDownCapSeconds` of work. */
+  burnDownJobs: number;
+  burnDownCapSeconds: number;
+  /** (c) jobs timed per repetition, and the most one repetition may take. */
+  latencySamples: number;
+  latencyCapSeconds: number;
+  /** (d) how long capacity is measured, and the length of one steady-state run (its thirds are the repetitions). */
+  steadyCapacitySeconds: number;
+  steadySeconds: number;
+  /** (e) the deep queue: waiting and finished jobs, and how long each claim series runs. */
+  depthWaiting: number;
+  depthFinished: number;
+  depthSeconds: number;
+  /** (f) the big tenant's backlog, and how many job starts (at most how long) we watch for the small tenant's jobs. */
+  fairnessBacklog: number;
+  fairnessClaimsWatched: number;
+  fairnessWatchSeconds: number;
+  /** (g) jobs enqueued one per call and then drained (for at most `costCapSeconds`), whose database cost is counted. */
+  costJobs: number;
+  costCapSeconds: number;
+  /** (h) each window, before and while the snapshot is held. */
+  snapshotWindowSeconds: number;
+  /** (4) jobs loaded for each tight loop, and how long it runs. */
+  ceilingJobs: number;
+  ceilingSeconds: number;
+}
+
+export const BULK_SIZE = 1000;
+export const PRODUCERS = 8;
+export const BURN_DOWN_CONCURRENCIES = [1, 8, 32] as const;
+/** The worker concurrency of every workload that does not vary it. */
+export const STANDARD_CONCURRENCY = 8;
+
+const SCALES: Record<ScaleName, Scale> = {
+  quick: {
+    name: 'quick',
+    enqueueSingleJobs: 300,
+    enqueueBulkJobs: 3_000,
+    burnDownJobs: 3_000,
+    burnDownCapSeconds: 3,
+    latencySamples: 10,
+    latencyCapSeconds: 4,
+    steadyCapacitySeconds: 3,
+    steadySeconds: 6,
+    depthWaiting: 20_000,
+    depthFinished: 20_000,
+    depthSeconds: 1.5,
+    fairnessBacklog: 3_000,
+    fairnessClaimsWatched: 300,
+    fairnessWatchSeconds: 3,
+    costJobs: 300,
+    costCapSeconds: 5,
+    snapshotWindowSeconds: 3,
+    ceilingJobs: 5_000,
+    ceilingSeconds: 1,
+  },
+  full: {
+    name: 'full',
+    enqueueSingleJobs: 3_000,
+    enqueueBulkJobs: 100_000,
+    burnDownJobs: 100_000,
+    burnDownCapSeconds: 15,
+    latencySamples: 100,
+    latencyCapSeconds: 20,
+    steadyCapacitySeconds: 15,
+    steadySeconds: 120,
+    depthWaiting: 1_000_000,
+    depthFinished: 1_000_000,
+    depthSeconds: 5,
+    fairnessBacklog: 100_000,
+    fairnessClaimsWatched: 2_000,
+    fairnessWatchSeconds: 15,
+    costJobs: 2_000,
+    costCapSeconds: 20,
+    snapshotWindowSeconds: 15,
+    ceilingJobs: 60_000,
+    ceilingSeconds: 5,
+  },
+};
+
+export const WORKLOAD_IDS = ['enqueue', 'burn-down', 'latency', 'snapshot', 'steady', 'depth', 'fairness', 'cost', 'ceiling'] as const;
+export type WorkloadId = (typeof WORKLOAD_IDS)[number];
+
+export interface BenchOptions {
+  scale: Scale;
+  /** Repetitions of every measurement; at least 3. */
+  reps: number;
+  workloads: readonly WorkloadId[];
+  systems: readonly string[] | undefined;
+  /** The exact command line, for the report. */
+  command: string;
+}
+
+const USAGE = `npm run bench [-- --quick|--full] [--reps N] [--only w1,w2] [--systems s1,s2]
+  env: BENCH_SCALE=quick|full  BENCH_REPS=N  BENCH_ONLY=w1,w2  BENCH_SYSTEMS=s1,s2  DATABASE_URL=postgres://...
+  workloads: ${WORKLOAD_IDS.join(', ')}`;
+
+/** Flags win over environment variables; the default is the full run. */
+export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): BenchOptions {
+  let scaleName: string = env.BENCH_SCALE ?? 'full';
+  let reps = env.BENCH_REPS ?? '3';
+  let only = env.BENCH_ONLY;
+  let systems = env.BENCH_SYSTEMS;
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = () => argv[++i] ?? fail(`${flag} needs a value`);
+    if (flag === '--quick' || flag === '--full') scaleName = flag.slice(2);
+    else if (flag === '--reps') reps = value();
+    else if (flag === '--only') only = value();
+    else if (flag === '--systems') systems = value();
+    else fail(`unknown flag ${flag}`);
+  }
+  if (scaleName !== 'quick' && scaleName !== 'full') fail(`BENCH_SCALE must be quick or full, not ${scaleName}`);
+  const repCount = Number(reps);
+  if (!Number.isInteger(repCount) || repCount < 3) fail('BENCH_REPS must be an integer of at least 3 (medians need three)');
+  const workloads = only === undefined ? WORKLOAD_IDS : only.split(',').map((id) => id.trim());
+  const unknown = workloads.filter((id) => !(WORKLOAD_IDS as readonly string[]).includes(id));
+  if (unknown.length > 0) fail(`unknown workload ${unknown.join(', ')}`);
+  const envPart = ['BENCH_SCALE', 'BENCH_REPS', 'BENCH_ONLY', 'BENCH_SYSTEMS']
+    .filter((name) => env[name] !== undefined)
+    .map((name) => `${name}=${env[name]}`);
+  return {
+    scale: SCALES[scaleName],
+    reps: repCount,
+    workloads: workloads as WorkloadId[],
+    systems: systems?.split(',').map((name) => name.trim()),
+    command: [...envPart, 'npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
+  };
+}
+
+function fail(message: string): never {
+  console.error(`${message}\n\n${USAGE}`);
+  process.exit(2);
+}

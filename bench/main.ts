@@ -1,0 +1,93 @@
+/**
+ * `npm run bench`: skiplock, pg-boss and graphile-worker side by side on one
+ * Postgres server, every workload of issue 6, written to docs/benchmarks.md
+ * and docs/benchmarks.json. See bench/config.ts for sizes and options.
+ */
+import { writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readOptions, type WorkloadId } from './config';
+import { readEnvironment } from './environment';
+import { dropDatabase, startBenchServer } from './postgres';
+import { incidents, progress } from './progress';
+import { writeReport, type BenchReport } from './report';
+import { DRIVERS } from './systems';
+import { burnDownWorkload } from './workloads/burn-down';
+import { ceilingWorkload } from './workloads/ceiling';
+import { dbCostWorkload } from './workloads/db-cost';
+import { depthWorkload } from './workloads/depth';
+import { enqueueWorkload } from './workloads/enqueue';
+import { fairnessWorkload } from './workloads/fairness';
+import type { Backlog, Workload, WorkloadContext } from './workloads/harness';
+import { heldSnapshotWorkload } from './workloads/held-snapshot';
+import { latencyWorkload } from './workloads/pickup-latency';
+import { steadyStateWorkload } from './workloads/steady-state';
+
+/** In the order they run and the report shows them. */
+const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
+  ['enqueue', enqueueWorkload],
+  ['burn-down', burnDownWorkload],
+  ['latency', latencyWorkload],
+  ['snapshot', heldSnapshotWorkload],
+  ['steady', steadyStateWorkload],
+  ['depth', depthWorkload],
+  ['fairness', fairnessWorkload],
+  ['cost', dbCostWorkload],
+  ['ceiling', ceilingWorkload],
+];
+
+const MARKDOWN = new URL('../docs/benchmarks.md', import.meta.url).pathname;
+const JSON_FILE = new URL('../docs/benchmarks.json', import.meta.url).pathname;
+/** Where each finished workload is saved, so a run that breaks off keeps what it measured. */
+const PARTIAL = join(tmpdir(), 'skiplock-bench-partial.json');
+
+async function main(): Promise<void> {
+  const options = readOptions(process.argv.slice(2), process.env);
+  const selected = new Set(options.workloads);
+  const drivers = DRIVERS.filter((driver) => options.systems === undefined || options.systems.includes(driver.name));
+  if (drivers.length === 0) throw new Error(`no such system: ${options.systems?.join(', ')}`);
+
+  const startedAt = Date.now();
+  progress(`skiplock benchmark, scale ${options.scale.name}, ${options.reps} repetitions: ${[...selected].join(', ')}`);
+  const server = await startBenchServer(process.env.DATABASE_URL);
+  const backlogs = new Map<string, Backlog>();
+  try {
+    const environment = await readEnvironment(server);
+    progress(`${environment.postgres.version.split(' on ')[0]} (${server.origin}); Node ${environment.node}; ${environment.cpu.model} × ${environment.cpu.cores}`);
+    const context: WorkloadContext = { server, options, drivers, backlogs };
+    const report: BenchReport = {
+      generatedAt: new Date(startedAt).toISOString(),
+      command: options.command,
+      scale: options.scale,
+      reps: options.reps,
+      minutes: 0,
+      environment,
+      systems: drivers.map(({ name, version, settings }) => ({ name, version, settings })),
+      workloads: [],
+      incidents: {},
+    };
+    for (const [id, workload] of WORKLOADS) {
+      if (!selected.has(id)) continue;
+      const start = loadavg()[0]!;
+      const result = await workload(context);
+      report.workloads.push({ ...result, loadAverage: { start, end: loadavg()[0]! } });
+      report.minutes = (Date.now() - startedAt) / 60_000;
+      report.incidents = incidents();
+      await writeFile(PARTIAL, JSON.stringify(report, null, 2));
+    }
+    await writeReport(report, MARKDOWN, JSON_FILE);
+    progress(`done in ${report.minutes.toFixed(1)} minutes: docs/benchmarks.md and docs/benchmarks.json`);
+  } finally {
+    for (const backlog of backlogs.values()) await dropDatabase(server, backlog.database);
+    await server.stop();
+  }
+}
+
+await main().then(
+  // A library under test can leave a timer or a socket behind; the benchmark is over either way.
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { pgDb } from '../../src/db/pg';
+import { defineJob } from '../../src/drain/define-job';
+import type { Logger } from '../../src/drain/logger';
+import { claimBatch } from '../../src/engine/claim-batch';
+import { completeMany } from '../../src/engine/complete';
+import { enqueue, enqueueBatch, type EnqueueInput } from '../../src/engine/enqueue';
+import { loadMigrations } from '../../src/migrate/load';
+import { migrate } from '../../src/migrate/runner';
+import { startWorker } from '../../src/node-worker/start-worker';
+import { PRODUCERS } from '../config';
+import { incident } from '../progress';
+import { readPackageVersion } from './package-version';
+import { payloadOf, type BenchJob, type Inventory, type QueueSystem, type SetupName, type Settings, type SystemDriver } from './types';
+
+const QUEUE = 'bench';
+
+/**
+ * skiplock's only knobs for a Node worker are how it waits for work: a claim
+ * takes as many jobs as there are free slots, and finished jobs go back in
+ * one batch before the next claim, whatever the setup.
+ */
+const SETUPS: Record<SetupName, { pollIntervalMs: number; housekeepingIntervalMs: number }> = {
+  defaults: { pollIntervalMs: 1000, housekeepingIntervalMs: 5000 },
+  tuned: { pollIntervalMs: 250, housekeepingIntervalMs: 5000 },
+};
+
+const payloadSchema = z.object({ n: z.number().int(), tenant: z.string(), text: z.string() });
+
+const quietLogger: Logger = {
+  info: () => {},
+  warn: (message) => incident('skiplock', message),
+  error: (message) => incident('skiplock', message),
+};
+
+function jobInput(job: BenchJob): EnqueueInput {
+  return { queue: QUEUE, tenant: job.tenant ?? 'default', payload: { ...payloadOf(job) } };
+}
+
+const inventorySql = /* sql */ `
+SELECT count(*) FILTER (WHERE state IN ('scheduled', 'queued', 'retrying'))::int AS waiting,
+       count(*) FILTER (WHERE state = 'running')::int AS running,
+       count(*) FILTER (WHERE state = 'succeeded')::int AS succeeded,
+       count(*) FILTER (WHERE state IN ('failed', 'cancelled', 'expired'))::int AS failed,
+       count(*) FILTER (WHERE state = 'succeeded' AND attempts > 1)::int AS redelivered
+FROM skiplock.jobs WHERE queue = $1`;
+
+/** The backlog rows as enqueue makes them (tenant row first: a claim joins it). */
+const fillSql = /* sql */ `
+WITH tenant AS (INSERT INTO skiplock.tenants (name) VALUES ('default') ON CONFLICT (name) DO NOTHING),
+waiting AS (
+  INSERT INTO skiplock.jobs (queue, type, state, payload)
+  SELECT $1, $1, 'queued', jsonb_build_object('n', $2::int + g - 1, 'tenant', 'default', 'text', $5::text)
+  FROM generate_series(1, $3::int) g
+)
+INSERT INTO skiplock.jobs (queue, type, state, payload, attempts, started_at, finished_at)
+SELECT $1, $1, 'succeeded', jsonb_build_object('n', -g, 'tenant', 'default', 'text', $5::text), 1, now(), now()
+FROM generate_series(1, $4::int) g`;
+
+function describe(setup: SetupName): Settings {
+  const options = SETUPS[setup];
+  return {
+    worker: 'startWorker() from src/node-worker',
+    claim: 'as many jobs as free slots, one statement',
+    completion: 'one batch per loop turn',
+    pollIntervalMs: options.pollIntervalMs,
+    housekeepingIntervalMs: options.housekeepingIntervalMs,
+    listen: true,
+  };
+}
+
+export const skiplockDriver: SystemDriver = {
+  name: 'skiplock',
+  wakeups: ['listen', 'poll'],
+  version: `${readPackageVersion()} (this tree)`,
+  settings: { defaults: describe('defaults'), tuned: describe('tuned') },
+  async open(databaseUrl, setup) {
+    const db = pgDb(databaseUrl, { max: PRODUCERS });
+    await migrate(db, await loadMigrations());
+    const options = SETUPS[setup];
+    const system: QueueSystem = {
+      name: 'skiplock',
+      setup,
+      schema: 'skiplock',
+      pollIntervalMs: options.pollIntervalMs,
+      claimStatementMarker: 'WITH RECURSIVE waiting_tenants',
+      enqueue: async (job) => {
+        await enqueue(db, jobInput(job));
+      },
+      enqueueBatch: async (jobs) => {
+        await enqueueBatch(db, jobs.map(jobInput));
+      },
+      async startWorkers({ concurrency, handler, wakeup }) {
+        const bench = defineJob(QUEUE, payloadSchema, (payload) => handler(payload));
+        const worker = await startWorker({
+          databaseUrl,
+          handlers: [bench],
+          concurrency,
+          pollIntervalMs: options.pollIntervalMs,
+          housekeepingIntervalMs: options.housekeepingIntervalMs,
+          listen: (wakeup ?? 'listen') === 'listen',
+          shutdownGraceMs: 10_000,
+          logger: quietLogger,
+        });
+        return { stop: () => worker.stop() };
+      },
+      async claimDirect(max, handler) {
+        const jobs = await claimBatch(db, { max, workerId: 'bench-direct', types: [QUEUE] });
+        for (const job of jobs) await handler(payloadSchema.parse(job.payload));
+        await completeMany(db, jobs);
+        return jobs.length;
+      },
+      async inventory() {
+        const [row] = await db.query<Inventory>({ text: inventorySql, params: [QUEUE] });
+        return row!;
+      },
+      async fill({ firstN, waiting, finished }) {
+        await db.query({ text: fillSql, params: [QUEUE, firstN, waiting, finished, payloadOf({ n: 0 }).text] });
+      },
+      close: () => db.close(),
+    };
+    return system;
+  },
+};

@@ -1,0 +1,64 @@
+import type { Queryable } from '../db/types';
+import { DrainBudget } from './budget';
+import { DEFAULT_RETENTION_SECONDS, NO_HOUSEKEEPING, runHousekeeping, type HousekeepingCounts } from './housekeeping';
+import type { JobCounts } from './job-counts';
+import { runJobs } from './job-loop';
+import { jsonConsoleLogger, type Logger } from './logger';
+import { syncPeriodicJobs } from './periodic';
+import type { JobRegistry } from './registry';
+
+export interface DrainOptions {
+  /**
+   * Wall time the drain may take, in seconds. Default 25: a Cron Trigger
+   * that fires every minute gets 30 s of CPU (and 15 min of wall time), and
+   * a drain's CPU time is below its wall time.
+   */
+  budgetSeconds?: number;
+  /** Attempts running at once. Default 5: on Workers each may hold one of the 6 connections, the drain the last. */
+  concurrency?: number;
+  /** Recorded on every claim. Default `drain-<random>`. */
+  workerId?: string;
+  /** Keep finished jobs this long before pruning them. Default 7 days. */
+  retentionSeconds?: number;
+  /** Reaping, expiry, periodic jobs and pruning before the jobs run. Default true; the fast path skips them. */
+  housekeeping?: boolean;
+  /** How long a handed-back job waits before it can run again. Default 1 s. */
+  handBackDelaySeconds?: number;
+  logger?: Logger;
+}
+
+export type DrainCounts = HousekeepingCounts & JobCounts;
+
+export const DEFAULT_DRAIN_BUDGET_SECONDS = 25;
+export const DEFAULT_DRAIN_CONCURRENCY = 5;
+
+/**
+ * One drain: housekeeping, then the registry's jobs until the queue is empty
+ * or the budget ends. Runtime-agnostic: `scheduled()` on Workers and tests
+ * call it with any driver.
+ */
+export async function drainOnce(db: Queryable, registry: JobRegistry, options: DrainOptions = {}): Promise<DrainCounts> {
+  const logger = options.logger ?? jsonConsoleLogger;
+  const budget = new DrainBudget((options.budgetSeconds ?? DEFAULT_DRAIN_BUDGET_SECONDS) * 1000);
+  try {
+    let housekeeping = NO_HOUSEKEEPING;
+    if (options.housekeeping ?? true) {
+      await syncPeriodicJobs(db, registry.schedules);
+      housekeeping = await runHousekeeping(db, {
+        retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
+        budget,
+        logger,
+      });
+    }
+    const jobs = await runJobs(db, registry, {
+      workerId: options.workerId ?? `drain-${crypto.randomUUID().slice(0, 8)}`,
+      concurrency: options.concurrency ?? DEFAULT_DRAIN_CONCURRENCY,
+      budget,
+      logger,
+      handBackDelaySeconds: options.handBackDelaySeconds ?? 1,
+    });
+    return { ...housekeeping, ...jobs };
+  } finally {
+    budget.dispose();
+  }
+}

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { defineJob, type JobDefinition } from '../define-job';
+import { PermanentFailure, RetryAfter } from '../job-errors';
+import { destinationProblem } from './http-destination';
+import { SIGNATURE_HEADER, signatureHeader } from './http-signature';
+
+export interface HttpJobSettings {
+  /** HTTP_ALLOWED_HOSTS: exact hosts or `*.example.com`; nothing is delivered while it is empty. */
+  allowedHosts: readonly string[];
+  /** HTTP_SIGNING_SECRET: signs every delivery; unsigned without it. */
+  signingSecret?: string;
+}
+
+/** How much of the response body the job's result keeps. */
+const RESULT_BODY_BYTES = 2048;
+/** Longest Retry-After honoured; a longer one is someone's mistake, not a plan. */
+const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
+
+const httpPayload = z
+  .object({
+    url: z.url({ protocol: /^https?$/ }),
+    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST'),
+    headers: z.record(z.string(), z.string()).default({}),
+    /** A string is sent as it is; anything else as JSON. */
+    body: z.json().optional(),
+    timeoutMs: z.number().int().min(1).max(300_000).default(10_000),
+  })
+  .refine((request) => request.method !== 'GET' || request.body === undefined, {
+    message: 'a GET request has no body',
+    path: ['body'],
+  });
+
+export type HttpJobPayload = z.input<typeof httpPayload>;
+
+/**
+ * The built-in `http` job: delivers its payload to a URL on the allow-list,
+ * signed so the receiver can verify it came from here. 2xx succeeds (result:
+ * status and the start of the body); 4xx other than 408 and 429 fails for
+ * good; everything else (5xx, 408, 429, 3xx: redirects are not followed, they
+ * could leave the allow-list; timeouts and network errors) retries, after
+ * Retry-After when a 429 or 503 gives one. Receivers see at-least-once
+ * delivery: `skiplock-job-id` lets them drop repeats.
+ */
+export function httpJob(settings: HttpJobSettings): JobDefinition {
+  return defineJob('http', httpPayload, async (request, context) => {
+    const url = new URL(request.url);
+    const refused = destinationProblem(url, settings.allowedHosts);
+    if (refused !== undefined) throw new PermanentFailure(refused);
+
+    const body = request.body === undefined || typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
+    const headers = new Headers(request.headers);
+    if (body !== undefined && typeof request.body !== 'string' && !headers.has('content-type')) {
+      headers.set('content-type', 'application/json');
+    }
+    headers.set('skiplock-job-id', context.job.id);
+    headers.set('skiplock-attempt', String(context.attempt));
+    // Only this handler signs: a payload cannot bring a signature of its own.
+    headers.delete(SIGNATURE_HEADER);
+    if (settings.signingSecret) {
+      headers.set(SIGNATURE_HEADER, await signatureHeader(settings.signingSecret, body ?? '', Math.floor(Date.now() / 1000)));
+    }
+
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: request.method,
+        headers,
+        ...(body === undefined ? {} : { body }),
+        redirect: 'manual',
+        signal: AbortSignal.any([context.signal, AbortSignal.timeout(request.timeoutMs)]),
+      });
+    } catch (error) {
+      const timedOut = error instanceof Error && error.name === 'TimeoutError';
+      throw new Error(
+        timedOut
+          ? `${url.origin} did not answer within ${request.timeoutMs} ms`
+          : `request to ${url.origin} failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    const text = await readStart(response, RESULT_BODY_BYTES);
+    const { status } = response;
+    if (status >= 200 && status < 300) return { status, body: text };
+
+    const what = `${url.origin} answered ${status}${text === '' ? '' : `: ${text.slice(0, 200)}`}`;
+    const retryAfter = status === 429 || status === 503 ? retryAfterSeconds(response.headers.get('retry-after')) : undefined;
+    if (retryAfter !== undefined) throw new RetryAfter(retryAfter, what);
+    if (status >= 400 && status < 500 && status !== 408 && status !== 429) throw new PermanentFailure(what);
+    throw new Error(what);
+  });
+}
+
+/** The first `maxBytes` of the body as text; the rest is never downloaded. */
+async function readStart(response: Response, maxBytes: number): Promise<string> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < maxBytes) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes.subarray(0, maxBytes));
+}
+
+/** Retry-After as seconds (`120`) or an HTTP date; undefined when absent or unreadable. */
+function retryAfterSeconds(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const seconds = /^\d+$/.test(header.trim()) ? Number(header.trim()) : (Date.parse(header) - Date.now()) / 1000;
+  return Number.isFinite(seconds) ? Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, seconds)) : undefined;
+}

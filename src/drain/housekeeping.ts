@@ -1,0 +1,42 @@
+import type { Queryable } from '../db/types';
+import { pruneFinishedJobs } from '../engine/prune';
+import type { DrainBudget } from './budget';
+import type { Logger } from './logger';
+import { runMaintenance, type MaintenanceCounts } from './maintenance';
+import { enqueueDuePeriodicJobs } from './periodic';
+
+/** Seven days. */
+export const DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600;
+const PRUNE_BATCH = 1000;
+/** Pruning is bounded per drain, so a backlog of history never eats the time meant for jobs. */
+const MAX_PRUNE_BATCHES = 5;
+
+export interface HousekeepingCounts extends MaintenanceCounts {
+  /** Jobs enqueued by due periodic schedules. */
+  periodicEnqueued: number;
+  /** Finished jobs deleted past their retention. */
+  pruned: number;
+}
+
+export const NO_HOUSEKEEPING: HousekeepingCounts = { reaped: 0, expired: 0, dedupKeysReleased: 0, periodicEnqueued: 0, pruned: 0 };
+
+/**
+ * Everything a drain does before it runs jobs: hand back expired leases,
+ * expire what can no longer start, enqueue due periodic jobs, and prune
+ * finished jobs past retention. Each step is bounded; a backlog larger than
+ * one round is finished by the next.
+ */
+export async function runHousekeeping(
+  db: Queryable,
+  options: { retentionSeconds: number; budget: DrainBudget; logger: Logger },
+): Promise<HousekeepingCounts> {
+  const maintenance = await runMaintenance(db);
+  const periodicEnqueued = await enqueueDuePeriodicJobs(db, options.logger);
+  let pruned = 0;
+  for (let batch = 0; batch < MAX_PRUNE_BATCHES && options.budget.claiming; batch++) {
+    const deleted = await pruneFinishedJobs(db, { retentionSeconds: options.retentionSeconds, limit: PRUNE_BATCH });
+    pruned += deleted;
+    if (deleted < PRUNE_BATCH) break;
+  }
+  return { ...maintenance, periodicEnqueued, pruned };
+}

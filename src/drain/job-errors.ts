@@ -1,0 +1,65 @@
+/**
+ * What a handler throws to steer its job, and why an attempt was stopped.
+ * Any other error a handler throws retries the job after its backoff.
+ */
+
+/** Retry after exactly this long instead of the backoff (a rate limit said when). */
+export class RetryAfter extends Error {
+  override readonly name = 'RetryAfter';
+  constructor(
+    readonly seconds: number,
+    message = `asked to retry after ${seconds} s`,
+  ) {
+    super(message);
+    if (!(Number.isFinite(seconds) && seconds >= 0)) throw new RangeError('RetryAfter takes seconds >= 0');
+  }
+}
+
+/** The job can never succeed (bad input, a refusal that will not change): fail it now, no retries. */
+export class PermanentFailure extends Error {
+  override readonly name: string = 'PermanentFailure';
+}
+
+/** The payload does not match the job type's schema; thrown before the handler runs. */
+export class InvalidPayload extends PermanentFailure {
+  override readonly name = 'InvalidPayload';
+  constructor(
+    type: string,
+    readonly issues: ReadonlyArray<{ path: string; message: string }>,
+  ) {
+    super(`payload does not match the schema of job type "${type}": ${issues.map(describeIssue).join('; ')}`);
+  }
+}
+
+function describeIssue(issue: { path: string; message: string }): string {
+  return issue.path === '' ? issue.message : `${issue.path}: ${issue.message}`;
+}
+
+const INTERRUPTIONS = {
+  /** The drain's time budget is spent: the job is handed back and continues later. */
+  deadline: { name: 'DrainDeadline', message: 'the drain reached the end of its time budget; the job is handed back to run again' },
+  /** The attempt ran longer than its job type's `timeoutSeconds`: it fails and may retry. */
+  timeout: { name: 'JobTimedOut', message: 'the attempt ran longer than its timeout' },
+  /** Someone cancelled the running job; its heartbeat saw it. */
+  cancelled: { name: 'JobCancelled', message: 'the job was cancelled while it ran' },
+  /** The token no longer owns the job (its lease ran out and it was taken back): stop, change nothing. */
+  'lease-lost': { name: 'LeaseLost', message: 'the lease was lost: another claim owns this job now' },
+} as const;
+
+export type Interruption = keyof typeof INTERRUPTIONS;
+
+/**
+ * Why an attempt's abort signal fired: the handler sees it as
+ * `context.signal.reason` (check `why`), and the drain decides from it what
+ * becomes of the job.
+ */
+export class AttemptInterrupted extends Error {
+  constructor(
+    readonly why: Interruption,
+    detail?: string,
+  ) {
+    const { name, message } = INTERRUPTIONS[why];
+    super(detail === undefined ? message : `${message} (${detail})`);
+    this.name = name;
+  }
+}

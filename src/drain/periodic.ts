@@ -1,0 +1,82 @@
+import { Cron } from 'croner';
+import type { Queryable } from '../db/types';
+import { advanceSchedules, listDueSchedules, upsertSchedules, type ScheduleTick } from '../engine/schedules';
+import type { Json } from '../engine/types';
+import { errorFields, type Logger } from './logger';
+
+/** A job enqueued on a cron schedule. */
+export interface PeriodicJob {
+  /** Unique; renaming makes a new schedule. */
+  name: string;
+  /** 5 fields (minute first), or 6 with seconds first. */
+  cron: string;
+  type: string;
+  /** Defaults to the type. */
+  queue?: string;
+  tenant?: string;
+  payload?: Json;
+  priority?: number;
+  /** IANA zone the expression is read in; UTC by default. */
+  timezone?: string;
+}
+
+/** Checks the expression at once, so a typo fails at start-up, not at the first tick. */
+export function definePeriodicJob(job: PeriodicJob): PeriodicJob {
+  nextTick(job.cron, job.timezone ?? 'UTC', new Date());
+  return job;
+}
+
+/** The first tick strictly after `after`, or 'infinity' when the expression has none. */
+function nextTick(cron: string, timezone: string, after: Date): string {
+  const next = new Cron(cron, { timezone, paused: true }).nextRun(after);
+  return next === null ? 'infinity' : next.toISOString();
+}
+
+/** Writes the code's periodic jobs into skiplock.schedules (one statement; unchanged ones are left alone). */
+export async function syncPeriodicJobs(db: Queryable, jobs: readonly PeriodicJob[]): Promise<void> {
+  const now = new Date();
+  await upsertSchedules(
+    db,
+    jobs.map((job) => {
+      const timezone = job.timezone ?? 'UTC';
+      return {
+        name: job.name,
+        cron: job.cron,
+        timezone,
+        queue: job.queue ?? job.type,
+        type: job.type,
+        tenant: job.tenant ?? 'default',
+        payload: job.payload ?? null,
+        priority: job.priority ?? 0,
+        nextRunAt: nextTick(job.cron, timezone, now),
+      };
+    }),
+  );
+}
+
+/**
+ * Enqueues one job for each due schedule, whoever defined it, and moves the
+ * schedule on. Ticks missed while nothing drained are not replayed: a
+ * schedule that fell behind runs once and resumes at its next future tick.
+ * Returns the number of jobs enqueued; a tick that another drain won counts
+ * for that drain only.
+ */
+export async function enqueueDuePeriodicJobs(db: Queryable, logger: Logger): Promise<number> {
+  const due = await listDueSchedules(db);
+  const ticks: ScheduleTick[] = [];
+  for (const schedule of due) {
+    // Past both the tick and the database's now: missed ticks are skipped.
+    const after = new Date(Math.max(Date.parse(schedule.now), Date.parse(schedule.dueAtIso)));
+    try {
+      ticks.push({ name: schedule.name, dueAt: schedule.dueAt, nextRunAt: nextTick(schedule.cron, schedule.timezone, after) });
+    } catch (error) {
+      // A bad expression written straight into the table must not stop the others.
+      logger.error('cannot read the cron expression of a schedule; it is skipped', {
+        schedule: schedule.name,
+        cron: schedule.cron,
+        ...errorFields(error),
+      });
+    }
+  }
+  return advanceSchedules(db, ticks);
+}

@@ -1,0 +1,31 @@
+import type { JobDefinition } from './define-job';
+import type { PeriodicJob } from './periodic';
+
+/**
+ * The job types one drain or worker can run, and the periodic jobs it keeps
+ * enqueueing. A drain claims only these types; jobs of other types wait for
+ * the pull workers or Node workers that name them.
+ */
+export interface JobRegistry {
+  readonly types: readonly string[];
+  readonly schedules: readonly PeriodicJob[];
+  definitionOf(type: string): JobDefinition | undefined;
+}
+
+export function createRegistry(jobs: readonly JobDefinition[], schedules: readonly PeriodicJob[] = []): JobRegistry {
+  const byType = new Map<string, JobDefinition>();
+  for (const job of jobs) {
+    if (byType.has(job.type)) throw new Error(`job type "${job.type}" is defined twice`);
+    byType.set(job.type, job);
+  }
+  const names = new Set<string>();
+  for (const schedule of schedules) {
+    if (names.has(schedule.name)) throw new Error(`periodic job "${schedule.name}" is defined twice`);
+    names.add(schedule.name);
+  }
+  return {
+    types: [...byType.keys()],
+    schedules,
+    definitionOf: (type) => byType.get(type),
+  };
+}

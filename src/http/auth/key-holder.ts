@@ -1,0 +1,24 @@
+import type { Queryable } from '../../db/types';
+import { findActiveApiKey } from '../../engine/api-keys';
+import { looksLikeApiKey } from './api-key-secret';
+import { sameSecret, sha256Hex } from './crypto';
+import type { KeyHolder } from './principal';
+
+const ADMIN_TOKEN_HOLDER: KeyHolder = { kind: 'api-key', keyId: null, scopes: ['admin'], tenant: null };
+
+/**
+ * Who holds this bearer token: the ADMIN_TOKEN (compared in constant time) or
+ * an unrevoked API key. A key is looked up by the SHA-256 of the presented
+ * secret, so the database compares hashes, never secrets, and timing reveals
+ * nothing an attacker can steer. Undefined when the token is neither.
+ */
+export async function keyHolderFor(
+  bearer: string,
+  adminToken: string | undefined,
+  database: () => Queryable,
+): Promise<KeyHolder | undefined> {
+  if (adminToken && (await sameSecret(bearer, adminToken))) return ADMIN_TOKEN_HOLDER;
+  if (!looksLikeApiKey(bearer)) return undefined;
+  const key = await findActiveApiKey(database(), await sha256Hex(bearer));
+  return key && { kind: 'api-key', keyId: key.id, scopes: key.scopes, tenant: key.tenant };
+}

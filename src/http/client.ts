@@ -1,0 +1,27 @@
+import { hc } from 'hono/client';
+import type { AppType } from './app';
+
+/**
+ * A typed client of the skiplock HTTP API: Hono's RPC client over the app's
+ * own route types, so paths, bodies, queries and each status's response are
+ * the zod schemas' types. For example:
+ *
+ *   const api = skiplockClient('https://queue.example.com', { apiKey });
+ *   const res = await api.v1.queues[':queue'].jobs.$post({ param: { queue: 'emails' }, json: { payload } });
+ *   if (res.status === 201) console.log((await res.json()).statusUrl);
+ */
+export type SkiplockClient = ReturnType<typeof hc<AppType>>;
+
+export interface SkiplockClientOptions {
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Another fetch: a service binding's, or a test's. */
+  fetch?: typeof fetch;
+}
+
+export function skiplockClient(baseUrl: string, options: SkiplockClientOptions = {}): SkiplockClient {
+  return hc<AppType>(baseUrl, {
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    headers: options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` },
+  });
+}

@@ -1,0 +1,117 @@
+import type { z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { enqueueBatch, type EnqueueInput, type EnqueueResult } from '../engine';
+import type { KeyHolder } from './auth/principal';
+import type { AppDeps, AppEnv } from './context';
+import { conflict, forbidden, validationProblem } from './problem';
+import { IDEMPOTENCY_DEDUP_PREFIX, type EnqueueBody } from './schemas/enqueue';
+import type { EnqueuedJobSchema } from './schemas/job';
+import { statusUrlMaker } from './status-url';
+
+export type EnqueuedJob = z.output<typeof EnqueuedJobSchema>;
+
+/** How long a retried request with the same Idempotency-Key gets the first request's job back. */
+const IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60;
+
+export interface EnqueueRequest {
+  queue: string;
+  jobs: readonly EnqueueBody[];
+  idempotencyKey: string | undefined;
+  /** The batch route (a body of `{ jobs }`), not the single one. */
+  batch: boolean;
+}
+
+/** A field's path in problems: `jobs.3.tenant` in a batch, `tenant` for a single job. */
+function fieldPath(request: EnqueueRequest, index: number, field: string): string {
+  return request.batch ? `jobs.${index}.${field}` : field;
+}
+
+/**
+ * Enqueues the jobs of one request for a key holder and answers them with
+ * their status URLs. Calls the fast-path hook when a job was created.
+ */
+export async function enqueueJobs(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  holder: KeyHolder,
+  request: EnqueueRequest,
+): Promise<EnqueuedJob[]> {
+  const inputs = request.jobs.map((job, index) => toEnqueueInput(holder, request, job, index));
+  const results = mayMatchForeignJob(holder, request)
+    ? await enqueueWithinTenant(c, deps, inputs, request)
+    : await enqueueBatch(deps.database(c.env), inputs);
+  if (deps.onEnqueued && results.some((result) => !result.deduplicated)) deps.onEnqueued(c.executionCtx, c.env);
+  const statusUrl = await statusUrlMaker(c);
+  return Promise.all(
+    results.map(async ({ job, deduplicated }) => ({ ...job, statusUrl: await statusUrl(job.id), deduplicated })),
+  );
+}
+
+function toEnqueueInput(holder: KeyHolder, request: EnqueueRequest, job: EnqueueBody, index: number): EnqueueInput {
+  if (holder.tenant !== null && job.tenant !== undefined && job.tenant !== holder.tenant) {
+    throw forbidden(`this key enqueues only for tenant ${holder.tenant}`, [
+      { path: fieldPath(request, index, 'tenant'), message: `must be ${holder.tenant} (or left out) with this key` },
+    ]);
+  }
+  const tenant = holder.tenant ?? job.tenant ?? 'default';
+  const input: EnqueueInput = { ...job, queue: request.queue, tenant };
+  if (request.idempotencyKey === undefined) return input;
+  if (job.dedupKey !== undefined) {
+    throw validationProblem('give a dedupKey or an Idempotency-Key header, not both', [
+      { path: fieldPath(request, index, 'dedupKey'), message: 'must be left out with an Idempotency-Key header' },
+    ]);
+  }
+  return {
+    ...input,
+    dedupKey: idempotencyDedupKey(tenant, request, index),
+    dedupWindowSeconds: job.dedupWindowSeconds ?? IDEMPOTENCY_WINDOW_SECONDS,
+  };
+}
+
+/**
+ * The Idempotency-Key maps onto the engine's dedup key, in a namespace that
+ * client dedup keys cannot enter, per tenant (two tenants' keys never meet),
+ * and per position in a batch (a retried batch gets each of its jobs back).
+ * JSON keeps the parts apart whatever characters they hold.
+ */
+function idempotencyDedupKey(tenant: string, request: EnqueueRequest, index: number): string {
+  const parts = request.batch ? [tenant, request.idempotencyKey, index] : [tenant, request.idempotencyKey];
+  return IDEMPOTENCY_DEDUP_PREFIX + JSON.stringify(parts);
+}
+
+/**
+ * Dedup keys are per queue, not per tenant, so a tenant-bound key's dedupKey
+ * could match another tenant's job, which that key must never see.
+ */
+function mayMatchForeignJob(holder: KeyHolder, request: EnqueueRequest): boolean {
+  return holder.tenant !== null && request.jobs.some((job) => job.dedupKey !== undefined);
+}
+
+/**
+ * Enqueues in an interactive transaction and rolls it back when a dedup key
+ * matched another tenant's job: the request then changes nothing (not even
+ * the tenant row enqueue makes) and answers 409 without showing that job.
+ */
+async function enqueueWithinTenant(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  inputs: readonly EnqueueInput[],
+  request: EnqueueRequest,
+): Promise<EnqueueResult[]> {
+  const session = deps.sessionDatabase(c.env);
+  try {
+    return await session.withTransaction(async (tx) => {
+      const results = await enqueueBatch(tx, inputs);
+      const foreign = results.findIndex((result, index) => result.job.tenant !== inputs[index]!.tenant);
+      if (foreign >= 0) {
+        const detail = 'another tenant has a job with this dedup key in this queue';
+        throw conflict('dedup-key-taken', 'Dedup key taken', detail, [
+          { path: fieldPath(request, foreign, 'dedupKey'), message: 'is taken by a job this key cannot see' },
+        ]);
+      }
+      return results;
+    });
+  } finally {
+    await session.close();
+  }
+}

@@ -1,0 +1,63 @@
+import { HTTPException } from 'hono/http-exception';
+import { DatabaseError } from '../db/errors';
+import { InvalidInputError, StaleLeaseError } from '../engine/errors';
+import { conflict, Problem, validationProblem } from './problem';
+
+/** Seconds a client should wait before retrying when the database is unreachable. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The problem that answers an error thrown while handling a request, or
+ * undefined when the error is unexpected (a bug: logged, answered 500).
+ */
+export function problemFor(error: unknown): Problem | undefined {
+  if (error instanceof Problem) return error;
+  if (error instanceof HTTPException) return fromHttpException(error);
+  if (error instanceof StaleLeaseError) {
+    const detail = 'the lease token no longer holds this job: its lease was taken over or the job finished';
+    return conflict('stale-lease', 'Stale lease', detail);
+  }
+  if (error instanceof InvalidInputError) {
+    const errors = error.field === undefined ? undefined : [{ path: error.field, message: error.message }];
+    return validationProblem(error.message, errors);
+  }
+  if (error instanceof DatabaseError) return fromDatabaseError(error);
+  return undefined;
+}
+
+/** Hono's own refusals: malformed JSON (400) and a body that is not JSON (415). */
+function fromHttpException(error: HTTPException): Problem | undefined {
+  switch (error.status) {
+    case 400:
+      const detail = error.message || 'the request could not be read';
+      return new Problem(400, 'malformed-request', 'Malformed request', detail);
+    case 415:
+      return new Problem(415, 'unsupported-media-type', 'Unsupported media type', 'send the body as application/json');
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Postgres refusing a value is the client's fault (400); the database being
+ * out of reach is not (503, retry later). Anything else is a bug.
+ */
+function fromDatabaseError(error: DatabaseError): Problem | undefined {
+  if (error.unavailable) {
+    return new Problem(503, 'database-unavailable', 'Database unavailable', error.message, {
+      headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+    });
+  }
+  const code = error.code ?? '';
+  // The transition trigger: the job changed state under the request.
+  if (code === '23514' && error.constraint === 'job_transitions') {
+    return conflict('state-conflict', 'State conflict', error.message);
+  }
+  // 22xxx data exceptions (bad dates, out-of-range numbers, invalid JSON text),
+  // 23502/23514 null and check violations, 54xxx program limits (a key too large to index).
+  if (code.startsWith('22') || code === '23502' || code === '23514' || code.startsWith('54')) {
+    return validationProblem(error.message);
+  }
+  if (code === '23505') return conflict('conflict', 'Conflict', error.message);
+  return undefined;
+}

@@ -1,0 +1,45 @@
+import { bodyLimit } from 'hono/body-limit';
+import type { MiddlewareHandler } from 'hono';
+import { MAX_BATCH, MAX_PAGE } from '../engine';
+import type { AppEnv } from './context';
+import { Problem } from './problem';
+
+/** The limits of the HTTP API; each is checked before the database is asked. */
+export const LIMITS = {
+  /** Request body, unless MAX_BODY_BYTES says otherwise. */
+  defaultMaxBodyBytes: 1024 * 1024,
+  /** One JSON value (a payload, result, error or progress), serialized. */
+  maxJsonBytes: 256 * 1024,
+  /** Nesting of one JSON value: deeper values are refused before anything walks them recursively. */
+  maxJsonDepth: 64,
+  maxBatch: MAX_BATCH,
+  maxPage: MAX_PAGE,
+  /** Jobs per claim request: with payloads of up to 256 KiB each, this bounds a response to 25 MiB. */
+  maxClaim: 100,
+  /** Longest `?wait=` of a long-poll. */
+  maxWaitSeconds: 30,
+  /** Longest delay or time-to-live: ten years, far inside what Postgres intervals hold. */
+  maxDelaySeconds: 10 * 365 * 24 * 60 * 60,
+  /** Longest lease, as the database allows. */
+  maxLeaseSeconds: 24 * 60 * 60,
+} as const;
+
+/** MAX_BODY_BYTES when it is a positive integer, else the default. */
+export function maxBodyBytes(configured: string | undefined): number {
+  const parsed = Number(configured);
+  return Number.isSafeInteger(parsed) && parsed > 0 ? parsed : LIMITS.defaultMaxBodyBytes;
+}
+
+/** Refuses a body larger than MAX_BODY_BYTES with 413, counting the bytes of a chunked body as they arrive. */
+export function limitBodySize(): MiddlewareHandler<AppEnv> {
+  return (c, next) => {
+    const maxSize = maxBodyBytes(c.env.MAX_BODY_BYTES);
+    return bodyLimit({
+      maxSize,
+      onError: () => {
+        const detail = `the request body is larger than ${maxSize} bytes`;
+        throw new Problem(413, 'payload-too-large', 'Payload too large', detail);
+      },
+    })(c, next);
+  };
+}

@@ -1,0 +1,79 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+/** One failing input field: a dotted path inside its part of the request (`jobs.3.priority`, `limit`). */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** An RFC 9457 problem document, as every error response carries it. */
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldError[];
+  /** The `x-request-id` of the response, to find its log line. */
+  requestId: string;
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+const PROBLEM_TYPE_BASE = 'https://skiplock.dev/problems/';
+
+/**
+ * An error that is the answer: handlers and middleware throw it and the app's
+ * error handler renders it, so a handler's own return type stays its success.
+ */
+export class Problem extends Error {
+  override readonly name = 'Problem';
+  constructor(
+    readonly status: ContentfulStatusCode,
+    /** Last segment of the problem `type` URI, e.g. `stale-lease`. */
+    readonly kind: string,
+    readonly title: string,
+    detail: string,
+    readonly extra: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+  }
+}
+
+/** Invalid input; `errors` names the fields when they are known (Postgres refusing a value does not say which). */
+export function validationProblem(detail: string, errors?: FieldError[]): Problem {
+  return new Problem(400, 'validation-failed', 'Invalid request', detail, errors ? { errors } : {});
+}
+
+export function unauthorized(detail: string): Problem {
+  return new Problem(401, 'unauthorized', 'Unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } });
+}
+
+export function forbidden(detail: string, errors?: FieldError[]): Problem {
+  return new Problem(403, 'forbidden', 'Forbidden', detail, errors ? { errors } : {});
+}
+
+export function notFound(detail: string): Problem {
+  return new Problem(404, 'not-found', 'Not found', detail);
+}
+
+/** Also the answer for a job the caller may not see, so ids do not leak. */
+export function jobNotFound(): Problem {
+  return notFound('no job with this id, or none this caller may see');
+}
+
+export function conflict(kind: string, title: string, detail: string, errors?: FieldError[]): Problem {
+  return new Problem(409, kind, title, detail, errors ? { errors } : {});
+}
+
+export function renderProblem(c: Context, problem: Problem, requestId: string): Response {
+  const document: ProblemDocument = {
+    type: PROBLEM_TYPE_BASE + problem.kind,
+    title: problem.title,
+    status: problem.status,
+    detail: problem.message,
+    ...(problem.extra.errors ? { errors: problem.extra.errors } : {}),
+    requestId,
+  };
+  return c.json(document, problem.status, { ...problem.extra.headers, 'content-type': PROBLEM_CONTENT_TYPE });
+}

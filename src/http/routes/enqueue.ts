@@ -1,0 +1,70 @@
+import { asKeyHolder } from '../auth/principal';
+import type { AppDeps } from '../context';
+import { enqueueJobs } from '../enqueue-jobs';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses';
+import {
+  EnqueueBatchBodySchema,
+  EnqueueBatchResponseSchema,
+  EnqueueBodySchema,
+  IdempotencyHeadersSchema,
+  QueueParamsSchema,
+} from '../schemas/enqueue';
+import { EnqueuedJobSchema } from '../schemas/job';
+import { router } from '../validation';
+
+const ENQUEUE_PROBLEMS = problemResponses(400, 401, 403, 409, 413, 503);
+
+export function enqueueRoutes(deps: AppDeps) {
+  const enqueueRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
+    method: 'post',
+    path: '/v1/queues/{queue}/jobs',
+    summary: 'Enqueue a job',
+    description:
+      'Answers 201 with the new job, or 200 with `deduplicated: true` and the job that a dedupKey or ' +
+      'Idempotency-Key matched.',
+    request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBodySchema) },
+    responses: {
+      201: jsonResponse(EnqueuedJobSchema, 'The job was created'),
+      200: jsonResponse(EnqueuedJobSchema, 'A job with the same dedup key or Idempotency-Key already existed'),
+      ...ENQUEUE_PROBLEMS,
+    },
+  });
+
+  const enqueueBatchRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
+    method: 'post',
+    path: '/v1/queues/{queue}/jobs/batch',
+    summary: 'Enqueue up to 1,000 jobs at once',
+    description:
+      'One transaction: one invalid job refuses the whole batch, naming its field (`jobs.3.priority`). ' +
+      'Answers 201 when a job was created, 200 when every job was a dedup hit.',
+    request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBatchBodySchema) },
+    responses: {
+      201: jsonResponse(EnqueueBatchResponseSchema, 'The jobs, in request order'),
+      200: jsonResponse(EnqueueBatchResponseSchema, 'Every job already existed'),
+      ...ENQUEUE_PROBLEMS,
+    },
+  });
+
+  return router()
+    .openapi(enqueueRoute, async (c) => {
+      const [job] = await enqueueJobs(c, deps, asKeyHolder(c.var.principal), {
+        queue: c.req.valid('param').queue,
+        jobs: [c.req.valid('json')],
+        idempotencyKey: c.req.valid('header')['idempotency-key'],
+        batch: false,
+      });
+      // One job in, one job out.
+      const enqueued = job!;
+      if (enqueued.deduplicated) return c.json(enqueued, 200);
+      return c.json(enqueued, 201, { location: `/v1/jobs/${enqueued.id}` });
+    })
+    .openapi(enqueueBatchRoute, async (c) => {
+      const jobs = await enqueueJobs(c, deps, asKeyHolder(c.var.principal), {
+        queue: c.req.valid('param').queue,
+        jobs: c.req.valid('json').jobs,
+        idempotencyKey: c.req.valid('header')['idempotency-key'],
+        batch: true,
+      });
+      return c.json({ jobs }, jobs.every((job) => job.deduplicated) ? 200 : 201);
+    });
+}

@@ -1,0 +1,92 @@
+import { z } from '@hono/zod-openapi';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { FINAL_STATUSES, getJob } from '../../engine';
+import { tenantScope } from '../auth/principal';
+import type { AppDeps } from '../context';
+import { pollJob, POLL_INTERVAL_MS } from '../job-versions';
+import { authorizedRoute, problemResponses } from '../openapi-responses';
+import { logError } from '../logging';
+import { jobNotFound } from '../problem';
+import { JobIdParamsSchema } from '../schemas/job';
+import { router } from '../validation';
+
+/**
+ * One stream lasts this long at most, then the browser's EventSource
+ * reconnects (with Last-Event-ID, so an unchanged job is not sent twice).
+ * Bounded so one stream's reads stay within a Worker's subrequest budget.
+ */
+const STREAM_SECONDS = 40;
+/** A comment line this often keeps proxies from closing a quiet stream. */
+const HEARTBEAT_SECONDS = 15;
+/** How long the browser waits before reconnecting. */
+const RECONNECT_MS = 2000;
+
+const EventsQuerySchema = z.object({
+  token: z.string().optional().describe("The statusUrl's token, instead of an API key."),
+});
+
+export function jobEventRoutes(deps: AppDeps) {
+  const jobEventsRoute = authorizedRoute(deps, { scopes: ['read'], statusToken: true }, {
+    method: 'get',
+    path: '/v1/jobs/{id}/events',
+    summary: "Server-sent events of a job's changes until it ends",
+    description:
+      'Each change is an `event: job` whose data is the job and whose id is its ETag; `event: end` follows the ' +
+      `final status, then the stream closes. A stream lasts at most ${STREAM_SECONDS} s; reconnecting with ` +
+      "Last-Event-ID resumes it. Opens with an API key or the job's status token.",
+    request: { params: JobIdParamsSchema, query: EventsQuerySchema },
+    responses: {
+      200: { description: 'The event stream', content: { 'text/event-stream': { schema: z.string() } } },
+      ...problemResponses(400, 401, 403, 404, 503),
+    },
+  });
+
+  return router().openapi(jobEventsRoute, async (c) => {
+    const database = deps.database(c.env);
+    const { id } = c.req.valid('param');
+    const scope = tenantScope(c.var.principal);
+    const read = () => getJob(database, id, scope);
+    // Read once before streaming, so a job the caller cannot see is a plain 404.
+    if ((await read()) === undefined) throw jobNotFound();
+    const lastEventId = c.req.header('last-event-id');
+    const versions = pollJob(read, (STREAM_SECONDS * 1000) / POLL_INTERVAL_MS);
+    return streamSSE(c, async (stream) => {
+      try {
+        await streamChanges(stream, versions, lastEventId);
+      } catch (error) {
+        // The status line is sent: the stream can only say it failed, and the log says why.
+        logError(c.var.requestId, 'event_stream_failed', error);
+        await stream.writeSSE({ event: 'error', data: 'the job could not be read; reconnect to resume' });
+      }
+    });
+  });
+}
+
+async function streamChanges(
+  stream: SSEStreamingApi,
+  versions: ReturnType<typeof pollJob>,
+  lastSentEtag: string | undefined,
+): Promise<void> {
+  let sent = lastSentEtag;
+  let readsSinceWrite = 0;
+  for await (const version of versions) {
+    if (stream.aborted) return;
+    if (version === undefined) {
+      // Pruned, or gone from the caller's view, while it was watched.
+      await stream.writeSSE({ event: 'end', data: 'gone' });
+      return;
+    }
+    if (version.etag !== sent) {
+      await stream.writeSSE({ event: 'job', id: version.etag, data: JSON.stringify(version.job), retry: RECONNECT_MS });
+      sent = version.etag;
+      readsSinceWrite = 0;
+    } else if (++readsSinceWrite * POLL_INTERVAL_MS >= HEARTBEAT_SECONDS * 1000) {
+      await stream.write(': heartbeat\n\n');
+      readsSinceWrite = 0;
+    }
+    if (FINAL_STATUSES.includes(version.job.status)) {
+      await stream.writeSSE({ event: 'end', data: version.job.status });
+      return;
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import { createRoute } from '@hono/zod-openapi';
+import { getJobEvents, type JobEvent } from '../../engine';
+import { access } from '../auth/access';
+import { tenantScope } from '../auth/principal';
+import type { AppDeps } from '../context';
+import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses';
+import { jobNotFound } from '../problem';
+import { JobHistorySchema } from '../schemas/job-history';
+import { JobIdParamsSchema } from '../schemas/job';
+import { router } from '../validation';
+
+/**
+ * A claim's event records its lease token; the history says that the claim
+ * happened, not with which token, since the token is what lets a worker
+ * complete or fail the job.
+ */
+function withoutLeaseToken(event: JobEvent): JobEvent {
+  const { detail } = event;
+  if (typeof detail !== 'object' || detail === null || Array.isArray(detail) || !('leaseToken' in detail)) return event;
+  const { leaseToken: _token, ...rest } = detail;
+  return { ...event, detail: Object.keys(rest).length === 0 ? null : rest };
+}
+
+export function jobHistoryRoutes(deps: AppDeps) {
+  const jobHistoryRoute = createRoute({
+    method: 'get',
+    path: '/v1/jobs/{id}/history',
+    summary: "A job's events, oldest first",
+    description: 'Every change of the job: enqueued, claimed, lease extended, failed, completed, retried… Keys only: a status token does not open it.',
+    security: BEARER_SECURITY,
+    middleware: access(deps, { scopes: ['read'] }),
+    request: { params: JobIdParamsSchema },
+    responses: { 200: jsonResponse(JobHistorySchema, 'The events'), ...problemResponses(400, 401, 403, 404, 503) },
+  });
+
+  return router().openapi(jobHistoryRoute, async (c) => {
+    const events = await getJobEvents(deps.database(c.env), c.req.valid('param').id, tenantScope(c.var.principal));
+    // Enqueueing writes the first event, so no events means no job this caller may see.
+    if (events.length === 0) throw jobNotFound();
+    return c.json({ events: events.map(withoutLeaseToken) }, 200);
+  });
+}

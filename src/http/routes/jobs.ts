@@ -1,0 +1,138 @@
+import { z } from '@hono/zod-openapi';
+import { cancel, getJob, listJobs, retry } from '../../engine';
+import { tenantScope } from '../auth/principal';
+import type { AppDeps } from '../context';
+import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions';
+import { LIMITS } from '../limits';
+import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses';
+import { conflict, jobNotFound } from '../problem';
+import { NameSchema, queryNumberSchema } from '../schemas/common';
+import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema } from '../schemas/job';
+import { router } from '../validation';
+
+const GetJobQuerySchema = z.object({
+  wait: queryNumberSchema(0, LIMITS.maxWaitSeconds)
+    .optional()
+    .describe(
+      `Wait up to this many seconds (at most ${LIMITS.maxWaitSeconds}) for the job to change: from the ` +
+        'If-None-Match ETag when sent, else from its state now.',
+    ),
+  token: z.string().optional().describe("The statusUrl's token, instead of an API key."),
+});
+
+const ListJobsQuerySchema = z.object({
+  queue: NameSchema.optional(),
+  tenant: NameSchema.optional(),
+  status: JobStatusSchema.optional(),
+  type: NameSchema.optional(),
+  cursor: z.string().max(64).optional().describe('The nextCursor of the previous page.'),
+  limit: queryNumberSchema(1, LIMITS.maxPage, { integer: true })
+    .optional()
+    .describe(`Page size, 1 to ${LIMITS.maxPage}; default 50.`),
+});
+
+export function jobRoutes(deps: AppDeps) {
+  const getJobRoute = authorizedRoute(deps, { scopes: ['read'], statusToken: true }, {
+    method: 'get',
+    path: '/v1/jobs/{id}',
+    summary: "A job's status and stats",
+    description:
+      "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token.",
+    request: { params: JobIdParamsSchema, query: GetJobQuerySchema },
+    responses: {
+      200: jsonResponse(JobSchema, 'The job'),
+      304: { description: 'The job still matches If-None-Match' },
+      ...problemResponses(400, 401, 403, 404, 503),
+    },
+  });
+
+  const listJobsRoute = authorizedRoute(deps, { scopes: ['read'] }, {
+    method: 'get',
+    path: '/v1/jobs',
+    summary: 'List jobs, newest first',
+    request: { query: ListJobsQuerySchema },
+    responses: { 200: jsonResponse(JobPageSchema, 'One page of jobs'), ...problemResponses(400, 401, 403, 503) },
+  });
+
+  const cancelRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
+    method: 'post',
+    path: '/v1/jobs/{id}/cancel',
+    summary: 'Cancel a job',
+    description:
+      'A waiting job is cancelled at once (200). A running one is marked (202): its worker sees ' +
+      '`cancelRequested` at its next heartbeat. A finished job answers 409.',
+    request: { params: JobIdParamsSchema },
+    responses: {
+      200: jsonResponse(JobSchema, 'The job is cancelled'),
+      202: jsonResponse(JobSchema, 'The job is running; its cancellation is requested'),
+      ...problemResponses(400, 401, 403, 404, 409, 503),
+    },
+  });
+
+  const retryRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
+    method: 'post',
+    path: '/v1/jobs/{id}/retry',
+    summary: 'Run a failed, cancelled or expired job again',
+    description: 'With a fresh set of attempts. Any other status answers 409.',
+    request: { params: JobIdParamsSchema },
+    responses: {
+      200: jsonResponse(JobSchema, 'The job is queued again'),
+      ...problemResponses(400, 401, 403, 404, 409, 503),
+    },
+  });
+
+  return router()
+    .openapi(getJobRoute, async (c) => {
+      const { id } = c.req.valid('param');
+      const { wait = 0 } = c.req.valid('query');
+      const ifNoneMatch = c.req.header('if-none-match');
+      const database = deps.database(c.env);
+      const scope = tenantScope(c.var.principal);
+      const reads = 1 + Math.ceil((wait * 1000) / POLL_INTERVAL_MS);
+
+      let latest: JobVersion | undefined;
+      let first: string | undefined;
+      for await (const version of pollJob(() => getJob(database, id, scope), reads)) {
+        if (version === undefined) throw jobNotFound();
+        latest = version;
+        first ??= version.etag;
+        const unchanged =
+          ifNoneMatch === undefined ? version.etag === first : matchesIfNoneMatch(ifNoneMatch, version.etag);
+        if (!unchanged) break;
+      }
+      const { job, etag } = latest!;
+      const headers = { etag, 'cache-control': 'no-cache' };
+      if (ifNoneMatch !== undefined && matchesIfNoneMatch(ifNoneMatch, etag)) return c.body(null, 304, headers);
+      return c.json(job, 200, headers);
+    })
+    .openapi(listJobsRoute, async (c) => {
+      const { tenant, ...filters } = c.req.valid('query');
+      const bound = tenantScope(c.var.principal).tenant;
+      // A tenant-bound key asking for another tenant's jobs sees none.
+      if (bound !== undefined && tenant !== undefined && tenant !== bound) {
+        return c.json({ jobs: [], nextCursor: null }, 200);
+      }
+      return c.json(await listJobs(deps.database(c.env), { ...filters, tenant: bound ?? tenant }), 200);
+    })
+    .openapi(cancelRoute, async (c) => {
+      const cancelled = await cancel(deps.database(c.env), c.req.valid('param').id, tenantScope(c.var.principal));
+      if (cancelled === undefined) throw jobNotFound();
+      switch (cancelled.outcome) {
+        case 'cancelled':
+          return c.json(cancelled.job, 200);
+        case 'cancel_requested':
+          return c.json(cancelled.job, 202);
+        case 'already_finished':
+          throw conflict('already-finished', 'Already finished', `the job already ended ${cancelled.job.status}`);
+      }
+    })
+    .openapi(retryRoute, async (c) => {
+      const retried = await retry(deps.database(c.env), c.req.valid('param').id, tenantScope(c.var.principal));
+      if (retried === undefined) throw jobNotFound();
+      if (!retried.retried) {
+        const detail = `the job is ${retried.job.status}; only failed, cancelled or expired jobs can be retried`;
+        throw conflict('not-retryable', 'Not retryable', detail);
+      }
+      return c.json(retried.job, 200);
+    });
+}

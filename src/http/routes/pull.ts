@@ -1,0 +1,145 @@
+import type { z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { Queryable } from '../../db/types';
+import { claimBatch, complete, extendLease, fail, getJob, release } from '../../engine';
+import { tenantScope } from '../auth/principal';
+import type { AppDeps, AppEnv } from '../context';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses';
+import { jobNotFound } from '../problem';
+import { QueueParamsSchema } from '../schemas/enqueue';
+import { JobIdParamsSchema, JobSchema } from '../schemas/job';
+import {
+  ClaimBodySchema,
+  ClaimResponseSchema,
+  CompleteBodySchema,
+  ExtendBodySchema,
+  ExtendResponseSchema,
+  FailBodySchema,
+  ReleaseBodySchema,
+} from '../schemas/pull';
+import { router } from '../validation';
+
+const LEASE_PROBLEMS = problemResponses(400, 401, 403, 404, 409, 413, 503);
+
+/**
+ * Changes one claimed job. The lease token already fences the change; a
+ * tenant-bound key is also held to its tenant, so a leaked token of another
+ * tenant's job opens nothing (one more read, for tenant-bound keys only).
+ */
+async function changeLeasedJob<T>(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  id: string,
+  change: (database: Queryable) => Promise<T>,
+): Promise<T> {
+  const database = deps.database(c.env);
+  const scope = tenantScope(c.var.principal);
+  if (scope.tenant !== undefined && (await getJob(database, id, scope)) === undefined) throw jobNotFound();
+  return change(database);
+}
+
+interface LeaseRouteConfig<Action extends string, Body extends z.ZodType, Response extends z.ZodType> {
+  action: Action;
+  summary: string;
+  description: string;
+  body: Body;
+  response: Response;
+}
+
+/** A pull-API route on one claimed job: POST /v1/jobs/{id}/<action> with a lease token in the body. */
+function leaseRoute<const Action extends string, Body extends z.ZodType, Response extends z.ZodType>(
+  deps: AppDeps,
+  { action, summary, description, body, response }: LeaseRouteConfig<Action, Body, Response>,
+) {
+  return authorizedRoute(deps, { scopes: ['worker'] }, {
+    method: 'post',
+    path: `/v1/jobs/{id}/${action}` as const,
+    summary,
+    description: `${description} Answers 409 when the lease token no longer holds the job.`,
+    request: { params: JobIdParamsSchema, body: jsonBody(body) },
+    responses: { 200: jsonResponse(response, 'Done'), ...LEASE_PROBLEMS },
+  });
+}
+
+export function pullRoutes(deps: AppDeps) {
+  const claimRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
+    method: 'post',
+    path: '/v1/queues/{queue}/claim',
+    summary: 'Claim jobs to run (pull API)',
+    description:
+      'Claims up to `max` ready jobs of the queue, fairly across tenants and within their limits; each comes ' +
+      'with the `leaseToken` its worker must present. An empty list when none is ready.',
+    request: { params: QueueParamsSchema, body: jsonBody(ClaimBodySchema) },
+    responses: {
+      200: jsonResponse(ClaimResponseSchema, 'The claimed jobs'),
+      ...problemResponses(400, 401, 403, 413, 503),
+    },
+  });
+  const completeRoute = leaseRoute(deps, {
+    action: 'complete',
+    summary: 'Complete a claimed job',
+    description: 'Stores the result; the job succeeded.',
+    body: CompleteBodySchema,
+    response: JobSchema,
+  });
+  const failRoute = leaseRoute(deps, {
+    action: 'fail',
+    summary: 'Fail an attempt of a claimed job',
+    description:
+      'The job retries after its backoff (or `retryInSeconds`) unless its attempts are spent or `forGood` is set.',
+    body: FailBodySchema,
+    response: JobSchema,
+  });
+  const extendRoute = leaseRoute(deps, {
+    action: 'extend',
+    summary: "Extend a claimed job's lease (heartbeat)",
+    description: 'Optionally saves progress. `cancelRequested` tells the worker to stop.',
+    body: ExtendBodySchema,
+    response: ExtendResponseSchema,
+  });
+  const releaseRoute = leaseRoute(deps, {
+    action: 'release',
+    summary: 'Hand a claimed job back',
+    description: 'The job waits again, after `delaySeconds` when given.',
+    body: ReleaseBodySchema,
+    response: JobSchema,
+  });
+
+  return router()
+    .openapi(claimRoute, async (c) => {
+      const { max, leaseSeconds, workerId, types } = c.req.valid('json');
+      const jobs = await claimBatch(deps.database(c.env), {
+        max,
+        leaseSeconds,
+        workerId,
+        types,
+        queues: [c.req.valid('param').queue],
+        ...tenantScope(c.var.principal),
+      });
+      return c.json({ jobs }, 200);
+    })
+    .openapi(completeRoute, async (c) => {
+      const { id } = c.req.valid('param');
+      const { leaseToken, result } = c.req.valid('json');
+      const completion = { id, leaseToken, result };
+      return c.json(await changeLeasedJob(c, deps, id, (database) => complete(database, completion)), 200);
+    })
+    .openapi(failRoute, async (c) => {
+      const { id } = c.req.valid('param');
+      const { leaseToken, error = null, retryInSeconds, forGood } = c.req.valid('json');
+      const failure = { id, leaseToken, error, retryInSeconds, forGood };
+      return c.json(await changeLeasedJob(c, deps, id, (database) => fail(database, failure)), 200);
+    })
+    .openapi(extendRoute, async (c) => {
+      const { id } = c.req.valid('param');
+      const { leaseToken, leaseSeconds, progress } = c.req.valid('json');
+      const extend = (database: Queryable) => extendLease(database, { id, leaseToken }, { leaseSeconds, progress });
+      return c.json(await changeLeasedJob(c, deps, id, extend), 200);
+    })
+    .openapi(releaseRoute, async (c) => {
+      const { id } = c.req.valid('param');
+      const { leaseToken, delaySeconds, countAttempt } = c.req.valid('json');
+      const handBack = (database: Queryable) => release(database, { id, leaseToken }, { delaySeconds, countAttempt });
+      return c.json(await changeLeasedJob(c, deps, id, handBack), 200);
+    });
+}

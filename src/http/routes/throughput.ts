@@ -1,0 +1,24 @@
+import { createRoute } from '@hono/zod-openapi';
+import { throughputLastHour } from '../../engine';
+import { access } from '../auth/access';
+import { tenantScope } from '../auth/principal';
+import type { AppDeps } from '../context';
+import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses';
+import { ThroughputSchema } from '../schemas/throughput';
+import { router } from '../validation';
+
+export function throughputRoutes(deps: AppDeps) {
+  const throughputRoute = createRoute({
+    method: 'get',
+    path: '/v1/stats/throughput',
+    summary: 'Jobs finished per queue and minute over the last hour',
+    description: "A tenant-bound key counts only its own tenant's jobs.",
+    security: BEARER_SECURITY,
+    middleware: access(deps, { scopes: ['read'] }),
+    responses: { 200: jsonResponse(ThroughputSchema, 'The minutes with finished jobs'), ...problemResponses(401, 403, 503) },
+  });
+
+  return router().openapi(throughputRoute, async (c) =>
+    c.json({ throughput: await throughputLastHour(deps.database(c.env), tenantScope(c.var.principal)) }, 200),
+  );
+}

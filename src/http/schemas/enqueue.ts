@@ -1,0 +1,78 @@
+import { z } from '@hono/zod-openapi';
+import { LIMITS } from '../limits';
+import {
+  DateTimeInputSchema,
+  DelaySecondsSchema,
+  intSchema,
+  JsonValueSchema,
+  LeaseSecondsSchema,
+  NameSchema,
+} from './common';
+import { EnqueuedJobSchema } from './job';
+
+/** Dedup keys beginning with this are the API's own (Idempotency-Key); clients cannot forge them. */
+export const IDEMPOTENCY_DEDUP_PREFIX = 'idempotency-key:';
+
+export const EnqueueBodySchema = z
+  .strictObject({
+    type: NameSchema.optional().describe('Handler name; defaults to the queue.'),
+    payload: JsonValueSchema.optional(),
+    tenant: NameSchema.optional().describe("Defaults to 'default'; a tenant-bound key's own tenant."),
+    priority: intSchema(-1000, 1000).optional().describe('Higher runs first; default 0.'),
+    runAt: DateTimeInputSchema.optional().describe('Not before this time. Exclusive with delaySeconds.'),
+    delaySeconds: DelaySecondsSchema.optional(),
+    maxAttempts: intSchema(1, 1000).optional().describe('Default 5.'),
+    leaseSeconds: LeaseSecondsSchema.optional().describe('The per-attempt timeout; default 60.'),
+    expiresAt: DateTimeInputSchema.optional().describe(
+      'Expire, never run, if not started by then. Exclusive with ttlSeconds.',
+    ),
+    ttlSeconds: DelaySecondsSchema.optional(),
+    dedupKey: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[^\u0000\p{Cs}]+$/u, 'must not contain \\u0000 or unpaired surrogates')
+      .refine((key) => !key.startsWith(IDEMPOTENCY_DEDUP_PREFIX), `must not begin with ${IDEMPOTENCY_DEDUP_PREFIX}`)
+      .optional()
+      .describe(
+        'A job of the same queue with this key that is not finished (or finished within its window) ' +
+          'is returned instead.',
+      ),
+    dedupWindowSeconds: intSchema(0, LIMITS.maxDelaySeconds)
+      .optional()
+      .describe('How long after finishing the key still matches; default 0.'),
+    // At least a millisecond: the column is a `real`, which cannot hold tinier fractions.
+    backoffBaseSeconds: z.number().min(0.001).max(86_400).optional().describe('First retry delay scale; default 1.'),
+    backoffMaxSeconds: z.number().min(0.001).max(30 * 86_400).optional().describe('Longest retry delay; default 3600.'),
+  })
+  .refine((job) => job.runAt === undefined || job.delaySeconds === undefined, {
+    message: 'give runAt or delaySeconds, not both',
+    path: ['delaySeconds'],
+  })
+  .refine((job) => job.expiresAt === undefined || job.ttlSeconds === undefined, {
+    message: 'give expiresAt or ttlSeconds, not both',
+    path: ['ttlSeconds'],
+  })
+  .openapi('EnqueueRequest');
+
+export type EnqueueBody = z.output<typeof EnqueueBodySchema>;
+
+export const EnqueueBatchBodySchema = z
+  .strictObject({ jobs: z.array(EnqueueBodySchema).min(1).max(LIMITS.maxBatch) })
+  .openapi('EnqueueBatchRequest');
+
+export const EnqueueBatchResponseSchema = z
+  .object({ jobs: z.array(EnqueuedJobSchema) })
+  .openapi('EnqueueBatchResponse');
+
+export const QueueParamsSchema = z.object({
+  queue: NameSchema.openapi({ param: { name: 'queue', in: 'path' } }),
+});
+
+export const IdempotencyHeadersSchema = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters')
+    .optional()
+    .describe('A retried request with the same key (within 24 h) returns the job the first one made.'),
+});

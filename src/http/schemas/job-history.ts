@@ -1,0 +1,31 @@
+import { z } from '@hono/zod-openapi';
+import type { JobEventKind } from '../../engine';
+import { JsonValueSchema, TimestampSchema, UuidSchema } from './common';
+
+const JOB_EVENT_KINDS = [
+  'enqueued',
+  'claimed',
+  'lease_extended',
+  'completed',
+  'failed',
+  'retried',
+  'released',
+  'cancel_requested',
+  'cancelled',
+  'expired',
+  'lease_expired',
+] as const satisfies readonly JobEventKind[];
+
+export const JobEventSchema = z
+  .object({
+    id: z.int(),
+    jobId: UuidSchema,
+    at: TimestampSchema,
+    kind: z.enum(JOB_EVENT_KINDS),
+    attempt: z.int(),
+    workerId: z.string().nullable(),
+    detail: JsonValueSchema,
+  })
+  .openapi('JobEvent');
+
+export const JobHistorySchema = z.object({ events: z.array(JobEventSchema) }).openapi('JobHistory');

@@ -1,0 +1,61 @@
+import { z } from '@hono/zod-openapi';
+import { JOB_STATUSES } from '../../engine';
+import { JsonValueSchema, TimestampSchema, UuidSchema } from './common';
+
+export const JobStatusSchema = z.enum(JOB_STATUSES).openapi('JobStatus');
+
+/** A job as `skiplock.job_json()` builds it. */
+export const JobSchema = z
+  .object({
+    id: UuidSchema,
+    queue: z.string(),
+    type: z.string(),
+    tenant: z.string(),
+    status: JobStatusSchema,
+    priority: z.int(),
+    payload: JsonValueSchema,
+    attempts: z.int(),
+    maxAttempts: z.int(),
+    leaseSeconds: z.int(),
+    runAt: TimestampSchema,
+    expiresAt: TimestampSchema.nullable(),
+    dedupKey: z.string().nullable(),
+    createdAt: TimestampSchema,
+    firstStartedAt: TimestampSchema.nullable(),
+    startedAt: TimestampSchema.nullable(),
+    finishedAt: TimestampSchema.nullable(),
+    durationMs: z.int().nullable(),
+    leaseExpiresAt: TimestampSchema.nullable(),
+    workerId: z.string().nullable(),
+    cancelRequested: z.boolean(),
+    progress: JsonValueSchema,
+    result: JsonValueSchema,
+    lastError: JsonValueSchema,
+  })
+  .openapi('Job');
+
+export const EnqueuedJobSchema = JobSchema.extend({
+  statusUrl: z
+    .url()
+    .nullable()
+    .describe(
+      'This job for a browser, without an API key: /v1/jobs/{id}?token=… (and /events). ' +
+        'Null when the Worker has no status-token secret.',
+    ),
+  deduplicated: z.boolean().describe('True when a dedup key or Idempotency-Key matched a job that already existed.'),
+}).openapi('EnqueuedJob');
+
+export const ClaimedJobSchema = JobSchema.extend({
+  leaseToken: UuidSchema.describe('The fencing token: complete, fail, extend and release must present it.'),
+}).openapi('ClaimedJob');
+
+export const JobPageSchema = z
+  .object({
+    jobs: z.array(JobSchema),
+    nextCursor: z.string().nullable().describe('Pass as `cursor` for the next (older) page; null on the last page.'),
+  })
+  .openapi('JobPage');
+
+export const JobIdParamsSchema = z.object({
+  id: UuidSchema.openapi({ param: { name: 'id', in: 'path' } }),
+});

@@ -1,0 +1,71 @@
+import { z } from '@hono/zod-openapi';
+import { LIMITS } from '../limits';
+import {
+  DelaySecondsSchema,
+  intSchema,
+  JsonValueSchema,
+  LeaseSecondsSchema,
+  NameSchema,
+  TimestampSchema,
+  UuidSchema,
+} from './common';
+import { ClaimedJobSchema } from './job';
+
+export const ClaimBodySchema = z
+  .strictObject({
+    max: intSchema(1, LIMITS.maxClaim)
+      .default(1)
+      .describe(`Jobs to claim at most, 1 to ${LIMITS.maxClaim}; default 1.`),
+    leaseSeconds: LeaseSecondsSchema.optional().describe("Lease length; each job's own leaseSeconds when left out."),
+    workerId: NameSchema.describe('Recorded on the job and its events.'),
+    types: z.array(NameSchema).max(100).optional().describe('The job types this worker can run; all when left out.'),
+  })
+  .openapi('ClaimRequest');
+
+export const ClaimResponseSchema = z.object({ jobs: z.array(ClaimedJobSchema) }).openapi('ClaimResponse');
+
+const leaseToken = UuidSchema.describe('The token the claim handed out with the job.');
+
+export const CompleteBodySchema = z
+  .strictObject({ leaseToken, result: JsonValueSchema.optional() })
+  .openapi('CompleteRequest');
+
+export const FailBodySchema = z
+  .strictObject({
+    leaseToken,
+    error: JsonValueSchema.optional().describe("What went wrong; stored as the job's lastError."),
+    retryInSeconds: DelaySecondsSchema.optional().describe(
+      "Retry after exactly this long instead of the job's backoff.",
+    ),
+    forGood: z.boolean().optional().describe('No retry: the job fails now whatever attempts are left.'),
+  })
+  .refine((failure) => !(failure.forGood === true && failure.retryInSeconds !== undefined), {
+    message: 'a failure for good has no retry delay',
+    path: ['retryInSeconds'],
+  })
+  .openapi('FailRequest');
+
+export const ExtendBodySchema = z
+  .strictObject({
+    leaseToken,
+    leaseSeconds: LeaseSecondsSchema.optional().describe(
+      "New lease length from now; the job's leaseSeconds when left out.",
+    ),
+    progress: JsonValueSchema.optional().describe('Saved with the heartbeat, so the job can resume from it.'),
+  })
+  .openapi('ExtendRequest');
+
+export const ExtendResponseSchema = z
+  .object({
+    leaseExpiresAt: TimestampSchema,
+    cancelRequested: z.boolean().describe('The job was cancelled while running: stop working on it.'),
+  })
+  .openapi('ExtendResponse');
+
+export const ReleaseBodySchema = z
+  .strictObject({
+    leaseToken,
+    delaySeconds: DelaySecondsSchema.optional().describe('Back in the queue after this delay; at once when left out.'),
+    countAttempt: z.boolean().optional().describe('Whether this attempt counts; default false.'),
+  })
+  .openapi('ReleaseRequest');

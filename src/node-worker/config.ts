@@ -1,0 +1,36 @@
+import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/settings';
+import type { WorkerOptions } from './start-worker';
+
+/** What `npm run work` reads from its environment. */
+export interface WorkerVariables extends DrainVariables {
+  readonly DATABASE_URL?: string | undefined;
+  readonly WORKER_CONCURRENCY?: string | undefined;
+  readonly WORKER_ID?: string | undefined;
+  readonly POLL_INTERVAL_MS?: string | undefined;
+  readonly WORKER_LISTEN?: string | undefined;
+  readonly SHUTDOWN_GRACE_SECONDS?: string | undefined;
+}
+
+export interface WorkerConfig {
+  worker: Omit<WorkerOptions, 'handlers' | 'logger'>;
+  jobs: JobSettings;
+}
+
+export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
+  const databaseUrl = vars.DATABASE_URL?.trim();
+  if (!databaseUrl) throw new Error('DATABASE_URL is not set: the worker needs the Postgres that holds the queue');
+  const jobs = readJobSettings(vars);
+  const workerId = vars.WORKER_ID?.trim();
+  return {
+    jobs,
+    worker: {
+      databaseUrl,
+      concurrency: readNumber(vars, 'WORKER_CONCURRENCY', 10, { min: 1, max: 1000, integer: true }),
+      pollIntervalMs: readNumber(vars, 'POLL_INTERVAL_MS', 1000, { min: 10 }),
+      listen: readSwitch(vars, 'WORKER_LISTEN', true),
+      shutdownGraceMs: readNumber(vars, 'SHUTDOWN_GRACE_SECONDS', 20, { min: 0 }) * 1000,
+      retentionSeconds: jobs.retentionSeconds,
+      ...(workerId ? { workerId } : {}),
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import { hostname } from 'node:os';
+import { pgDb } from '../db/pg';
+import type { Queryable } from '../db/types';
+import { releaseWorker } from '../engine/reclaim';
+import { DrainBudget } from '../drain/budget';
+import type { JobDefinition } from '../drain/define-job';
+import { DEFAULT_RETENTION_SECONDS, runHousekeeping } from '../drain/housekeeping';
+import { runJobs } from '../drain/job-loop';
+import { errorFields, jsonConsoleLogger, type Logger } from '../drain/logger';
+import { syncPeriodicJobs, type PeriodicJob } from '../drain/periodic';
+import { createRegistry } from '../drain/registry';
+import { sleep } from '../drain/sleep';
+import { JobWakeups } from './wakeups';
+
+export interface WorkerOptions {
+  databaseUrl: string;
+  /** The job types this worker runs; it claims no others. */
+  handlers: readonly JobDefinition[];
+  schedules?: readonly PeriodicJob[];
+  /** Jobs running at once. Default 10. */
+  concurrency?: number;
+  /**
+   * Recorded on every claim. Give a stable one (per host or pod) and a
+   * restarted worker hands back the leases its previous run held at once,
+   * instead of waiting for them to expire. Default: host, pid and a random part.
+   */
+  workerId?: string;
+  /** An idle worker looks for jobs at least this often. Default 1000 ms. */
+  pollIntervalMs?: number;
+  /** LISTEN for enqueues to start jobs at once. Default true; false behind a transaction pooler. */
+  listen?: boolean;
+  /**
+   * Reaping, expiry, periodic jobs and pruning run this often. Default 5000
+   * ms; 0 turns them off (in a large fleet a few workers, or the cron drain, suffice).
+   */
+  housekeepingIntervalMs?: number;
+  /** Default 7 days. */
+  retentionSeconds?: number;
+  /** On stop, running jobs get this long to finish before they are handed back. Default 20,000 ms. */
+  shutdownGraceMs?: number;
+  logger?: Logger;
+}
+
+export interface RunningWorker {
+  readonly workerId: string;
+  /** Claims nothing more, lets running jobs finish within the grace period, hands back the rest, closes everything. */
+  stop(): Promise<void>;
+  /** Settles once the worker has stopped and closed its connections. */
+  readonly done: Promise<void>;
+}
+
+/**
+ * A Node process that drains continuously: the same job loop as a Worker's
+ * drain, over the `pg` driver, with no time budget. It waits for work on
+ * LISTEN/NOTIFY (and polling), and runs the housekeeping on a timer.
+ */
+export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  const concurrency = options.concurrency ?? 10;
+  const logger = options.logger ?? jsonConsoleLogger;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const workerId = options.workerId ?? `node-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 4)}`;
+  const registry = createRegistry(options.handlers, options.schedules);
+  // At most one connection per running attempt (heartbeats, progress), one for
+  // the job loop, one for housekeeping; LISTEN holds one more of its own.
+  const db = pgDb(options.databaseUrl, { max: concurrency + 2 });
+  let wakeups: JobWakeups;
+  try {
+    if (options.workerId !== undefined) await releaseWorker(db, workerId);
+    await syncPeriodicJobs(db, registry.schedules);
+    wakeups = await JobWakeups.start({ databaseUrl: options.databaseUrl, pollIntervalMs, listen: options.listen ?? true, logger });
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+
+  const budget = new DrainBudget(Number.POSITIVE_INFINITY);
+  const jobs = runJobs(db, registry, {
+    workerId,
+    concurrency,
+    budget,
+    logger,
+    handBackDelaySeconds: 1,
+    waitForWork: (signal) => wakeups.next(signal),
+  });
+  const housekeeping = keepHouse(db, {
+    intervalMs: options.housekeepingIntervalMs ?? 5000,
+    retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
+    budget,
+    logger,
+  });
+  const done = Promise.all([jobs, housekeeping])
+    .then(() => undefined)
+    .finally(async () => {
+      budget.dispose();
+      await wakeups.close();
+      await db.close();
+    });
+  return {
+    workerId,
+    stop: () => {
+      budget.stop(options.shutdownGraceMs ?? 20_000);
+      return done;
+    },
+    done,
+  };
+}
+
+/** Housekeeping every `intervalMs` until the worker stops; a failed round is logged and tried again next time. */
+async function keepHouse(
+  db: Queryable,
+  options: { intervalMs: number; retentionSeconds: number; budget: DrainBudget; logger: Logger },
+): Promise<void> {
+  const { budget, logger } = options;
+  if (options.intervalMs <= 0) return;
+  while (!budget.stopped.aborted) {
+    try {
+      const counts = await runHousekeeping(db, options);
+      if (Object.values(counts).some((count) => count > 0)) logger.info('housekeeping', { ...counts });
+    } catch (error) {
+      logger.error('housekeeping failed; trying again later', errorFields(error));
+    }
+    await sleep(options.intervalMs, budget.stopped);
+  }
+}

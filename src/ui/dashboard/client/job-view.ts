@@ -1,0 +1,106 @@
+/** One job and its history, with retry and cancel. */
+export const jobViewJs = /* js */ `
+const RETRYABLE = ['failed', 'cancelled', 'expired'];
+const EVENT_LABELS = {
+  enqueued: 'Enqueued',
+  claimed: 'Claimed',
+  lease_extended: 'Lease extended',
+  completed: 'Completed',
+  failed: 'Attempt failed',
+  retried: 'Retried',
+  released: 'Released',
+  cancel_requested: 'Cancel requested',
+  cancelled: 'Cancelled',
+  expired: 'Expired',
+  lease_expired: 'Lease expired',
+};
+let shownJobId = null;
+
+function jobPath(id) {
+  return '/v1/jobs/' + encodeURIComponent(id);
+}
+
+async function loadJob(id) {
+  const [job, history] = await Promise.all([api(jobPath(id)), api(jobPath(id) + '/history')]);
+  shownJobId = job.id;
+  renderJob(job);
+  renderHistory(history.events);
+}
+
+function jobDetails(job) {
+  return [
+    ['Queue', job.queue],
+    ['Tenant', job.tenant],
+    ['Type', job.type],
+    ['Priority', job.priority],
+    ['Attempts', job.attempts + ' of ' + job.maxAttempts],
+    ['Created', formatTime(job.createdAt)],
+    ['Run at', formatTime(job.runAt)],
+    ['First started', formatTime(job.firstStartedAt)],
+    ['Started', formatTime(job.startedAt)],
+    ['Finished', formatTime(job.finishedAt)],
+    ['Duration', formatDuration(job.durationMs)],
+    ['Lease', job.leaseSeconds + ' s per attempt'],
+    ['Lease expires', job.status === 'running' ? formatFromNow(job.leaseExpiresAt) : '—'],
+    ['Worker', job.workerId || '—'],
+    ['Expires', formatTime(job.expiresAt)],
+    ['Dedup key', job.dedupKey || '—'],
+    ['Cancel requested', job.cancelRequested ? 'yes' : 'no'],
+  ];
+}
+
+function renderJob(job) {
+  byId('job-id').textContent = job.id;
+  setBadge(byId('job-status'), job.status);
+  byId('job-retry').disabled = !RETRYABLE.includes(job.status);
+  byId('job-cancel').disabled = FINAL_STATUSES.includes(job.status) || job.cancelRequested;
+  byId('job-details').replaceChildren(...jobDetails(job).flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value)]));
+  byId('job-payload').textContent = formatJson(job.payload);
+  byId('job-result').textContent = formatJson(job.result);
+  byId('job-error').textContent = formatJson(job.lastError);
+  byId('job-progress').textContent = formatJson(job.progress);
+}
+
+function renderHistory(events) {
+  byId('job-history').replaceChildren(...events.map((event) =>
+    h('li', {},
+      h('span', { class: 'event-kind' }, EVENT_LABELS[event.kind] || event.kind), ' ',
+      h('time', { datetime: event.at }, formatTime(event.at)),
+      event.attempt > 0 ? ' · attempt ' + event.attempt : null,
+      event.workerId ? ' · ' + event.workerId : null,
+      event.detail === null ? null : h('span', { class: 'event-detail' }, JSON.stringify(event.detail)))));
+}
+
+const JOB_ACTIONS = {
+  retry: {
+    title: 'Retry this job?',
+    text: 'It is queued again with a fresh set of attempts.',
+    confirm: 'Retry',
+    done: () => 'The job is queued again.',
+  },
+  cancel: {
+    title: 'Cancel this job?',
+    text: 'A waiting job is cancelled at once; a running one stops at its next heartbeat.',
+    confirm: 'Cancel job',
+    done: (job) => (job.status === 'cancelled' ? 'The job is cancelled.' : 'Cancellation requested: the job stops at its next heartbeat.'),
+  },
+};
+
+async function runJobAction(name) {
+  const action = JOB_ACTIONS[name];
+  const id = shownJobId;
+  if (!(await confirmAction(action.title, action.text, action.confirm))) return;
+  try {
+    const job = await api(jobPath(id) + '/' + name, { method: 'POST' });
+    showNotice('ok', action.done(job));
+    await loadJob(id);
+  } catch (problem) {
+    showNotice('error', 'Refused. ' + problem.message);
+  }
+}
+
+function wireJobView() {
+  byId('job-retry').addEventListener('click', () => runJobAction('retry'));
+  byId('job-cancel').addEventListener('click', () => runJobAction('cancel'));
+}
+`;

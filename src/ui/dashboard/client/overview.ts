@@ -1,0 +1,96 @@
+/** The overview: totals, throughput chart, queues, tenants and running jobs. */
+export const overviewJs = /* js */ `
+const WAITING = ['queued', 'scheduled', 'retrying'];
+const QUEUE_COLUMNS = ['queued', 'scheduled', 'retrying', 'running', 'succeeded', 'failed', 'cancelled', 'expired'];
+const TENANT_COLUMNS = ['waiting', 'running', 'succeeded', 'failed'];
+const RUNNING_SHOWN = 20;
+
+async function loadOverview() {
+  const [queues, stats, throughput, running] = await Promise.all([
+    api('/v1/queues'),
+    api('/v1/stats'),
+    api('/v1/stats/throughput'),
+    api('/v1/jobs?status=running&limit=' + RUNNING_SHOWN),
+  ]);
+  renderTotals(queues.queues);
+  renderThroughput(throughput.throughput);
+  renderQueues(queues.queues, throughput.throughput);
+  renderTenants(stats.stats);
+  renderRunning(running.jobs);
+  offerNames('queue-names', queues.queues.map((queue) => queue.queue));
+  offerNames('tenant-names', stats.stats.map((row) => row.tenant));
+}
+
+function waitingIn(counts) {
+  return WAITING.reduce((sum, status) => sum + counts[status], 0);
+}
+
+function renderTotals(queues) {
+  const total = (status) => queues.reduce((sum, queue) => sum + queue.counts[status], 0);
+  const waits = queues.map((queue) => queue.oldestWaitSeconds).filter((seconds) => seconds !== null);
+  byId('total-waiting').textContent = WAITING.reduce((sum, status) => sum + total(status), 0);
+  byId('total-running').textContent = total('running');
+  byId('total-succeeded').textContent = total('succeeded');
+  byId('total-failed').textContent = total('failed');
+  byId('total-oldest').textContent = waits.length === 0 ? '—' : formatSeconds(Math.max(...waits));
+}
+
+function renderThroughput(rows) {
+  const slots = minuteSlots(rows);
+  byId('throughput-chart').replaceChildren(throughputChart(slots));
+  byId('throughput-peak').textContent = 'peak ' + Math.max(0, ...slots.map(finishedIn)) + ' per minute';
+}
+
+/** A count that opens the job list of its queue and status. */
+function countCell(queue, status, count) {
+  return h('td', { class: 'num', 'data-count': status }, count === 0 ? '0' : h('a', { href: jobsHash({ queue, status }) }, count));
+}
+
+function renderQueues(queues, throughputRows) {
+  const deepest = Math.max(1, ...queues.map((queue) => waitingIn(queue.counts) + queue.counts.running));
+  const rows = queues.map((queue) =>
+    h('tr', { 'data-queue': queue.queue },
+      h('th', { scope: 'row' }, h('a', { href: jobsHash({ queue: queue.queue }) }, queue.queue)),
+      h('td', {}, depthBar(queue.counts, deepest)),
+      ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
+      h('td', { class: 'num' }, formatSeconds(queue.oldestWaitSeconds)),
+      h('td', {}, sparkline(minuteSlots(throughputRows.filter((row) => row.queue === queue.queue)), 'Jobs finished per minute in ' + queue.queue))));
+  byId('queues-table').tBodies[0].replaceChildren(...rows);
+  byId('queues-empty').hidden = queues.length > 0;
+}
+
+/** The stats rows (queue, tenant, status) folded into one line per tenant. */
+function tenantTotals(rows) {
+  const tenants = new Map();
+  for (const row of rows) {
+    const totals = tenants.get(row.tenant) || { waiting: 0, running: 0, succeeded: 0, failed: 0 };
+    const column = WAITING.includes(row.status) ? 'waiting' : row.status;
+    if (column in totals) totals[column] += row.count;
+    tenants.set(row.tenant, totals);
+  }
+  return [...tenants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+function renderTenants(rows) {
+  byId('tenants-table').tBodies[0].replaceChildren(...tenantTotals(rows).map(([tenant, totals]) =>
+    h('tr', { 'data-tenant': tenant },
+      h('th', { scope: 'row' }, h('a', { href: '#/tenants/' + encodeURIComponent(tenant) }, tenant)),
+      ...TENANT_COLUMNS.map((column) => h('td', { class: 'num', 'data-count': column }, totals[column])))));
+}
+
+function renderRunning(jobs) {
+  byId('running-table').tBodies[0].replaceChildren(...jobs.map((job) =>
+    h('tr', {},
+      h('td', {}, jobLink(job.id)),
+      h('td', {}, job.queue),
+      h('td', {}, job.tenant),
+      h('td', {}, formatFromNow(job.startedAt)),
+      h('td', { title: formatTime(job.leaseExpiresAt) }, formatFromNow(job.leaseExpiresAt)))));
+  byId('running-empty').hidden = jobs.length > 0;
+}
+
+/** Suggestions for the filter and tenant inputs. */
+function offerNames(listId, names) {
+  byId(listId).replaceChildren(...[...new Set(names)].sort().map((name) => h('option', { value: name })));
+}
+`;

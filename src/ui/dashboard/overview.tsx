@@ -1,0 +1,97 @@
+import { DEPTH_ORDER } from './client/charts';
+import { Panel, ScrollTable } from './panel';
+
+const TOTALS = [
+  { id: 'total-waiting', label: 'Waiting' },
+  { id: 'total-running', label: 'Running' },
+  { id: 'total-succeeded', label: 'Succeeded, last hour' },
+  { id: 'total-failed', label: 'Failed, last hour' },
+  { id: 'total-oldest', label: 'Oldest wait' },
+];
+
+/** The colours of a chart; hidden from screen readers, which the charts' own labels tell everything. */
+function Legend({ keys }: { keys: readonly string[] }) {
+  return (
+    <p class="legend" aria-hidden="true">
+      {keys.map((key) => (
+        <span class={`swatch swatch-${key}`}>{key}</span>
+      ))}
+    </p>
+  );
+}
+
+/** Queues and tenants at a glance; filled by the script from /v1/queues, /v1/stats, /v1/stats/throughput and /v1/jobs. */
+export function Overview() {
+  return (
+    <section id="overview-view" aria-labelledby="overview-title" hidden>
+      <h1 id="overview-title" tabindex={-1}>Overview</h1>
+      <dl class="totals">
+        {TOTALS.map((total) => (
+          <div class="total">
+            <dt>{total.label}</dt>
+            <dd id={total.id}>—</dd>
+          </div>
+        ))}
+      </dl>
+
+      <Panel
+        id="throughput"
+        title="Throughput, last hour"
+        aside={<Legend keys={['succeeded', 'failed']} />}
+      >
+        <div id="throughput-chart" class="chart" />
+        <p class="axis muted">
+          <span>60 min ago</span>
+          <span id="throughput-peak" />
+          <span>now</span>
+        </p>
+      </Panel>
+
+      <Panel id="queues" title="Queues" aside={<Legend keys={DEPTH_ORDER} />}>
+        <ScrollTable
+          id="queues-table"
+          label="Queues"
+          columns={[
+            'Queue',
+            'Depth',
+            ...['Queued', 'Scheduled', 'Retrying', 'Running'].map((numeric) => ({ numeric })),
+            ...['Succeeded', 'Failed', 'Cancelled', 'Expired'].map((status) => ({ numeric: `${status} (1 h)` })),
+            { numeric: 'Oldest wait' },
+            'Last hour',
+          ]}
+        />
+        <p id="queues-empty" class="empty muted" hidden>
+          No jobs yet.
+        </p>
+      </Panel>
+
+      <div class="columns">
+        <Panel id="tenants" title="Tenants">
+          <ScrollTable
+            id="tenants-table"
+            label="Tenants"
+            columns={['Tenant', ...['Waiting', 'Running', 'Succeeded (1 h)', 'Failed (1 h)'].map((numeric) => ({ numeric }))]}
+          />
+          <form id="open-tenant" class="inline-form">
+            <label for="open-tenant-name">Settings of tenant</label>
+            <input id="open-tenant-name" list="tenant-names" required />
+            <button type="submit" class="secondary">
+              Open
+            </button>
+          </form>
+        </Panel>
+
+        <Panel id="running" title="Running jobs">
+          <ScrollTable
+            id="running-table"
+            label="Running jobs"
+            columns={['Job', 'Queue', 'Tenant', 'Started', 'Lease expires']}
+          />
+          <p id="running-empty" class="empty muted" hidden>
+            Nothing is running.
+          </p>
+        </Panel>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,16 @@
+import { Hono } from 'hono';
+import type { AppDeps } from '../http/context';
+import { DashboardPage } from './dashboard/page';
+import { cspNonce, dashboardHeaders, statusPageHeaders } from './page-headers';
+import { statusPage } from './status/route';
+import type { UiEnv } from './ui-env';
+
+/**
+ * The HTML pages, served by the same Worker as the API: the dashboard at
+ * `GET /` and a job's public status page at `GET /status/{id}?token=…`.
+ */
+export function uiRoutes(deps: AppDeps) {
+  return new Hono<UiEnv>()
+    .get('/', dashboardHeaders, (c) => c.html(<DashboardPage nonce={cspNonce(c)} />))
+    .get('/status/:id', statusPageHeaders, statusPage(deps));
+}

@@ -1,0 +1,13 @@
+import type { JobStatus } from '../engine';
+
+/** How a status reads on the pages; the pages' scripts get the same words (client/shared.ts). */
+export const STATUS_LABELS: Record<JobStatus, string> = {
+  scheduled: 'Scheduled',
+  queued: 'Queued',
+  running: 'Running',
+  retrying: 'Retrying',
+  succeeded: 'Succeeded',
+  failed: 'Failed',
+  cancelled: 'Cancelled',
+  expired: 'Expired',
+};

@@ -1,0 +1,27 @@
+import type { Context } from 'hono';
+import { getJob } from '../../engine';
+import { statusTokenSecret, verifyStatusToken } from '../../http/auth/status-token';
+import type { AppDeps } from '../../http/context';
+import { UuidSchema } from '../../http/schemas/common';
+import { cspNonce } from '../page-headers';
+import type { UiEnv } from '../ui-env';
+import { JobGonePage, LinkInvalidPage, StatusPage } from './pages';
+
+/** Whether `token` is the status token of job `id`, signed by this Worker and not expired. */
+async function tokenOpensJob(c: Context<UiEnv>, id: string, token: string | undefined): Promise<boolean> {
+  const secret = await statusTokenSecret(c.env);
+  if (secret === undefined || token === undefined || !UuidSchema.safeParse(id).success) return false;
+  return verifyStatusToken(secret, id, token);
+}
+
+/** `GET /status/{id}?token=…[&embed=1]`: the token is checked before the job is read. */
+export function statusPage(deps: AppDeps) {
+  return async (c: Context<UiEnv, '/status/:id'>) => {
+    const id = c.req.param('id');
+    const page = { nonce: cspNonce(c), embed: c.req.query('embed') === '1' };
+    if (!(await tokenOpensJob(c, id, c.req.query('token')))) return c.html(<LinkInvalidPage {...page} />, 401);
+    const job = await getJob(deps.database(c.env), id);
+    if (job === undefined) return c.html(<JobGonePage {...page} />, 404);
+    return c.html(<StatusPage job={job} {...page} />, 200);
+  };
+}

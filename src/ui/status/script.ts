@@ -1,0 +1,65 @@
+import { domJs, statusConstantsJs, timeJs } from '../client/shared';
+
+/**
+ * The status page's script: localizes the times, then follows the job over
+ * the API's server-sent events (`/v1/jobs/{id}/events?token=…`, the same
+ * token as the page) until it ends. The events carry the whole job; the page
+ * shows only its status, times and progress.
+ *
+ * Progress shows when the job's handler saves a percentage
+ * (`context.progress(40)`) or `{ percent, message }`; anything else it saves
+ * (a cursor to resume from, say) stays off the page.
+ */
+const followJs = /* js */ `
+const card = byId('status-card');
+
+function shownProgress(progress) {
+  const fields = typeof progress === 'object' && progress !== null && !Array.isArray(progress) ? progress : {};
+  const percent = typeof progress === 'number' ? progress : fields.percent;
+  return {
+    percent: typeof percent === 'number' && percent >= 0 && percent <= 100 ? Math.round(percent) : null,
+    message: typeof fields.message === 'string' ? fields.message.slice(0, 200) : null,
+  };
+}
+
+function showTime(name, iso) {
+  const time = byId(name + '-at');
+  time.dateTime = iso || '';
+  time.textContent = formatTime(iso);
+  byId(name + '-row').hidden = !iso;
+}
+
+function render(job) {
+  card.dataset.status = job.status;
+  setBadge(byId('status-badge'), job.status);
+  showTime('started', job.startedAt);
+  showTime('finished', job.finishedAt);
+  const progress = FINAL_STATUSES.includes(job.status) ? { percent: null, message: null } : shownProgress(job.progress);
+  byId('progress-row').hidden = progress.percent === null && progress.message === null;
+  byId('progress-bar').hidden = progress.percent === null;
+  byId('progress-bar').value = progress.percent || 0;
+  byId('progress-text').textContent = [progress.percent === null ? null : progress.percent + '%', progress.message].filter(Boolean).join(' · ');
+}
+
+function setLive(text) {
+  byId('live').textContent = text;
+}
+
+function follow() {
+  const token = new URLSearchParams(location.search).get('token') || '';
+  const events = new EventSource('/v1/jobs/' + encodeURIComponent(card.dataset.jobId) + '/events?token=' + encodeURIComponent(token));
+  events.addEventListener('open', () => setLive('Updating live'));
+  events.addEventListener('job', (event) => render(JSON.parse(event.data)));
+  events.addEventListener('end', () => {
+    events.close();
+    setLive('');
+  });
+  // EventSource reconnects by itself after a dropped stream; CLOSED means it was refused (the link expired).
+  events.addEventListener('error', () => setLive(events.readyState === EventSource.CLOSED ? 'Live updates stopped: the link may have expired.' : 'Reconnecting…'));
+}
+
+for (const time of document.querySelectorAll('time[datetime]')) time.textContent = formatTime(time.dateTime);
+if (!FINAL_STATUSES.includes(card.dataset.status)) follow();
+`;
+
+export const statusScript = ["(() => {\n'use strict';", statusConstantsJs, domJs, timeJs, followJs, '})();'].join('\n');

@@ -1,0 +1,156 @@
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { JOB_STATUSES } from '../../src/engine';
+import { hasChromium, PHONE } from './support/chromium';
+import { claimNext, createKey, enqueueManual, failForGood, getJob, getTenant, queueSummaries } from './support/jobs';
+import { ADMIN_TOKEN } from './support/stack';
+import { signIn, useStackAndBrowser } from './support/suite';
+
+describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
+  const { stack, newPage } = useStackAndBrowser();
+
+  /** A job that ran once and failed for good. */
+  async function failedJob(queue: string, tenant: string): Promise<string> {
+    await enqueueManual(stack().api, queue, { tenant, payload: { report: 'monthly' } });
+    const claimed = await claimNext(stack().api, queue);
+    await failForGood(stack().api, claimed.id, claimed.leaseToken, { message: 'the printer is on fire' });
+    return claimed.id;
+  }
+
+  async function confirm(page: Page): Promise<void> {
+    await page.locator('#confirm-dialog').waitFor();
+    await page.click('#confirm-ok');
+  }
+
+  async function noticeText(page: Page): Promise<string> {
+    const notice = page.locator('#notice');
+    await notice.waitFor();
+    return (await notice.textContent()) ?? '';
+  }
+
+  beforeAll(async () => {
+    const { api } = stack();
+    for (const to of ['ada@example.com', 'grace@example.com', 'alan@example.com']) {
+      await enqueueManual(api, 'emails', { tenant: 'acme', payload: { to } });
+    }
+    await claimNext(api, 'emails');
+    await enqueueManual(api, 'reports', { tenant: 'globex' });
+    await failedJob('reports-failing', 'globex');
+  });
+
+  it('refuses an unknown key, then signs in and shows each queue as the API counts it', async () => {
+    const page = await newPage();
+    await signIn(page, stack().url, 'not-a-key');
+    await page.locator('#sign-in-error').waitFor();
+    expect(await page.locator('#sign-in-error').textContent()).toBe('Unauthorized: the API key is unknown or revoked');
+
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.locator('tr[data-queue="emails"]').waitFor();
+    const { queues } = await queueSummaries(stack().api);
+    expect(queues.map((queue) => queue.queue)).toEqual(['emails', 'reports', 'reports-failing']);
+    for (const queue of queues) {
+      const row = page.locator(`tr[data-queue="${queue.queue}"]`);
+      for (const status of JOB_STATUSES) {
+        expect(await row.locator(`td[data-count="${status}"]`).textContent(), `${queue.queue} ${status}`).toBe(String(queue.counts[status]));
+      }
+    }
+    expect(await page.locator('#total-running').textContent()).toBe('1');
+    expect(await page.locator('#running-table tbody tr').count()).toBe(1);
+    expect(await page.locator('#throughput-chart svg').getAttribute('aria-label')).toContain('1 failed');
+  });
+
+  it('opens a failed job: payload, last error, attempts and history', async () => {
+    const id = await failedJob('reports-failing', 'globex');
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.click('nav >> text=Jobs');
+    await page.fill('#filter-queue', 'reports-failing');
+    await page.selectOption('#filter-status', 'failed');
+    await page.click('#job-filters button[type="submit"]');
+    await page.click(`tr[data-job="${id}"] a`);
+
+    await page.locator('#job-view').waitFor();
+    expect(await page.locator('#job-id').textContent()).toBe(id);
+    expect(await page.locator('#job-status').textContent()).toBe('Failed');
+    expect(JSON.parse((await page.locator('#job-payload').textContent())!)).toEqual({ report: 'monthly' });
+    expect(await page.locator('#job-error').textContent()).toContain('the printer is on fire');
+    expect(await page.locator('#job-details').textContent()).toContain('1 of 5');
+    const history = await page.locator('#job-history li .event-kind').allTextContents();
+    expect(history).toEqual(['Enqueued', 'Claimed', 'Attempt failed']);
+  });
+
+  it('retries a failed job once confirmed, and shows it queued again', async () => {
+    const id = await failedJob('reports-failing', 'globex');
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.goto(`${stack().url}/#/jobs/${id}`);
+    await page.locator('#job-status:text("Failed")').waitFor();
+
+    // Keeping it as is changes nothing.
+    await page.click('#job-retry');
+    await page.click('#confirm-dialog button[value="cancel"]');
+    expect((await getJob(stack().api, id)).status).toBe('failed');
+
+    await page.click('#job-retry');
+    await confirm(page);
+    expect(await noticeText(page)).toBe('The job is queued again.');
+    await page.locator('#job-status:text("Queued")').waitFor();
+    expect((await getJob(stack().api, id)).status).toBe('queued');
+    expect(await page.locator('#job-history li .event-kind').last().textContent()).toBe('Retried');
+  });
+
+  it("changes a tenant's concurrency once confirmed", async () => {
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.fill('#open-tenant-name', 'acme');
+    await page.press('#open-tenant-name', 'Enter');
+    await page.locator('#tenant-summary:has-text("running now")').waitFor();
+    expect(await page.inputValue('#tenant-concurrency')).toBe('');
+
+    await page.fill('#tenant-concurrency', '3');
+    await page.click('#tenant-form button[type="submit"]');
+    await confirm(page);
+    expect(await noticeText(page)).toBe('Saved. Tenant acme: concurrency 3 · no rate limit · weight 1.');
+    expect(await getTenant(stack().api, 'acme')).toMatchObject({ concurrency: 3, rateLimit: null, weight: 1, custom: true });
+  });
+
+  it('refuses the actions of a key without the scope for them, saying why', async () => {
+    const id = await failedJob('reports-failing', 'globex');
+    const readOnlyKey = await createKey(stack().api, ['read']);
+    const page = await newPage();
+    await signIn(page, stack().url, readOnlyKey);
+    await page.locator('#overview-view').waitFor();
+
+    await page.goto(`${stack().url}/#/jobs/${id}`);
+    await page.locator('#job-status:text("Failed")').waitFor();
+    await page.click('#job-retry');
+    await confirm(page);
+    expect(await noticeText(page)).toBe('Refused. Forbidden: this key lacks the enqueue or admin scope');
+    expect((await getJob(stack().api, id)).status).toBe('failed');
+
+    await page.goto(`${stack().url}/#/tenants/globex`);
+    await page.locator('#tenant-summary:has-text("running now")').waitFor();
+    await page.fill('#tenant-weight', '7');
+    await page.click('#tenant-form button[type="submit"]');
+    await confirm(page);
+    expect(await noticeText(page)).toMatch(/^Refused\. Forbidden: this key lacks the admin\b/);
+    expect((await getTenant(stack().api, 'globex')).weight).toBe(1);
+  });
+
+  it('fits a phone screen: the page itself never scrolls sideways', async () => {
+    const page = await newPage(PHONE);
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.locator('tr[data-queue="emails"]').waitFor();
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
+  });
+
+  it('sends a CSP with a nonce and no outside source, and may not be framed', async () => {
+    const response = await fetch(`${stack().url}/`);
+    const csp = response.headers.get('content-security-policy')!;
+    expect(csp).toMatch(/script-src 'nonce-[A-Za-z0-9+/=]+'/);
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(response.headers.get('x-frame-options')).toBe('DENY');
+    expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+  });
+});

@@ -1,0 +1,50 @@
+import { join } from 'node:path';
+import { describe, it } from 'vitest';
+import { projectRoot } from '../../src/cli/local-paths';
+import { hasChromium, PHONE } from './support/chromium';
+import { seedDemoData } from './support/demo-data';
+import { claimNext, enqueueManual, failForGood, reportProgress } from './support/jobs';
+import { ADMIN_TOKEN } from './support/stack';
+import { signIn, useStackAndBrowser } from './support/suite';
+
+/**
+ * The README's pictures, taken from the real stack over demo data. Only on
+ * request (they change the tree): UPDATE_SCREENSHOTS=1 npx vitest run test/browser/screenshots.test.ts
+ */
+const IMAGES = join(projectRoot, 'docs/img');
+
+describe.runIf(hasChromium && process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the README', () => {
+  const { stack, newPage } = useStackAndBrowser();
+
+  it('dashboard on a desktop and on a phone, a job, and a status page', { timeout: 120_000 }, async () => {
+    const { api, url, databaseUrl } = stack();
+    await seedDemoData(databaseUrl);
+
+    const desktop = await newPage();
+    await signIn(desktop, url, ADMIN_TOKEN);
+    await desktop.locator('tr[data-queue="emails"]').waitFor();
+    await desktop.screenshot({ path: join(IMAGES, 'dashboard.png'), fullPage: true });
+
+    const phone = await newPage(PHONE);
+    await signIn(phone, url, ADMIN_TOKEN);
+    await phone.locator('tr[data-queue="emails"]').waitFor();
+    await phone.screenshot({ path: join(IMAGES, 'dashboard-phone.png') });
+
+    // A queue of its own, so the claim takes this job and not a demo one.
+    await enqueueManual(api, 'order-hooks', { tenant: 'globex', payload: { url: 'https://hooks.globex.example/orders', event: 'order.paid' } });
+    const failing = await claimNext(api, 'order-hooks');
+    await failForGood(api, failing.id, failing.leaseToken, { message: 'HTTP 410 from hooks.globex.example: endpoint removed' });
+    await desktop.goto(`${url}/#/jobs/${failing.id}`);
+    await desktop.locator('#job-history li').nth(2).waitFor();
+    await desktop.screenshot({ path: join(IMAGES, 'dashboard-job.png'), fullPage: true });
+
+    const exported = await enqueueManual(api, 'exports', { tenant: 'acme' });
+    const running = await claimNext(api, 'exports');
+    await reportProgress(api, running.id, running.leaseToken, { percent: 62, message: 'Rendering page 31 of 50' });
+    const status = await newPage({ width: 640, height: 420 });
+    const token = new URL(exported.statusUrl!).searchParams.get('token');
+    await status.goto(`${url}/status/${exported.id}?token=${token}`);
+    await status.locator('#progress-text:text-is("62% · Rendering page 31 of 50")').waitFor();
+    await status.screenshot({ path: join(IMAGES, 'status-page.png') });
+  });
+});

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineJob } from '../../src/drain/define-job';
+import { claimBatch, completeMany, enqueueBatch } from '../../src/engine';
+import { engineDatabases } from '../support/engine-db';
+import { drain } from './support/drain';
+
+const open = engineDatabases();
+
+describe('the housekeeping a drain does first', () => {
+  it('hands back expired leases, runs those jobs, and prunes finished jobs past retention', async () => {
+    const { db } = await open('pg');
+    const work = defineJob('work', z.unknown(), () => 'done');
+    await enqueueBatch(db, Array.from({ length: 6 }, () => ({ queue: 'work' })));
+    const finished = await claimBatch(db, { max: 3, workerId: 'earlier' });
+    await completeMany(db, finished);
+    await db.query({ text: "UPDATE skiplock.jobs SET finished_at = now() - interval '2 days' WHERE state = 'succeeded'", params: [] });
+    await claimBatch(db, { max: 2, workerId: 'crashed' });
+    await db.query({ text: "UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 s' WHERE state = 'running'", params: [] });
+
+    const counts = await drain(db, [work], { retentionSeconds: 86_400 });
+
+    expect(counts).toMatchObject({ reaped: 2, pruned: 3, claimed: 3, succeeded: 3 });
+    const rows = await db.query<{ state: string; attempts: number }>({
+      text: 'SELECT state, attempts FROM skiplock.jobs ORDER BY seq',
+      params: [],
+    });
+    expect(rows).toEqual([
+      { state: 'succeeded', attempts: 2 },
+      { state: 'succeeded', attempts: 2 },
+      { state: 'succeeded', attempts: 1 },
+    ]);
+  });
+});

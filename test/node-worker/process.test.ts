@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/db/types';
+import { demoJobs } from '../../src/drain/handlers/demo';
+import { sleep } from '../../src/drain/sleep';
+import { enqueueBatch } from '../../src/engine';
+import { engineDatabases } from '../support/engine-db';
+import { drain } from '../drain/support/drain';
+
+const open = engineDatabases();
+const started: ChildProcess[] = [];
+
+/** `npm run work` in its own process group, so a test can end the whole group it started. */
+function spawnWorker(databaseUrl: string, env: Record<string, string>): ChildProcess & { exited: Promise<number | null> } {
+  const child = spawn('npm', ['run', '--silent', 'work'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, SKIPLOCK_DEV: '1', POLL_INTERVAL_MS: '100', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  started.push(child);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return Object.assign(child, { exited });
+}
+
+afterEach(() => {
+  for (const child of started.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  }
+});
+
+async function states(db: Db): Promise<Record<string, number>> {
+  const rows = await db.query<{ state: string; count: number }>({
+    text: 'SELECT state, count(*)::integer AS count FROM skiplock.jobs GROUP BY state',
+    params: [],
+  });
+  return Object.fromEntries(rows.map((row) => [row.state, row.count]));
+}
+
+async function untilRunning(db: Db, count: number): Promise<void> {
+  while (((await states(db)).running ?? 0) < count) await sleep(20);
+}
+
+describe('npm run work', () => {
+  it('on SIGTERM stops claiming, finishes or hands back what runs, and exits 0: nothing left running, nothing lost', async () => {
+    const { db, url } = await open('pg');
+    const worker = spawnWorker(url, { WORKER_CONCURRENCY: '3', SHUTDOWN_GRACE_SECONDS: '2' });
+    await enqueueBatch(db, [
+      { queue: 'demo', type: 'sleep', payload: { ms: 600 } },
+      { queue: 'demo', type: 'sleep', payload: { ms: 600 } },
+      { queue: 'demo', type: 'sleep', payload: { ms: 60_000 } },
+      ...Array.from({ length: 5 }, () => ({ queue: 'demo', type: 'sleep', payload: { ms: 600 } })),
+    ]);
+    await untilRunning(db, 3);
+
+    worker.kill('SIGTERM');
+
+    expect(await worker.exited).toBe(0);
+    const after = await states(db);
+    expect(after.running).toBeUndefined();
+    expect(after.failed).toBeUndefined();
+    expect((after.succeeded ?? 0) + (after.queued ?? 0) + (after.scheduled ?? 0)).toBe(8);
+    const [endless] = await db.query<{ state: string; attempts: number }>({
+      text: "SELECT state, attempts FROM skiplock.jobs WHERE payload = '{\"ms\": 60000}'",
+      params: [],
+    });
+    expect(endless).toEqual({ state: 'scheduled', attempts: 0 });
+  });
+
+  it('killed with SIGKILL mid-job: its jobs run again after their leases expire, none lost', async () => {
+    const { db, url } = await open('pg');
+    const worker = spawnWorker(url, { WORKER_CONCURRENCY: '4' });
+    await enqueueBatch(
+      db,
+      Array.from({ length: 4 }, () => ({ queue: 'demo', type: 'sleep', payload: { ms: 1500 }, leaseSeconds: 1 })),
+    );
+    await untilRunning(db, 4);
+
+    process.kill(-worker.pid!, 'SIGKILL');
+    await worker.exited;
+    expect((await states(db)).running).toBe(4);
+
+    for (let round = 0; round < 20 && (await states(db)).succeeded !== 4; round++) {
+      await drain(db, demoJobs);
+      await sleep(200);
+    }
+    expect(await states(db)).toEqual({ succeeded: 4 });
+    const [events] = await db.query<{ expired: number }>({
+      text: "SELECT count(*)::integer AS expired FROM skiplock.job_events WHERE kind = 'lease_expired'",
+      params: [],
+    });
+    expect(events!.expired).toBe(4);
+  });
+});

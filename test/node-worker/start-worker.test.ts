@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineJob } from '../../src/drain/define-job';
+import { sleep } from '../../src/drain/sleep';
+import { enqueue, enqueueBatch, getJobEvents } from '../../src/engine';
+import { startWorker, type RunningWorker } from '../../src/node-worker/start-worker';
+import { engineDatabases } from '../support/engine-db';
+import { drain, gate, jobById, recordingLogger, untilStatus } from '../drain/support/drain';
+
+const open = engineDatabases();
+const noop = defineJob('noop', z.unknown(), () => ({ ok: true }));
+
+/** Starts a quiet worker and stops it when the test ends, passed or not. */
+async function withWorker<T>(options: Parameters<typeof startWorker>[0], body: (worker: RunningWorker) => Promise<T>): Promise<T> {
+  const worker = await startWorker({ logger: recordingLogger(), ...options });
+  try {
+    return await body(worker);
+  } finally {
+    await worker.stop();
+  }
+}
+
+describe('startWorker', () => {
+  it('is woken by the NOTIFY of an enqueue: an idle worker that would not poll for an hour runs the job', async () => {
+    const { db, url } = await open('pg');
+    await withWorker({ databaseUrl: url, handlers: [noop], pollIntervalMs: 3_600_000 }, async () => {
+      // Let it find the queue empty and settle into waiting.
+      await sleep(300);
+      const { job } = await enqueue(db, { queue: 'q', type: 'noop' });
+      await untilStatus(db, job.id, 'succeeded');
+      expect(await jobById(db, job.id)).toMatchObject({ result: { ok: true }, attempts: 1 });
+    });
+  });
+
+  it('polls when it does not LISTEN', async () => {
+    const { db, url } = await open('pg');
+    await withWorker({ databaseUrl: url, handlers: [noop], listen: false, pollIntervalMs: 50 }, async () => {
+      await sleep(100);
+      const { job } = await enqueue(db, { queue: 'q', type: 'noop' });
+      await untilStatus(db, job.id, 'succeeded');
+    });
+  });
+
+  it('on stop, lets running jobs finish within the grace period and hands back the rest', async () => {
+    const { db, url } = await open('pg');
+    const stopping = gate();
+    const quick = defineJob('quick', z.unknown(), async () => {
+      await stopping.opened;
+      await sleep(300);
+    });
+    const endless = defineJob('endless', z.unknown(), async (_payload, context) => {
+      await context.progress({ started: true });
+      await new Promise((resolve) => context.signal.addEventListener('abort', resolve));
+    });
+    const worker = await startWorker({ databaseUrl: url, handlers: [quick, endless], shutdownGraceMs: 1000, logger: recordingLogger() });
+    const { job: quickJob } = await enqueue(db, { queue: 'q', type: 'quick' });
+    const { job: endlessJob } = await enqueue(db, { queue: 'q', type: 'endless' });
+    await untilStatus(db, endlessJob.id, 'running');
+    await untilStatus(db, quickJob.id, 'running');
+
+    stopping.open();
+    await worker.stop();
+
+    expect(await jobById(db, quickJob.id)).toMatchObject({ status: 'succeeded' });
+    expect(await jobById(db, endlessJob.id)).toMatchObject({ status: 'scheduled', attempts: 0, progress: { started: true } });
+  });
+
+  it('two workers and a drain share 1,000 jobs: each runs and succeeds exactly once', async () => {
+    const { db, url } = await open('pg', 4);
+    const runs = new Map<string, number>();
+    const counted = defineJob('counted', z.unknown(), async (_payload, context) => {
+      runs.set(context.job.id, (runs.get(context.job.id) ?? 0) + 1);
+      if (Math.random() < 0.1) await sleep(Math.random() * 10);
+    });
+    await enqueueBatch(db, Array.from({ length: 1000 }, () => ({ queue: 'shared', type: 'counted' })));
+
+    const options = { databaseUrl: url, handlers: [counted], concurrency: 8, logger: recordingLogger() };
+    const workers = await Promise.all([startWorker(options), startWorker(options)]);
+    while ((await db.query<{ left: number }>({
+      text: "SELECT count(*)::integer AS left FROM skiplock.jobs WHERE state <> 'succeeded'",
+      params: [],
+    }))[0]!.left > 0) {
+      await drain(db, [counted], { concurrency: 4 });
+    }
+    await Promise.all(workers.map((worker) => worker.stop()));
+
+    expect(runs.size).toBe(1000);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+    const [row] = await db.query<{ completed: number; claims: number; claimers: number }>({
+      text: `SELECT count(*) FILTER (WHERE kind = 'completed')::integer AS completed,
+                    count(*) FILTER (WHERE kind = 'claimed')::integer AS claims,
+                    count(DISTINCT worker_id) FILTER (WHERE kind = 'claimed')::integer AS claimers
+             FROM skiplock.job_events`,
+      params: [],
+    });
+    expect(row).toMatchObject({ completed: 1000, claims: 1000 });
+    // The work was shared, not taken by one claimer alone.
+    expect(row!.claimers).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+
+  it('hands back at once the leases a restarted worker of the same id held', async () => {
+    const { db, url } = await open('pg');
+    const { job } = await enqueue(db, { queue: 'q', type: 'noop', leaseSeconds: 3600 });
+    await db.query({
+      text: `UPDATE skiplock.jobs SET state = 'running', attempts = 1, worker_id = 'pod-1', lease_token = gen_random_uuid(),
+                                      lease_expires_at = now() + interval '1 hour', started_at = now() WHERE id = $1`,
+      params: [job.id],
+    });
+
+    await withWorker({ databaseUrl: url, handlers: [noop], workerId: 'pod-1' }, () => untilStatus(db, job.id, 'succeeded'));
+
+    expect((await getJobEvents(db, job.id)).map((event) => event.kind)).toEqual([
+      'enqueued', 'released', 'claimed', 'completed',
+    ]);
+  });
+});

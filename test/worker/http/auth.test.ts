@@ -1,0 +1,252 @@
+import { describe, expect, it } from 'vitest';
+import type { ApiKeyScope } from '../../../src/engine/api-keys';
+import {
+  ADMIN_TOKEN,
+  claimOne,
+  client,
+  createKey,
+  enqueueJob,
+  problemOf,
+  request,
+  success,
+  uniqueName,
+} from './support/api';
+
+const api = client();
+
+interface RouteCall {
+  name: string;
+  /** The scope the route needs besides admin. */
+  scope: ApiKeyScope;
+  send(apiKey: string | undefined): Promise<Response>;
+}
+
+function call(method: string, path: string, body?: unknown) {
+  return (apiKey: string | undefined) =>
+    request(path, {
+      method,
+      apiKey,
+      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
+}
+
+/** Every route that needs a key, with a request it would accept. */
+async function routeCalls(): Promise<RouteCall[]> {
+  const queue = uniqueName('auth-matrix');
+  const finished = await enqueueJob(queue);
+  await api.v1.jobs[':id'].cancel.$post({ param: { id: finished.id } });
+  const job = `/v1/jobs/${finished.id}`;
+  const lease = { leaseToken: crypto.randomUUID() };
+  return [
+    { name: 'enqueue', scope: 'enqueue', send: call('POST', `/v1/queues/${queue}/jobs`, {}) },
+    { name: 'enqueue batch', scope: 'enqueue', send: call('POST', `/v1/queues/${queue}/jobs/batch`, { jobs: [{}] }) },
+    { name: 'get job', scope: 'read', send: call('GET', job) },
+    { name: 'job events', scope: 'read', send: call('GET', `${job}/events`) },
+    { name: 'list jobs', scope: 'read', send: call('GET', `/v1/jobs?queue=${queue}`) },
+    { name: 'cancel', scope: 'enqueue', send: call('POST', `${job}/cancel`) },
+    { name: 'retry', scope: 'enqueue', send: call('POST', `/v1/jobs/${crypto.randomUUID()}/retry`) },
+    { name: 'queues', scope: 'read', send: call('GET', '/v1/queues') },
+    { name: 'stats', scope: 'read', send: call('GET', '/v1/stats') },
+    { name: 'get tenant', scope: 'read', send: call('GET', `/v1/tenants/${uniqueName('t')}`) },
+    { name: 'put tenant', scope: 'admin', send: call('PUT', `/v1/tenants/${uniqueName('t')}`, { concurrency: 2 }) },
+    { name: 'claim', scope: 'worker', send: call('POST', `/v1/queues/${uniqueName('empty')}/claim`, { workerId: 'w' }) },
+    { name: 'complete', scope: 'worker', send: call('POST', `${job}/complete`, lease) },
+    { name: 'fail', scope: 'worker', send: call('POST', `${job}/fail`, lease) },
+    { name: 'extend', scope: 'worker', send: call('POST', `${job}/extend`, lease) },
+    { name: 'release', scope: 'worker', send: call('POST', `${job}/release`, lease) },
+    { name: 'create key', scope: 'admin', send: call('POST', '/v1/keys', { name: 'k', scopes: ['read'] }) },
+    { name: 'list keys', scope: 'admin', send: call('GET', '/v1/keys') },
+    { name: 'revoke key', scope: 'admin', send: call('DELETE', `/v1/keys/${crypto.randomUUID()}`) },
+  ];
+}
+
+describe('authentication', () => {
+  it.each([
+    ['no Authorization header', undefined],
+    ['a key that does not exist', 'skiplock_' + 'A'.repeat(43)],
+    ['a token of no key shape', 'wrong'],
+  ])('answers 401 with a problem for %s', async (_, apiKey) => {
+    const response = await request('/v1/jobs', { apiKey });
+
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await problemOf(response)).toMatchObject({ type: 'https://skiplock.dev/problems/unauthorized', status: 401 });
+  });
+
+  it('answers 401 for an Authorization header that is not Bearer', async () => {
+    const response = await request('/v1/jobs', { headers: { authorization: `Basic ${btoa('admin:secret')}` } });
+
+    expect(response.status).toBe(401);
+  });
+
+  it('lets the ADMIN_TOKEN and a created key in, and a revoked key no more', async () => {
+    const secret = await createKey(['read']);
+    const { id } = (await success(api.v1.keys.$get())).keys.find((key) => secret.startsWith(key.secretPrefix))!;
+
+    const before = await request('/v1/jobs?limit=1', { apiKey: secret });
+    const revoked = await api.v1.keys[':id'].$delete({ param: { id } });
+    const after = await request('/v1/jobs?limit=1', { apiKey: secret });
+
+    expect((await request('/v1/jobs?limit=1', { apiKey: ADMIN_TOKEN })).status).toBe(200);
+    expect(before.status).toBe(200);
+    expect(await revoked.json()).toMatchObject({ id, revokedAt: expect.any(String) });
+    expect(after.status).toBe(401);
+  });
+});
+
+describe('scopes', async () => {
+  const calls = await routeCalls();
+  const keys = {
+    admin: await createKey(['admin']),
+    enqueue: await createKey(['enqueue']),
+    read: await createKey(['read']),
+    worker: await createKey(['worker']),
+  } satisfies Record<ApiKeyScope, string>;
+
+  const named = calls.map((route) => [route.name, route] as const);
+  it.each(named)('%s: 401 without a key, 403 without its scope', async (_, route) => {
+    for (const [scope, secret] of Object.entries(keys)) {
+      const response = await route.send(secret);
+      await response.body?.cancel();
+      const allowed = scope === 'admin' || scope === route.scope;
+      const expected = allowed ? expect.not.toBeOneOf([401, 403]) : 403;
+      expect({ scope, status: response.status }).toEqual({ scope, status: expected });
+    }
+    expect((await route.send(undefined)).status).toBe(401);
+  });
+});
+
+describe('API keys', () => {
+  it('shows the secret once, stores only a prefix of it, and lists keys without secrets', async () => {
+    const name = uniqueName('key');
+    const created = await api.v1.keys.$post({ json: { name, scopes: ['enqueue', 'read'], tenant: 'acme' } });
+    const key = created.status === 201 ? await created.json() : undefined;
+    const listed = (await success(api.v1.keys.$get())).keys.find((entry) => entry.id === key?.id);
+
+    expect(key).toMatchObject({
+      name,
+      scopes: ['enqueue', 'read'],
+      tenant: 'acme',
+      revokedAt: null,
+      secret: expect.stringMatching(/^skiplock_[\w-]{43}$/),
+    });
+    expect(key!.secret.startsWith(key!.secretPrefix)).toBe(true);
+    expect(listed).toEqual({ ...key, secret: undefined });
+    expect(Object.keys(listed!)).not.toContain('secret');
+  });
+
+  it.each([
+    [{ name: 'k', scopes: ['admin'], tenant: 'acme' }, 'tenant'],
+    [{ name: 'k', scopes: [] }, 'scopes'],
+    [{ name: 'k', scopes: ['read', 'read'] }, 'scopes'],
+    [{ name: 'k', scopes: ['root'] }, 'scopes.0'],
+    [{ scopes: ['read'] }, 'name'],
+  ])('refuses %j', async (body, path) => {
+    const response = await request('/v1/keys', {
+      method: 'POST',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+    expect((await problemOf(response)).errors?.[0]?.path).toBe(path);
+  });
+
+  it('answers 404 when revoking an unknown key', async () => {
+    expect((await api.v1.keys[':id'].$delete({ param: { id: crypto.randomUUID() } })).status).toBe(404);
+  });
+});
+
+describe('a tenant-bound key', async () => {
+  const queue = uniqueName('tenant-bound');
+  const mine = uniqueName('mine');
+  const theirs = uniqueName('theirs');
+  const key = await createKey(['read', 'enqueue', 'worker'], mine);
+  const bound = client(key);
+
+  it("does not see, list, cancel, retry or watch another tenant's jobs", async () => {
+    const other = await enqueueJob(queue, { tenant: theirs });
+    const own = await enqueueJob(queue, { tenant: mine });
+
+    const responses = await Promise.all([
+      bound.v1.jobs[':id'].$get({ param: { id: other.id }, query: {} }),
+      bound.v1.jobs[':id'].cancel.$post({ param: { id: other.id } }),
+      bound.v1.jobs[':id'].retry.$post({ param: { id: other.id } }),
+      request(`/v1/jobs/${other.id}/events`, { apiKey: key }),
+      bound.v1.tenants[':tenant'].$get({ param: { tenant: theirs } }),
+    ]);
+    const listed = await success(bound.v1.jobs.$get({ query: { queue } }));
+    const listedTheirs = await success(bound.v1.jobs.$get({ query: { queue, tenant: theirs } }));
+
+    expect(responses.map((response) => response.status)).toEqual([404, 404, 404, 404, 404]);
+    expect(listed.jobs.map((job) => job.id)).toEqual([own.id]);
+    expect(listedTheirs.jobs).toEqual([]);
+  });
+
+  it("claims only its tenant's jobs, and cannot complete another tenant's", async () => {
+    const claimQueue = uniqueName('tenant-bound-claim');
+    await enqueueJob(claimQueue, { tenant: theirs });
+    const theirsClaimed = await claimOne(claimQueue, ADMIN_TOKEN);
+    // Waiting, and not the bound key's to claim.
+    await enqueueJob(claimQueue, { tenant: theirs });
+    const own = await enqueueJob(claimQueue, { tenant: mine });
+
+    const claimed = await success(
+      bound.v1.queues[':queue'].claim.$post({ param: { queue: claimQueue }, json: { max: 10, workerId: 'w' } }),
+    );
+    const completeTheirs = await bound.v1.jobs[':id'].complete.$post({
+      param: { id: theirsClaimed.id },
+      json: { leaseToken: theirsClaimed.leaseToken },
+    });
+    const stillRunning = await success(api.v1.jobs[':id'].$get({ param: { id: theirsClaimed.id }, query: {} }));
+
+    expect(claimed.jobs.map((job) => job.id)).toEqual([own.id]);
+    expect(completeTheirs.status).toBe(404);
+    expect(stillRunning).toMatchObject({ status: 'running' });
+  });
+
+  it('enqueues for its own tenant, and refuses another', async () => {
+    const implicit = await enqueueJob(queue, {}, key);
+    const refused = await request(`/v1/queues/${queue}/jobs`, {
+      method: 'POST',
+      apiKey: key,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tenant: theirs }),
+    });
+
+    expect(implicit.tenant).toBe(mine);
+    expect(await problemOf(refused)).toMatchObject({ status: 403, errors: [{ path: 'tenant' }] });
+  });
+
+  it("gets 409 for a dedup key another tenant's job holds, and changes nothing", async () => {
+    const dedupQueue = uniqueName('tenant-bound-dedup');
+    const lonelyTenant = uniqueName('never-made');
+    const lonelyKey = await createKey(['enqueue'], lonelyTenant);
+    await success(
+      api.v1.queues[':queue'].jobs.$post({ param: { queue: dedupQueue }, json: { tenant: theirs, dedupKey: 'shared' }, header: {} }),
+    );
+
+    const batch = await request(`/v1/queues/${dedupQueue}/jobs/batch`, {
+      method: 'POST',
+      apiKey: lonelyKey,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jobs: [{ payload: 'new' }, { dedupKey: 'shared' }] }),
+    });
+    const listed = await success(api.v1.jobs.$get({ query: { queue: dedupQueue } }));
+    const tenant = await success(api.v1.tenants[':tenant'].$get({ param: { tenant: lonelyTenant } }));
+
+    expect(await problemOf(batch)).toMatchObject({ status: 409, errors: [{ path: 'jobs.1.dedupKey' }] });
+    expect(listed.jobs).toHaveLength(1);
+    // The tenant row enqueue makes on first sight was rolled back too.
+    expect(tenant.custom).toBe(false);
+  });
+
+  it("sees only its tenant's rows in the stats", async () => {
+    await enqueueJob(queue, { tenant: mine });
+    await enqueueJob(queue, { tenant: theirs });
+
+    const { stats } = await success(bound.v1.stats.$get());
+
+    expect(new Set(stats.map((row) => row.tenant))).toEqual(new Set([mine]));
+  });
+});

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { claimOne, client, createKey, enqueueJob, problemOf, request, success, uniqueName } from './support/api';
+
+const api = client();
+
+/** A job of its own queue and tenant, claimed, then completed (or failed for good). */
+async function finishedJob(outcome: 'complete' | 'fail', tenant = uniqueName('tenant')) {
+  const queue = uniqueName('finished');
+  const { statusUrl } = await enqueueJob(queue, { tenant });
+  const { id, leaseToken } = await claimOne(queue);
+  if (outcome === 'complete') await success(api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken, result: { ok: true } } }));
+  else await success(api.v1.jobs[':id'].fail.$post({ param: { id }, json: { leaseToken, error: 'no', forGood: true } }));
+  return { id, queue, tenant, statusUrl };
+}
+
+describe('GET /v1/jobs/{id}/history', () => {
+  it("lists a job's events, oldest first, without the claim's lease token", async () => {
+    const { id } = await finishedJob('complete');
+    const { events } = await success(api.v1.jobs[':id'].history.$get({ param: { id } }));
+    expect(events.map((event) => event.kind)).toEqual(['enqueued', 'claimed', 'completed']);
+    expect(events.every((event) => event.jobId === id)).toBe(true);
+    expect(JSON.stringify(events)).not.toContain('leaseToken');
+  });
+
+  it("answers 404 for an unknown job and for another tenant's, and 401 to a status token", async () => {
+    const { id, statusUrl } = await finishedJob('complete');
+    const otherTenantKey = await createKey(['read'], uniqueName('other'));
+    for (const response of [
+      await client().v1.jobs[':id'].history.$get({ param: { id: crypto.randomUUID() } }),
+      await client(otherTenantKey).v1.jobs[':id'].history.$get({ param: { id } }),
+    ]) {
+      expect(response.status).toBe(404);
+      expect((await problemOf(response)).title).toBe('Not found');
+    }
+    const token = new URL(statusUrl!).searchParams.get('token');
+    expect((await request(`/v1/jobs/${id}/history?token=${token}`)).status).toBe(401);
+  });
+});
+
+describe('GET /v1/stats/throughput', () => {
+  it('counts finished jobs per queue and minute; a tenant-bound key only its own', async () => {
+    const tenant = uniqueName('tenant');
+    const succeeded = await finishedJob('complete', tenant);
+    const failed = await finishedJob('fail', tenant);
+
+    const { throughput } = await success(api.v1.stats.throughput.$get());
+    const minute = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/);
+    expect(throughput.filter((row) => row.queue === succeeded.queue)).toEqual([{ queue: succeeded.queue, minute, succeeded: 1, failed: 0 }]);
+    expect(throughput.filter((row) => row.queue === failed.queue)).toEqual([{ queue: failed.queue, minute, succeeded: 0, failed: 1 }]);
+
+    const otherTenantKey = await createKey(['read'], uniqueName('other'));
+    const { throughput: othersView } = await success(client(otherTenantKey).v1.stats.throughput.$get());
+    expect(othersView.filter((row) => row.queue === succeeded.queue)).toEqual([]);
+  });
+});

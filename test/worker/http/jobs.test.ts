@@ -1,0 +1,202 @@
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, claimOne, client, enqueueJob, problemOf, request, success, uniqueName } from './support/api';
+import { serverSentEvents } from './support/sse';
+
+const api = client();
+
+function getJob(id: string, query = '', headers: Record<string, string> = {}): Promise<Response> {
+  return request(`/v1/jobs/${id}${query}`, { apiKey: ADMIN_TOKEN, headers });
+}
+
+async function completeJob(id: string, leaseToken: string, result: unknown = { ok: true }) {
+  const response = await api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken, result } });
+  expect(response.status).toBe(200);
+}
+
+describe('GET /v1/jobs/{id}', () => {
+  it('answers the job with an ETag, and 304 to a matching If-None-Match', async () => {
+    const { id } = await enqueueJob(uniqueName('get'));
+
+    const response = await getJob(id);
+    const etag = response.headers.get('etag')!;
+    const again = await getJob(id, '', { 'if-none-match': etag });
+    const weakList = await getJob(id, '', { 'if-none-match': `"other", W/${etag}` });
+
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ id, status: 'queued' });
+    expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
+    expect(again.status).toBe(304);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect(weakList.status).toBe(304);
+  });
+
+  it('answers 404 for an unknown id and 400 for one that is no uuid', async () => {
+    const unknown = await getJob(crypto.randomUUID());
+    const malformed = await getJob('not-a-uuid');
+
+    expect((await problemOf(unknown)).status).toBe(404);
+    expect((await problemOf(malformed)).errors?.[0]?.path).toBe('id');
+  });
+
+  it('with ?wait, answers as soon as the job changes', async () => {
+    const queue = uniqueName('wait');
+    const { id } = await enqueueJob(queue);
+    const etag = (await getJob(id)).headers.get('etag')!;
+
+    const waiting = getJob(id, '?wait=30', { 'if-none-match': etag });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await claimOne(queue);
+    const changedAt = Date.now();
+    const response = await waiting;
+
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ id, status: 'running' });
+    // Within a poll or two of the change, far from the 30 s the request would wait.
+    expect(Date.now() - changedAt).toBeLessThan(5000);
+  });
+
+  it('with ?wait but no If-None-Match, waits for a change from the state it found', async () => {
+    const queue = uniqueName('wait-no-etag');
+    const { id } = await enqueueJob(queue);
+
+    const waiting = getJob(id, '?wait=20');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await api.v1.jobs[':id'].cancel.$post({ param: { id } });
+
+    expect(await (await waiting).json()).toMatchObject({ id, status: 'cancelled' });
+  });
+
+  it('with ?wait, answers 304 after the wait when nothing changed', async () => {
+    const { id } = await enqueueJob(uniqueName('wait-timeout'));
+    const etag = (await getJob(id)).headers.get('etag')!;
+
+    const started = Date.now();
+    const response = await getJob(id, '?wait=1', { 'if-none-match': etag });
+
+    expect(response.status).toBe(304);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it.each(['31', '-1', 'soon', '1e3'])('refuses ?wait=%s', async (wait) => {
+    const { id } = await enqueueJob(uniqueName('wait-invalid'));
+
+    expect((await problemOf(await getJob(id, `?wait=${wait}`))).errors?.[0]?.path).toBe('wait');
+  });
+});
+
+describe('GET /v1/jobs', () => {
+  it('lists a queue newest first, page by page', async () => {
+    const queue = uniqueName('list');
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await enqueueJob(queue)).id);
+
+    const first = await success(api.v1.jobs.$get({ query: { queue, limit: '2' } }));
+    const second = await success(api.v1.jobs.$get({ query: { queue, limit: '2', cursor: first.nextCursor! } }));
+    const third = await success(api.v1.jobs.$get({ query: { queue, limit: '2', cursor: second.nextCursor! } }));
+
+    expect([...first.jobs, ...second.jobs, ...third.jobs].map((job) => job.id)).toEqual(ids.reverse());
+    expect(third.nextCursor).toBeNull();
+  });
+
+  it('filters by status and type', async () => {
+    const queue = uniqueName('list-filter');
+    const first = await enqueueJob(queue, { type: 'a' });
+    const second = await enqueueJob(queue, { type: 'b' });
+    await claimOne(queue);
+
+    const queued = await success(api.v1.jobs.$get({ query: { queue, status: 'queued' } }));
+    const running = await success(api.v1.jobs.$get({ query: { queue, status: 'running' } }));
+    const ofTypeA = await success(api.v1.jobs.$get({ query: { queue, type: 'a' } }));
+
+    expect(queued.jobs.map((job) => job.id)).toEqual([second.id]);
+    expect(running.jobs.map((job) => job.id)).toEqual([first.id]);
+    expect(ofTypeA.jobs.map((job) => job.id)).toEqual([first.id]);
+  });
+
+  it.each([
+    ['?limit=501', 'limit'],
+    ['?limit=0', 'limit'],
+    ['?status=done', 'status'],
+    ['?cursor=bm90LW91cnM', 'cursor'],
+  ])('answers 400 for %s', async (query, path) => {
+    const response = await request(`/v1/jobs${query}`, { apiKey: ADMIN_TOKEN });
+
+    expect((await problemOf(response)).errors?.[0]?.path).toBe(path);
+  });
+});
+
+describe('POST /v1/jobs/{id}/cancel and /retry', () => {
+  it('cancels a waiting job (200), marks a running one (202), refuses a finished one (409)', async () => {
+    const queue = uniqueName('cancel');
+    const running = await enqueueJob(queue);
+    await claimOne(queue);
+    const waiting = await enqueueJob(queue);
+
+    const cancelled = await api.v1.jobs[':id'].cancel.$post({ param: { id: waiting.id } });
+    const requested = await api.v1.jobs[':id'].cancel.$post({ param: { id: running.id } });
+    const again = await api.v1.jobs[':id'].cancel.$post({ param: { id: waiting.id } });
+    const unknown = await api.v1.jobs[':id'].cancel.$post({ param: { id: crypto.randomUUID() } });
+
+    expect(cancelled.status).toBe(200);
+    expect(await cancelled.json()).toMatchObject({ status: 'cancelled' });
+    expect(requested.status).toBe(202);
+    expect(await requested.json()).toMatchObject({ status: 'running', cancelRequested: true });
+    expect(await problemOf(again)).toMatchObject({ status: 409, type: 'https://skiplock.dev/problems/already-finished' });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('retries a cancelled job (200) and refuses a waiting one (409)', async () => {
+    const queue = uniqueName('retry');
+    const job = await enqueueJob(queue);
+    const waiting = await enqueueJob(queue);
+    await api.v1.jobs[':id'].cancel.$post({ param: { id: job.id } });
+
+    const retried = await api.v1.jobs[':id'].retry.$post({ param: { id: job.id } });
+    const refused = await api.v1.jobs[':id'].retry.$post({ param: { id: waiting.id } });
+    const unknown = await api.v1.jobs[':id'].retry.$post({ param: { id: crypto.randomUUID() } });
+
+    expect(retried.status).toBe(200);
+    expect(await retried.json()).toMatchObject({ id: job.id, status: 'queued', attempts: 0 });
+    expect(await problemOf(refused)).toMatchObject({ status: 409, type: 'https://skiplock.dev/problems/not-retryable' });
+    expect(unknown.status).toBe(404);
+  });
+});
+
+describe('GET /v1/jobs/{id}/events', () => {
+  it("streams the job's changes and ends after its final status", async () => {
+    const queue = uniqueName('events');
+    const { id } = await enqueueJob(queue);
+    const response = await request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+
+    const seen: string[] = [];
+    for await (const event of serverSentEvents(response)) {
+      seen.push(event.event === 'job' ? JSON.parse(event.data).status : `${event.event}:${event.data}`);
+      if (seen.length === 1) {
+        const claimed = await claimOne(queue);
+        await completeJob(id, claimed.leaseToken);
+      }
+    }
+
+    expect(seen[0]).toBe('queued');
+    expect(seen.slice(-2)).toEqual(['succeeded', 'end:succeeded']);
+  });
+
+  it('does not send again the version a reconnecting client has (Last-Event-ID)', async () => {
+    const queue = uniqueName('events-resume');
+    const { id } = await enqueueJob(queue);
+    await api.v1.jobs[':id'].cancel.$post({ param: { id } });
+    const etag = (await getJob(id)).headers.get('etag')!;
+
+    const response = await request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN, headers: { 'last-event-id': etag } });
+    const events = [];
+    for await (const event of serverSentEvents(response)) events.push(event);
+
+    expect(events).toEqual([{ event: 'end', data: 'cancelled', id: undefined }]);
+  });
+
+  it('answers 404 for an unknown job', async () => {
+    expect((await request(`/v1/jobs/${crypto.randomUUID()}/events`, { apiKey: ADMIN_TOKEN })).status).toBe(404);
+  });
+});

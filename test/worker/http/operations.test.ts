@@ -1,0 +1,193 @@
+import { describe, expect, it, vi } from 'vitest';
+import { toDatabaseError } from '../../../src/db/errors';
+import type { Db } from '../../../src/db/types';
+import { createApp } from '../../../src/http/app';
+import { sessionDatabase } from '../../../src/worker/database';
+import {
+  ADMIN_TOKEN,
+  BASE_URL,
+  claimOne,
+  client,
+  enqueueJob,
+  problemOf,
+  request,
+  success,
+  uniqueName,
+} from './support/api';
+import { fetchApp } from './support/invoke';
+
+const api = client();
+
+/** A database whose every statement throws `error`. */
+function failingDatabase(error: Error): Db {
+  const fail = async (): Promise<never> => {
+    throw error;
+  };
+  return { query: fail, transaction: fail, close: async () => {} };
+}
+
+describe('GET /v1/queues and /v1/stats', () => {
+  it('count jobs per queue and status, with the oldest wait', async () => {
+    const queue = uniqueName('counts');
+    const tenant = uniqueName('counts-tenant');
+    await enqueueJob(queue, { tenant });
+    await enqueueJob(queue, { tenant });
+    await enqueueJob(queue);
+    await claimOne(queue);
+
+    const { queues } = await success(api.v1.queues.$get());
+    const { stats } = await success(api.v1.stats.$get());
+
+    expect(queues.find((summary) => summary.queue === queue)).toMatchObject({
+      counts: { queued: 2, running: 1, scheduled: 0, succeeded: 0 },
+      oldestWaitSeconds: expect.any(Number),
+    });
+    const tenantRows = stats.filter((row) => row.queue === queue && row.tenant === tenant);
+    expect(tenantRows.reduce((sum, row) => sum + row.count, 0)).toBe(2);
+  });
+});
+
+describe('tenants', () => {
+  it('sets and reads back a tenant, which runs on the defaults until then', async () => {
+    const tenant = uniqueName('tenant');
+    const before = await success(api.v1.tenants[':tenant'].$get({ param: { tenant } }));
+
+    const settings = { concurrency: 5, rateLimit: { count: 10, perSeconds: 60 }, weight: 3 };
+    const put = await success(api.v1.tenants[':tenant'].$put({ param: { tenant }, json: settings }));
+    const after = await success(api.v1.tenants[':tenant'].$get({ param: { tenant } }));
+    const reset = await success(api.v1.tenants[':tenant'].$put({ param: { tenant }, json: {} }));
+
+    expect(before).toMatchObject({ name: tenant, custom: false, running: 0 });
+    expect(put).toEqual({ name: tenant, ...settings, custom: true, running: 0 });
+    expect(after).toEqual(put);
+    expect(reset).toMatchObject({ concurrency: null, rateLimit: null, weight: 1, custom: true });
+  });
+
+  it.each([
+    [{ weight: 0 }, 'weight'],
+    [{ concurrency: -1 }, 'concurrency'],
+    [{ rateLimit: { count: 5 } }, 'rateLimit.perSeconds'],
+    [{ rateLimit: { count: 5, perSeconds: 0 } }, 'rateLimit.perSeconds'],
+  ])('refuses %j', async (body, path) => {
+    const response = await request(`/v1/tenants/${uniqueName('tenant')}`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+    expect((await problemOf(response)).errors?.[0]?.path).toBe(path);
+  });
+});
+
+describe('GET /v1/openapi.json', () => {
+  it('documents every route and the schemas, without a key', async () => {
+    const response = await request('/v1/openapi.json');
+    const document = await response.json<{
+      paths: Record<string, Record<string, unknown>>;
+      components: { schemas: Record<string, unknown> };
+    }>();
+
+    expect(response.status).toBe(200);
+    const routes = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(routes).toEqual(
+      expect.arrayContaining([
+        'DELETE /v1/keys/{id}',
+        'GET /healthz',
+        'GET /v1/jobs',
+        'GET /v1/jobs/{id}',
+        'GET /v1/jobs/{id}/events',
+        'GET /v1/keys',
+        'GET /v1/queues',
+        'GET /v1/stats',
+        'GET /v1/tenants/{tenant}',
+        'POST /v1/jobs/{id}/cancel',
+        'POST /v1/jobs/{id}/complete',
+        'POST /v1/jobs/{id}/extend',
+        'POST /v1/jobs/{id}/fail',
+        'POST /v1/jobs/{id}/release',
+        'POST /v1/jobs/{id}/retry',
+        'POST /v1/keys',
+        'POST /v1/queues/{queue}/claim',
+        'POST /v1/queues/{queue}/jobs',
+        'POST /v1/queues/{queue}/jobs/batch',
+        'PUT /v1/tenants/{tenant}',
+      ]),
+    );
+    expect(Object.keys(document.components.schemas)).toEqual(
+      expect.arrayContaining(['Job', 'EnqueueRequest', 'ClaimedJob', 'Problem']),
+    );
+  });
+});
+
+describe('every response', () => {
+  it('carries an x-request-id, echoing a well-formed one the client sent', async () => {
+    const generated = await request('/healthz');
+    const echoed = await request('/healthz', { headers: { 'x-request-id': 'trace-123' } });
+    const replaced = await request('/healthz', { headers: { 'x-request-id': 'bad id!' } });
+
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(echoed.headers.get('x-request-id')).toBe('trace-123');
+    expect(replaced.headers.get('x-request-id')).not.toBe('bad id!');
+  });
+
+  it('is a problem with the request id for an unknown route', async () => {
+    const response = await request('/v2/nothing', { headers: { 'x-request-id': 'lost-1' } });
+
+    expect(await problemOf(response)).toMatchObject({ status: 404, requestId: 'lost-1' });
+    expect(response.headers.get('x-request-id')).toBe('lost-1');
+  });
+});
+
+describe('failures', () => {
+  it('answers 503 with Retry-After when the database is unreachable', async () => {
+    // What every driver throws when it cannot reach the server.
+    const unreachable = toDatabaseError(new TypeError('fetch failed'));
+    const app = createApp({ database: () => failingDatabase(unreachable), sessionDatabase });
+
+    const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+
+    expect(await problemOf(response)).toMatchObject({ status: 503, type: expect.stringMatching(/database-unavailable$/) });
+    expect(response.headers.get('retry-after')).toBe('5');
+  });
+
+  it('answers an unexpected error with a 500 problem carrying the request id, and logs it', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const app = createApp({ database: () => failingDatabase(new TypeError('a bug')), sessionDatabase });
+
+    const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': 'bug-1' };
+    const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers }));
+
+    expect(await problemOf(response)).toMatchObject({ status: 500, requestId: 'bug-1', detail: expect.stringContaining('bug-1') });
+    expect(JSON.parse(String(log.mock.calls.at(-1)?.[0]))).toMatchObject({
+      level: 'error',
+      event: 'unexpected_error',
+      requestId: 'bug-1',
+      error: { name: 'TypeError', message: 'a bug' },
+    });
+    log.mockRestore();
+  });
+
+  it('logs one JSON line per request, with its caller and without the query string', async () => {
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+
+    await request('/healthz?token=secret', { headers: { 'x-request-id': 'logged-1' } });
+    await request('/v1/stats', { apiKey: ADMIN_TOKEN, headers: { 'x-request-id': 'logged-2' } });
+
+    const lines = log.mock.calls.map((call) => JSON.parse(String(call[0])));
+    expect(lines.find((line) => line.requestId === 'logged-1')).toEqual({
+      level: 'info',
+      event: 'request',
+      requestId: 'logged-1',
+      method: 'GET',
+      path: '/healthz',
+      status: 200,
+      ms: expect.any(Number),
+      caller: null,
+    });
+    expect(lines.find((line) => line.requestId === 'logged-2')).toMatchObject({ path: '/v1/stats', caller: 'admin-token' });
+    log.mockRestore();
+  });
+});

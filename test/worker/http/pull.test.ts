@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ADMIN_TOKEN,
+  claimOne,
+  client,
+  enqueueJob,
+  expectStatus,
+  problemOf,
+  request,
+  success,
+  uniqueName,
+} from './support/api';
+
+const api = client();
+
+function post(path: string, body: unknown): Promise<Response> {
+  return request(path, {
+    method: 'POST',
+    apiKey: ADMIN_TOKEN,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+describe('POST /v1/queues/{queue}/claim', () => {
+  it('claims up to max ready jobs, each with a lease token', async () => {
+    const queue = uniqueName('claim');
+    for (let i = 0; i < 3; i++) await enqueueJob(queue);
+
+    const json = { max: 2, workerId: 'w1', leaseSeconds: 120 };
+    const response = await api.v1.queues[':queue'].claim.$post({ param: { queue }, json });
+
+    expectStatus(response, 200);
+    const { jobs } = await response.json();
+    expect(jobs).toHaveLength(2);
+    for (const job of jobs) {
+      expect(job).toMatchObject({ status: 'running', attempts: 1, workerId: 'w1', leaseToken: expect.any(String) });
+      expect(Date.parse(job.leaseExpiresAt!) - Date.parse(job.startedAt!)).toBeCloseTo(120_000, -3);
+    }
+  });
+
+  it('claims only the types the worker names, and answers an empty list when none is ready', async () => {
+    const queue = uniqueName('claim-types');
+    const image = await enqueueJob(queue, { type: 'resize-image' });
+    await enqueueJob(queue, { type: 'send-email' });
+
+    const claim = () =>
+      success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 10, workerId: 'w', types: ['resize-image'] } }));
+    const claimed = await claim();
+    const none = await claim();
+
+    expect(claimed.jobs.map((job) => job.id)).toEqual([image.id]);
+    expect(none.jobs).toEqual([]);
+  });
+
+  it('finds the ready job of its queue whatever other tenants have waiting', async () => {
+    const queue = uniqueName('claim-among-tenants');
+    // Tenants with jobs elsewhere, and tenants with jobs here that are not ready: none has a job to give.
+    const busy = Array.from({ length: 10 }, () => ({ tenant: uniqueName('busy') }));
+    const later = Array.from({ length: 10 }, () => ({ tenant: uniqueName('later'), delaySeconds: 3600 }));
+    await success(api.v1.queues[':queue'].jobs.batch.$post({ param: { queue: uniqueName('elsewhere') }, json: { jobs: busy }, header: {} }));
+    await success(api.v1.queues[':queue'].jobs.batch.$post({ param: { queue }, json: { jobs: later }, header: {} }));
+    const ready = await enqueueJob(queue, { tenant: uniqueName('ready') });
+
+    expect((await claimOne(queue)).id).toBe(ready.id);
+  });
+
+  it.each([
+    [{ workerId: 'w', max: 0 }, 'max'],
+    [{ workerId: 'w', max: 101 }, 'max'],
+    [{}, 'workerId'],
+    [{ workerId: 'w', leaseSeconds: 0 }, 'leaseSeconds'],
+    [{ workerId: 'w', types: [''] }, 'types.0'],
+  ])('answers 400 for %j', async (body, path) => {
+    const response = await post(`/v1/queues/${uniqueName('claim-invalid')}/claim`, body);
+
+    expect((await problemOf(response)).errors?.[0]?.path).toBe(path);
+  });
+});
+
+/** A job enqueued and claimed at once, in a queue of its own unless one is given. */
+async function claimedJob(queue = uniqueName('pull')) {
+  await enqueueJob(queue);
+  return claimOne(queue);
+}
+
+describe('complete, fail, extend, release', () => {
+  it('completes a claimed job with its result, once', async () => {
+    const { id, leaseToken } = await claimedJob();
+
+    const completed = await api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken, result: { sent: 3 } } });
+    const again = await api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken } });
+
+    expect(completed.status).toBe(200);
+    expect(await completed.json()).toMatchObject({ id, status: 'succeeded', result: { sent: 3 } });
+    expect(await problemOf(again)).toMatchObject({ status: 409, type: 'https://skiplock.dev/problems/stale-lease' });
+  });
+
+  it('answers 409 for a token that never held the job, and 400 for one that is no uuid', async () => {
+    const { id } = await claimedJob();
+
+    const stale = await post(`/v1/jobs/${id}/complete`, { leaseToken: crypto.randomUUID() });
+    const malformed = await post(`/v1/jobs/${id}/complete`, { leaseToken: 'abc' });
+
+    expect((await problemOf(stale)).status).toBe(409);
+    expect((await problemOf(malformed)).errors?.[0]?.path).toBe('leaseToken');
+  });
+
+  it('fails an attempt into a retry after the given delay, or for good', async () => {
+    const [first, second] = [await claimedJob(), await claimedJob()];
+
+    const retrying = await api.v1.jobs[':id'].fail.$post({
+      param: { id: first.id },
+      json: { leaseToken: first.leaseToken, error: { message: 'timeout' }, retryInSeconds: 60 },
+    });
+    const failed = await api.v1.jobs[':id'].fail.$post({
+      param: { id: second.id },
+      json: { leaseToken: second.leaseToken, error: 'bad payload', forGood: true },
+    });
+    const both = await post(`/v1/jobs/${second.id}/fail`, { leaseToken: second.leaseToken, forGood: true, retryInSeconds: 1 });
+
+    expectStatus(retrying, 200);
+    const retryingJob = await retrying.json();
+    expect(retryingJob).toMatchObject({ status: 'retrying', lastError: { message: 'timeout' } });
+    expect(Date.parse(retryingJob.runAt) - Date.now()).toBeGreaterThan(50_000);
+    expect(await failed.json()).toMatchObject({ status: 'failed', lastError: 'bad payload' });
+    expect((await problemOf(both)).errors?.[0]?.path).toBe('retryInSeconds');
+  });
+
+  it('extends a lease with progress, and tells the worker when the job was cancelled', async () => {
+    const { id, leaseToken, leaseExpiresAt } = await claimedJob();
+
+    const heartbeat = { leaseToken, leaseSeconds: 600, progress: { done: 40 } };
+    const extended = await api.v1.jobs[':id'].extend.$post({ param: { id }, json: heartbeat });
+    await api.v1.jobs[':id'].cancel.$post({ param: { id } });
+    const afterCancel = await api.v1.jobs[':id'].extend.$post({ param: { id }, json: { leaseToken } });
+    const job = await success(api.v1.jobs[':id'].$get({ param: { id }, query: {} }));
+
+    expectStatus(extended, 200);
+    const lease = await extended.json();
+    expect(Date.parse(lease.leaseExpiresAt)).toBeGreaterThan(Date.parse(leaseExpiresAt!));
+    expect(lease.cancelRequested).toBe(false);
+    expect(await afterCancel.json()).toMatchObject({ cancelRequested: true });
+    expect(job).toMatchObject({ progress: { done: 40 } });
+  });
+
+  it('releases a job back to the queue, delayed when asked, and refuses a stale release', async () => {
+    const [first, second] = [await claimedJob(), await claimedJob()];
+
+    const release = (job: { id: string; leaseToken: string }, delaySeconds?: number) =>
+      api.v1.jobs[':id'].release.$post({ param: { id: job.id }, json: { leaseToken: job.leaseToken, delaySeconds } });
+    const released = await release(first);
+    const delayed = await release(second, 300);
+    const stale = await release(first);
+
+    expect(await released.json()).toMatchObject({ status: 'queued', attempts: 0 });
+    expect(await delayed.json()).toMatchObject({ status: 'scheduled' });
+    expect(stale.status).toBe(409);
+  });
+});
