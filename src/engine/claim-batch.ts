@@ -26,8 +26,9 @@ export const MAX_CLAIM = 1000;
  * 1. `waiting_tenants` walks the waiting-jobs index one tenant at a time (a
  *    loose index scan), so its cost follows the number of tenants with work,
  *    not the depth of the backlog. Only tenants with a job this claim could
- *    take count (ready, unexpired, of the asked types and queues): the LIMITs below keep
- *    `max` tenants, which must not be spent on tenants with nothing to give.
+ *    take count (ready, unexpired, of the asked types and queues): the
+ *    LIMITs below keep `max` tenants, which must not be spent on tenants
+ *    with nothing to give.
  * 2. `tenant_load` gives each such tenant its limits (its own or the
  *    defaults: skiplock.tenant_limits) and its number of running jobs. The
  *    tenant row that enqueue makes is what a claim locks.

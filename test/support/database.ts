@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { runAdmin, withDatabase } from './admin';
+import { cloneTemplate, runAdmin, withDatabase } from './admin';
 
 export interface TestDatabase {
   /** Connection string of a fresh, migrated database that only this caller uses. */
@@ -16,8 +16,8 @@ export interface TestDatabase {
 export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject('adminUrl');
   const name = `${inject('runPrefix')}_${randomBytes(6).toString('hex')}`;
-  const template = options.migrated === false ? 'template0' : inject('templateDatabase');
-  await runAdmin(adminUrl, `CREATE DATABASE ${name} TEMPLATE ${template}`);
+  if (options.migrated === false) await runAdmin(adminUrl, `CREATE DATABASE ${name} TEMPLATE template0`);
+  else await cloneTemplate(adminUrl, name, inject('templateDatabase'));
   return {
     url: withDatabase(adminUrl, name),
     name,

@@ -1,6 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { startNeonProxy } from '../../../src/local/neon-proxy';
-import { runAdmin, withDatabase } from '../../support/admin';
+import { cloneTemplate, withDatabase } from '../../support/admin';
 import { postgresAddressOf } from '../../support/postgres-address';
 
 declare module 'vitest' {
@@ -22,7 +22,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const { adminUrl, templateDatabase, runPrefix } = project.getProvidedContext();
   // The run prefix puts it among the databases the shared teardown drops.
   const database = `${runPrefix}_worker`;
-  await runAdmin(adminUrl, `CREATE DATABASE ${database} TEMPLATE ${templateDatabase}`);
+  await cloneTemplate(adminUrl, database, templateDatabase);
   const proxy = await startNeonProxy({ postgres: postgresAddressOf(adminUrl) });
   project.provide('neonProxy', new URL(proxy.url).host);
   project.provide('workerDatabaseUrl', withDatabase(adminUrl, database));

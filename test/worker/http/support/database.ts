@@ -17,6 +17,8 @@ export async function createOwnDatabase(label: string): Promise<string> {
   const name = `${inject('runPrefix')}_${label}_${crypto.randomUUID().slice(0, 8)}`;
   // Both identifiers are generated here, never input, so they are safe to splice.
   await sharedDatabase().query({ text: `CREATE DATABASE ${name} TEMPLATE ${inject('templateDatabase')}`, params: [] });
+  // Database settings are not cloned with a template: repeat what migration 0004 sets.
+  await sharedDatabase().query({ text: `ALTER DATABASE ${name} SET jit = off`, params: [] });
   const url = new URL(env.DATABASE_URL);
   url.pathname = `/${name}`;
   return url.href;
