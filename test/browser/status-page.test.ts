@@ -85,7 +85,8 @@ describe.skipIf(!hasChromium)('status page in Chromium', () => {
       const refused = page.waitForEvent('console', (message) => message.text().includes('frame-ancestors'));
       await page.goto(site);
       await refused;
-      expect(page.frames().map((frame) => frame.url())).toContain('chrome-error://chromewebdata/');
+      // The frame switches to Chromium's error page a moment after the console says why.
+      await expect.poll(() => page.frames().map((frame) => frame.url())).toContain('chrome-error://chromewebdata/');
     }
     await page.context().close();
     // Chromium reports each refusal as an error (sometimes twice); these were the point.
