@@ -18,19 +18,28 @@ export class AttemptLease {
   /** True once this attempt saved progress: it moved forward, so a hand-back does not cost an attempt. */
   progressSaved = false;
   private over = false;
-  /** The lease the last claim or heartbeat granted, and when: the next heartbeat is due within it. */
+  /**
+   * The lease the last claim or heartbeat granted, and when its statement
+   * was sent: the database counts the lease from its statement's start, which
+   * a slow statement can put well before its answer, so the next heartbeat is
+   * timed from the sending (this machine's clock only, so no clock skew).
+   */
   private grantedSeconds: number;
-  private grantedAt = Date.now();
+  private grantedAt: number;
 
-  /** @param leaseSeconds what each heartbeat asks for (the job type's lease, or the job's own). */
+  /**
+   * @param leaseSeconds what each heartbeat asks for (the job type's lease, or the job's own).
+   * @param claimSentAt when the claim that granted the job's own lease was sent.
+   */
   constructor(
     private readonly db: Queryable,
     private readonly job: ClaimedJob,
     private leaseSeconds: number,
+    claimSentAt: number,
     private readonly interrupt: (reason: AttemptInterrupted) => void,
   ) {
-    // The claim granted the job's own lease, whatever the job type asks for.
     this.grantedSeconds = job.leaseSeconds;
+    this.grantedAt = claimSentAt;
   }
 
   get heartbeatEveryMs(): number {
@@ -46,13 +55,14 @@ export class AttemptLease {
   async extend(options: { leaseSeconds?: number; progress?: Json } = {}): Promise<void> {
     if (this.over) throw new Error(`job ${this.job.id}: this attempt is over; its lease can no longer be extended`);
     if (options.leaseSeconds !== undefined) this.leaseSeconds = options.leaseSeconds;
+    const sentAt = Date.now();
     try {
       const extended = await extendLease(this.db, this.job, {
         leaseSeconds: this.leaseSeconds,
         ...(options.progress === undefined ? {} : { progress: options.progress }),
       });
       this.grantedSeconds = this.leaseSeconds;
-      this.grantedAt = Date.now();
+      this.grantedAt = sentAt;
       if (options.progress !== undefined) this.progressSaved = true;
       if (extended.cancelRequested) this.interrupt(new AttemptInterrupted('cancelled'));
     } catch (error) {

@@ -16,6 +16,8 @@ export interface DrainOptions {
   budgetSeconds?: number;
   /** Attempts running at once. Default 5: on Workers each may hold one of the 6 connections, the drain the last. */
   concurrency?: number;
+  /** The most jobs one claim takes; default the free slots (see JobLoopOptions.claimBatchSize). */
+  claimBatchSize?: number;
   /** Recorded on every claim. Default `drain-<random>`. */
   workerId?: string;
   /** Keep finished jobs this long before pruning them. Default 7 days. */
@@ -53,6 +55,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
     const jobs = await runJobs(db, registry, {
       workerId: options.workerId ?? `drain-${crypto.randomUUID().slice(0, 8)}`,
       concurrency: options.concurrency ?? DEFAULT_DRAIN_CONCURRENCY,
+      ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
       budget,
       logger,
       handBackDelaySeconds: options.handBackDelaySeconds ?? 1,

@@ -1,8 +1,9 @@
 import type { Queryable } from '../db/types';
 import { claimBatch, MAX_CLAIM } from '../engine/claim-batch';
-import { completeMany, type Completion } from '../engine/complete';
+import { releaseMany } from '../engine/release';
 import type { ClaimedJob } from '../engine/types';
 import type { DrainBudget } from './budget';
+import { CompletionBatch } from './completion-batch';
 import { noJobCounts, type JobCounts } from './job-counts';
 import { errorFields, withFields, type Logger } from './logger';
 import { recordOutcome } from './record-outcome';
@@ -21,6 +22,15 @@ export interface JobLoopOptions {
   workerId: string;
   /** Attempts running at once; each holds at most one connection (its heartbeat or its handler's I/O). */
   concurrency: number;
+  /**
+   * The most jobs one claim takes. Default (and never less than) the free
+   * slots. A larger batch claims ahead: jobs that find no free slot wait in
+   * this loop, their leases running, until one frees; one whose lease has
+   * half run out by then is handed back unstarted. Worth it for many short
+   * jobs: one claim statement serves hundreds. Jobs waiting here count
+   * against their tenant's concurrency like running ones.
+   */
+  claimBatchSize?: number;
   budget: DrainBudget;
   logger: Logger;
   /** How long a handed-back job waits before it can be claimed again. */
@@ -33,22 +43,30 @@ export interface JobLoopOptions {
   waitForWork?: (signal: AbortSignal) => Promise<void>;
 }
 
+/** A claimed job not started yet, and when the claim that leased it was sent. */
+interface ClaimedAt {
+  job: ClaimedJob;
+  claimSentAt: number;
+}
+
 /**
  * Claims jobs of the registry's types and runs them, at most `concurrency` at
  * a time, until the budget stops claiming and what runs has finished.
  *
- * The loop alone talks to the database for claims and completions, one
- * statement at a time, so the drain holds one connection beside its running
- * attempts. Successes are completed in batches: everything that finished
- * while the loop was busy goes out in one completeMany before the next
- * claim (a group commit), so a busy queue costs two statements per batch of
- * jobs and an idle one answers at once.
+ * The loop alone claims, one statement at a time; successes are completed
+ * beside it in group commits (CompletionBatch), so a busy queue costs two
+ * statements per batch of jobs, an idle one answers at once, and no job
+ * waits for another's completion to start. The loop and the completions
+ * hold at most two connections beside the running attempts.
  */
 export async function runJobs(db: Queryable, registry: JobRegistry, options: JobLoopOptions): Promise<JobCounts> {
   const { budget, concurrency, logger, waitForWork } = options;
+  const claimBatchSize = Math.max(concurrency, options.claimBatchSize ?? concurrency);
   const counts = noJobCounts();
   const running = new Set<Promise<void>>();
-  const succeeded: Completion[] = [];
+  /** Claimed ahead, in claim order, waiting for a free slot. */
+  const claimedAhead: ClaimedAt[] = [];
+  const completions = new CompletionBatch(db, counts, logger);
   const pace = new AttemptPace();
   /**
    * What the last claim said about the queue. A claim can come back short,
@@ -67,40 +85,36 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
 
   const claim = (max: number) => claimBatch(db, { max, workerId: options.workerId, types: registry.types });
 
-  async function flushCompletions(): Promise<void> {
-    if (succeeded.length === 0) return;
-    const batch = succeeded.splice(0);
+  /** Gives back jobs claimed but never started: their attempt does not count. */
+  async function handBack(jobs: readonly ClaimedJob[]): Promise<void> {
+    if (jobs.length === 0) return;
     try {
-      const { completed, stale } = await completeMany(db, batch);
-      counts.succeeded += completed.length;
+      const { released, stale } = await releaseMany(db, jobs, { delaySeconds: options.handBackDelaySeconds });
+      counts.handedBack += released.length;
       counts.leaseLost += stale.length;
     } catch (error) {
-      // Kept for the next flush; if none succeeds, the leases run out and the jobs run again.
-      succeeded.unshift(...batch);
-      logger.error('completing jobs failed; will try again', { jobs: batch.length, ...errorFields(error) });
+      logger.error('handing back unstarted jobs failed; they run again once their leases expire', {
+        jobs: jobs.length,
+        ...errorFields(error),
+      });
     }
   }
 
-  async function run(job: ClaimedJob): Promise<void> {
-    const definition = registry.definitionOf(job.type);
-    if (definition === undefined || budget.signal.aborted || budget.stopped.aborted) {
-      // Claimed as the drain stopped (a missing handler cannot happen: claims name only
-      // registered types). Never started, so the attempt does not count.
-      return recordOutcome(db, job, { kind: 'handed-back', countAttempt: false }, counts, options.handBackDelaySeconds);
-    }
+  async function run({ job, claimSentAt }: ClaimedAt): Promise<void> {
+    const definition = registry.definitionOf(job.type)!;
     const log = withFields(logger, { jobId: job.id, type: job.type, attempt: job.attempts });
     const startedAt = Date.now();
-    const outcome = await runAttempt(db, job, definition, budget, log);
+    const outcome = await runAttempt(db, job, claimSentAt, definition, budget, log);
     pace.record(Date.now() - startedAt);
-    if (outcome.kind === 'succeeded') succeeded.push({ id: job.id, leaseToken: job.leaseToken, result: outcome.result });
+    if (outcome.kind === 'succeeded') completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result });
     else await recordOutcome(db, job, outcome, counts, options.handBackDelaySeconds);
   }
 
-  function start(job: ClaimedJob): void {
-    const task: Promise<void> = run(job)
+  function start(claimed: ClaimedAt): void {
+    const task: Promise<void> = run(claimed)
       .catch((error: unknown) =>
         logger.error('could not record how a job ended; it runs again once its lease expires', {
-          jobId: job.id,
+          jobId: claimed.job.id,
           ...errorFields(error),
         }),
       )
@@ -108,21 +122,36 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     running.add(task);
   }
 
+  /** Starts claimed jobs in the free slots; hands back those it must not start. */
+  async function startClaimed(): Promise<void> {
+    const stopping = budget.signal.aborted || budget.stopped.aborted;
+    const unstarted: ClaimedJob[] = [];
+    while (claimedAhead.length > 0 && (stopping || running.size < concurrency)) {
+      const claimed = claimedAhead.shift()!;
+      // A job that waited here until half its lease ran out could be reaped while it runs.
+      if (stopping || !hasHalfItsLease(claimed)) unstarted.push(claimed.job);
+      else start(claimed);
+    }
+    await handBack(unstarted);
+  }
+
   for (;;) {
-    await flushCompletions();
+    await startClaimed();
     const mayClaim = budget.claiming && !claimFailed;
     // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
     const worthClaiming = lastClaimFull || somethingHappened || (running.size === 0 && lastClaimFound);
-    if (mayClaim && running.size < concurrency && worthClaiming) {
-      const max = pace.claimSize(concurrency - running.size, budget.msUntilAbort());
+    if (mayClaim && claimedAhead.length === 0 && running.size < concurrency && worthClaiming) {
+      const max = pace.claimSize(claimBatchSize - running.size, concurrency, budget.msUntilAbort());
       try {
+        let claimSentAt = Date.now();
         let jobs = await claim(max);
         if (jobs.length === 0 && lastClaimFound) {
           await sleep(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()));
+          claimSentAt = Date.now();
           jobs = await claim(max);
         }
         counts.claimed += jobs.length;
-        for (const job of jobs) start(job);
+        for (const job of jobs) claimedAhead.push({ job, claimSentAt });
         lastClaimFound = jobs.length > 0;
         lastClaimFull = jobs.length === max;
       } catch (error) {
@@ -136,12 +165,16 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       continue;
     }
     const waitsForWork = mayClaim && waitForWork !== undefined && running.size < concurrency;
-    if (running.size === 0 && !waitsForWork) break;
+    if (running.size === 0 && claimedAhead.length === 0 && !waitsForWork) break;
     await nextEvent(running, waitsForWork ? waitForWork : undefined, budget.stopped);
     somethingHappened = true;
   }
-  await flushCompletions();
+  await completions.settle();
   return counts;
+}
+
+function hasHalfItsLease({ job, claimSentAt }: ClaimedAt): boolean {
+  return Date.now() - claimSentAt < (job.leaseSeconds * 1000) / 2;
 }
 
 /** Until an attempt ends, or (when given) work may have arrived, or the loop is stopped. */
@@ -160,9 +193,9 @@ async function nextEvent(
 }
 
 /**
- * Sizes claims to the time left: never more jobs than there are free slots,
- * and, once attempts have been timed, no more than the free slots can finish
- * before the deadline (at least one, so a long job still gets its turn).
+ * Sizes claims to the time left: never more than asked, and, once attempts
+ * have been timed, no more than `concurrency` slots can finish before the
+ * deadline (at least one, so a long job still gets its turn).
  */
 class AttemptPace {
   private meanMs: number | undefined;
@@ -171,9 +204,9 @@ class AttemptPace {
     this.meanMs = this.meanMs === undefined ? ms : 0.8 * this.meanMs + 0.2 * ms;
   }
 
-  claimSize(free: number, msLeft: number): number {
-    const slots = Math.min(free, MAX_CLAIM);
-    if (this.meanMs === undefined || this.meanMs <= 0 || !Number.isFinite(msLeft)) return slots;
-    return Math.max(1, Math.min(slots, Math.floor((free * msLeft) / this.meanMs)));
+  claimSize(wanted: number, concurrency: number, msLeft: number): number {
+    const size = Math.min(wanted, MAX_CLAIM);
+    if (this.meanMs === undefined || this.meanMs <= 0 || !Number.isFinite(msLeft)) return size;
+    return Math.max(1, Math.min(size, Math.floor((concurrency * msLeft) / this.meanMs)));
   }
 }

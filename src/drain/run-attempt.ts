@@ -22,14 +22,16 @@ export type AttemptOutcome =
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
- * Runs one claimed job: the handler and its heartbeat side by side, until the
- * handler settles or the attempt's signal fires (deadline, timeout, cancel,
- * lost lease). A handler that ignores the signal is not waited for; its lease
- * is closed, so whatever it does later changes nothing.
+ * Runs one claimed job (its claim sent at `claimSentAt`): the handler and its
+ * heartbeat side by side, until the handler settles or the attempt's signal
+ * fires (deadline, timeout, cancel, lost lease). A handler that ignores the
+ * signal is not waited for; its lease is closed, so whatever it does later
+ * changes nothing.
  */
 export async function runAttempt(
   db: Queryable,
   job: ClaimedJob,
+  claimSentAt: number,
   definition: JobDefinition,
   budget: DrainBudget,
   log: Logger,
@@ -42,7 +44,7 @@ export async function runAttempt(
     timeoutSeconds === undefined
       ? undefined
       : setTimeout(() => interrupt(new AttemptInterrupted('timeout', `${timeoutSeconds} s`)), timeoutSeconds * 1000);
-  const lease = new AttemptLease(db, job, definition.options.leaseSeconds ?? job.leaseSeconds, interrupt);
+  const lease = new AttemptLease(db, job, definition.options.leaseSeconds ?? job.leaseSeconds, claimSentAt, interrupt);
   const context: JobContext = {
     job,
     attempt: job.attempts,

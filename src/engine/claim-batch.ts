@@ -132,8 +132,9 @@ claimed AS (
       lease_expires_at = now() + make_interval(secs => coalesce($2::integer, j.lease_seconds)),
       started_at = now(), first_started_at = coalesce(j.first_started_at, now()),
       cancel_requested_at = NULL
-  FROM locked
-  WHERE j.id = locked.id
+  -- An array, not a join: the planner then finds each row by its key, where
+  -- a join estimated at max rows may hash the whole table.
+  WHERE j.id = ANY(ARRAY(SELECT id FROM locked))
   RETURNING j.id, j.tenant, j.attempts, j.lease_token,
             skiplock.job_json(j) || jsonb_build_object('leaseToken', j.lease_token) AS job
 ),

@@ -10,7 +10,7 @@ export { claimBatch, MAX_CLAIM, type ClaimOptions } from './claim-batch';
 export { extendLease, type ExtendLeaseOptions, type ExtendedLease } from './extend-lease';
 export { complete, completeMany, type Completion, type CompleteManyResult } from './complete';
 export { fail, type Failure } from './fail';
-export { release, type ReleaseOptions } from './release';
+export { release, releaseMany, type ReleaseManyResult, type ReleaseOptions } from './release';
 export { reapExpiredLeases, releaseWorker, type ReclaimOptions } from './reclaim';
 export { expireJobs, releaseLapsedDedupKeys } from './expire-jobs';
 export { cancel, type CancelOutcome, type CancelResult } from './cancel';

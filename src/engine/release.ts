@@ -12,31 +12,65 @@ export interface ReleaseOptions {
   countAttempt?: boolean;
 }
 
-/** Hands a claimed job back before it finished. */
+/** Hands claimed jobs back before they finished (one statement for any number). */
 const releaseSql = /* sql */ `
-WITH released AS (
+WITH input AS (
+  SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, "leaseToken" uuid)
+),
+released AS (
   UPDATE skiplock.jobs j
   SET state = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
-                   WHEN $3::float8 > 0 THEN 'scheduled' ELSE 'queued' END,
-      run_at = now() + make_interval(secs => $3::float8),
-      attempts = CASE WHEN $4::boolean THEN attempts ELSE attempts - 1 END,
+                   WHEN $2::float8 > 0 THEN 'scheduled' ELSE 'queued' END,
+      run_at = now() + make_interval(secs => $2::float8),
+      attempts = CASE WHEN $3::boolean THEN attempts ELSE attempts - 1 END,
       lease_expires_at = NULL
-  WHERE id = $1 AND lease_token = $2 AND state = 'running'
-  RETURNING id, attempts, worker_id, state, skiplock.job_json(j) AS job
+  FROM input
+  -- By key (see complete.ts): each row fetched by id.
+  WHERE j.id = ANY(ARRAY(SELECT id FROM input))
+    AND j.id = input.id AND j.lease_token = input."leaseToken" AND j.state = 'running'
+  RETURNING j.id, j.attempts, j.worker_id, j.state,
+            CASE WHEN $4::boolean THEN skiplock.job_json(j) END AS job
 ),
 events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
   SELECT id, CASE state WHEN 'cancelled' THEN 'cancelled' ELSE 'released' END, attempts, worker_id,
-         jsonb_build_object('delaySeconds', $3::float8, 'attemptCounted', $4::boolean)
+         jsonb_build_object('delaySeconds', $2::float8, 'attemptCounted', $3::boolean)
   FROM released
 )
-SELECT job FROM released`;
+SELECT id, job FROM released`;
 
-export async function release(db: Queryable, lease: Lease, options: ReleaseOptions = {}): Promise<Job> {
-  const [row] = await db.query<{ job: Job }>({
+async function runReleases(db: Queryable, leases: readonly Lease[], options: ReleaseOptions, withJobs: boolean) {
+  return db.query<{ id: string; job: Job | null }>({
     text: releaseSql,
-    params: [lease.id, lease.leaseToken, options.delaySeconds ?? 0, options.countAttempt ?? false],
+    params: [
+      JSON.stringify(leases.map(({ id, leaseToken }) => ({ id, leaseToken }))),
+      options.delaySeconds ?? 0,
+      options.countAttempt ?? false,
+      withJobs,
+    ],
   });
+}
+
+export interface ReleaseManyResult {
+  /** Ids of the jobs handed back. */
+  released: string[];
+  /** Ids whose token no longer owned the job; those jobs were not changed. */
+  stale: string[];
+}
+
+/** Hands many jobs back in one statement (a drain letting go of what it claimed but will not run). */
+export async function releaseMany(db: Queryable, leases: readonly Lease[], options: ReleaseOptions = {}): Promise<ReleaseManyResult> {
+  if (leases.length === 0) return { released: [], stale: [] };
+  const released = new Set((await runReleases(db, leases, options, false)).map((row) => row.id));
+  return {
+    released: leases.filter((lease) => released.has(lease.id)).map((lease) => lease.id),
+    stale: leases.filter((lease) => !released.has(lease.id)).map((lease) => lease.id),
+  };
+}
+
+/** Hands one job back and returns it; throws StaleLeaseError if its token no longer owns it. */
+export async function release(db: Queryable, lease: Lease, options: ReleaseOptions = {}): Promise<Job> {
+  const [row] = await runReleases(db, [lease], options, true);
   if (!row) throw new StaleLeaseError([lease.id]);
-  return row.job;
+  return row.job!;
 }

@@ -1,10 +1,12 @@
 import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/settings';
+import { MAX_CLAIM } from '../engine/claim-batch';
 import type { WorkerOptions } from './start-worker';
 
 /** What `npm run work` reads from its environment. */
 export interface WorkerVariables extends DrainVariables {
   readonly DATABASE_URL?: string | undefined;
   readonly WORKER_CONCURRENCY?: string | undefined;
+  readonly WORKER_CLAIM_BATCH_SIZE?: string | undefined;
   readonly WORKER_ID?: string | undefined;
   readonly POLL_INTERVAL_MS?: string | undefined;
   readonly WORKER_LISTEN?: string | undefined;
@@ -21,11 +23,13 @@ export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
   if (!databaseUrl) throw new Error('DATABASE_URL is not set: the worker needs the Postgres that holds the queue');
   const jobs = readJobSettings(vars);
   const workerId = vars.WORKER_ID?.trim();
+  const concurrency = readNumber(vars, 'WORKER_CONCURRENCY', 10, { min: 1, max: 1000, integer: true });
   return {
     jobs,
     worker: {
       databaseUrl,
-      concurrency: readNumber(vars, 'WORKER_CONCURRENCY', 10, { min: 1, max: 1000, integer: true }),
+      concurrency,
+      claimBatchSize: readNumber(vars, 'WORKER_CLAIM_BATCH_SIZE', concurrency, { min: 1, max: MAX_CLAIM, integer: true }),
       pollIntervalMs: readNumber(vars, 'POLL_INTERVAL_MS', 1000, { min: 10 }),
       listen: readSwitch(vars, 'WORKER_LISTEN', true),
       shutdownGraceMs: readNumber(vars, 'SHUTDOWN_GRACE_SECONDS', 20, { min: 0 }) * 1000,

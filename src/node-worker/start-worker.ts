@@ -20,6 +20,11 @@ export interface WorkerOptions {
   /** Jobs running at once. Default 10. */
   concurrency?: number;
   /**
+   * The most jobs one claim takes; default the free slots. Larger claims
+   * ahead, for many short jobs (see JobLoopOptions.claimBatchSize).
+   */
+  claimBatchSize?: number;
+  /**
    * Recorded on every claim. Give a stable one (per host or pod) and a
    * restarted worker hands back the leases its previous run held at once,
    * instead of waiting for them to expire. Default: host, pid and a random part.
@@ -61,8 +66,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const workerId = options.workerId ?? `node-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 4)}`;
   const registry = createRegistry(options.handlers, options.schedules);
   // At most one connection per running attempt (heartbeats, progress), one for
-  // the job loop, one for housekeeping; LISTEN holds one more of its own.
-  const db = pgDb(options.databaseUrl, { max: concurrency + 2 });
+  // claims, one for completions, one for housekeeping; LISTEN holds one more of its own.
+  const db = pgDb(options.databaseUrl, { max: concurrency + 3 });
   let wakeups: JobWakeups;
   try {
     if (options.workerId !== undefined) await releaseWorker(db, workerId);
@@ -77,6 +82,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const jobs = runJobs(db, registry, {
     workerId,
     concurrency,
+    claimBatchSize: options.claimBatchSize ?? concurrency,
     budget,
     logger,
     handBackDelaySeconds: 1,

@@ -64,7 +64,7 @@ describe('claiming under contention (real connections)', () => {
           }
           const { completed, stale } = await completeMany(db, jobs);
           expect(stale).toEqual([]);
-          for (const job of completed) completions.set(job.id, (completions.get(job.id) ?? 0) + 1);
+          for (const id of completed) completions.set(id, (completions.get(id) ?? 0) + 1);
         }
       }),
     );
