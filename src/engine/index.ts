@@ -25,6 +25,7 @@ export {
   type TenantScope,
 } from './read-jobs';
 export { queueStats, type QueueStatsRow } from './stats';
+export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health';
 export { throughputLastHour, type ThroughputRow } from './throughput';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants';
 export { pruneFinishedJobs, type PruneOptions } from './prune';

@@ -57,6 +57,10 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await page.locator('#total-running').textContent()).toBe('1');
     expect(await page.locator('#running-table tbody tr').count()).toBe(1);
     expect(await page.locator('#throughput-chart svg').getAttribute('aria-label')).toContain('1 failed');
+    // The health panel: jobs wait (so an age shows), no worker vanished (no reaped lease).
+    expect(await page.locator('#health-oldest-waiting').textContent()).toMatch(/^\d+ s$/);
+    expect(await page.locator('#health-reaped').textContent()).toBe('0');
+    expect(await page.locator('#health-dead-tuples').textContent()).toMatch(/^\d+$/);
   });
 
   it('opens a failed job: payload, last error, attempts and history', async () => {

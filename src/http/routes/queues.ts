@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/types';
-import { queueStats, type QueueStatsRow, type TenantScope } from '../../engine';
+import { queueHealth, queueStats, type QueueStatsRow, type TenantScope } from '../../engine';
 import { tenantScope } from '../auth/principal';
 import type { AppDeps } from '../context';
 import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses';
@@ -24,9 +24,9 @@ export function queueRoutes(deps: AppDeps) {
   const statsRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/stats',
-    summary: 'Job counts per queue, tenant and status; throughput of the last hour',
+    summary: 'Job counts per queue, tenant and status (finished: last hour), and the queue health',
     responses: {
-      200: jsonResponse(StatsResponseSchema, 'One row per queue, tenant and status'),
+      200: jsonResponse(StatsResponseSchema, 'One row per queue, tenant and status, and the health view'),
       ...problemResponses(401, 403, 503),
     },
   });
@@ -36,7 +36,10 @@ export function queueRoutes(deps: AppDeps) {
       const rows = await visibleStats(deps.database(c.env), tenantScope(c.var.principal));
       return c.json({ queues: summarizeQueues(rows) }, 200);
     })
-    .openapi(statsRoute, async (c) =>
-      c.json({ stats: await visibleStats(deps.database(c.env), tenantScope(c.var.principal)) }, 200),
-    );
+    .openapi(statsRoute, async (c) => {
+      const database = deps.database(c.env);
+      const scope = tenantScope(c.var.principal);
+      const [stats, health] = await Promise.all([visibleStats(database, scope), queueHealth(database, scope)]);
+      return c.json({ stats, health }, 200);
+    });
 }

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import type { JobStatus } from '../../engine';
+import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine';
 import { JobStatusSchema } from './job';
 
 const FINISHED_WINDOW =
@@ -15,8 +15,39 @@ export const StatsRowSchema = z
   })
   .openapi('StatsRow');
 
+const TableDeadTuplesSchema = z
+  .object({
+    table: z.string().describe('A table of the skiplock schema.'),
+    deadTuples: z.int(),
+    liveTuples: z.int(),
+    lastVacuumAt: z.string().nullable().describe('When (auto)vacuum last finished on it, ISO-8601 UTC.'),
+  })
+  .openapi('TableDeadTuples');
+
+export const QueueHealthSchema = z
+  .object({
+    oldestWaitingSeconds: z.number().nullable().describe('How long the oldest ready job has waited; null when none waits.'),
+    expiredLeasesReaped: z
+      .int()
+      .describe(`Jobs whose lease ran out (worker died or hung) and were handed back, in the last ${REAPED_WINDOW_SECONDS} s.`),
+    deadTuples: z
+      .array(TableDeadTuplesSchema)
+      .describe('Dead row versions per queue table (pg_stat_user_tables); they pile up while vacuum is held back.'),
+    oldestSnapshotSeconds: z
+      .number()
+      .nullable()
+      .describe(
+        'Age of the oldest transaction in this database holding a snapshot, which keeps vacuum from removing dead rows; null when none (or not visible to this role).',
+      ),
+    oldestSnapshotPid: z.int().nullable().describe("That transaction's backend pid in pg_stat_activity."),
+  })
+  .openapi('QueueHealth');
+
 export const StatsResponseSchema = z
-  .object({ stats: z.array(StatsRowSchema).describe(FINISHED_WINDOW) })
+  .object({
+    stats: z.array(StatsRowSchema).describe(FINISHED_WINDOW),
+    health: QueueHealthSchema.describe("Signs of trouble before it bites; a tenant-bound key sees its own tenant's waits and reaped leases."),
+  })
   .openapi('Stats');
 
 const StatusCountsSchema = z.object({

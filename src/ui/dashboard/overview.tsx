@@ -9,6 +9,14 @@ const TOTALS = [
   { id: 'total-oldest', label: 'Oldest wait' },
 ];
 
+/** GET /v1/stats `health`: what goes wrong before jobs visibly stall. */
+const HEALTH = [
+  { id: 'health-oldest-waiting', label: 'Oldest waiting job', hint: 'How long the oldest ready job has waited' },
+  { id: 'health-reaped', label: 'Expired leases, last hour', hint: 'Jobs handed back because their worker died or hung' },
+  { id: 'health-dead-tuples', label: 'Dead tuples', hint: 'Dead row versions in the queue tables, waiting for vacuum' },
+  { id: 'health-oldest-snapshot', label: 'Oldest transaction', hint: 'The oldest open transaction holds back vacuum' },
+];
+
 /** The colours of a chart; hidden from screen readers, which the charts' own labels tell everything. */
 function Legend({ keys }: { keys: readonly string[] }) {
   return (
@@ -33,6 +41,17 @@ export function Overview() {
           </div>
         ))}
       </dl>
+
+      <Panel id="health" title="Health">
+        <dl class="totals">
+          {HEALTH.map((figure) => (
+            <div class="total" title={figure.hint}>
+              <dt>{figure.label}</dt>
+              <dd id={figure.id}>—</dd>
+            </div>
+          ))}
+        </dl>
+      </Panel>
 
       <Panel
         id="throughput"

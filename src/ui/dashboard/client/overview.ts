@@ -16,6 +16,7 @@ async function loadOverview() {
   renderThroughput(throughput.throughput);
   renderQueues(queues.queues, throughput.throughput);
   renderTenants(stats.stats);
+  renderHealth(stats.health);
   renderRunning(running.jobs);
   offerNames('queue-names', queues.queues.map((queue) => queue.queue));
   offerNames('tenant-names', stats.stats.map((row) => row.tenant));
@@ -33,6 +34,17 @@ function renderTotals(queues) {
   byId('total-succeeded').textContent = total('succeeded');
   byId('total-failed').textContent = total('failed');
   byId('total-oldest').textContent = waits.length === 0 ? '—' : formatSeconds(Math.max(...waits));
+}
+
+function renderHealth(health) {
+  const deadTuples = health.deadTuples.reduce((sum, table) => sum + table.deadTuples, 0);
+  byId('health-oldest-waiting').textContent = formatSeconds(health.oldestWaitingSeconds);
+  byId('health-reaped').textContent = health.expiredLeasesReaped;
+  byId('health-dead-tuples').textContent = deadTuples;
+  byId('health-dead-tuples').title = health.deadTuples.map((table) => table.table + ': ' + table.deadTuples).join(', ');
+  byId('health-oldest-snapshot').textContent = health.oldestSnapshotSeconds === null
+    ? '—'
+    : formatSeconds(health.oldestSnapshotSeconds) + ' (pid ' + health.oldestSnapshotPid + ')';
 }
 
 function renderThroughput(rows) {
