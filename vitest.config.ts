@@ -3,7 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/worker/**', 'node_modules/**'],
+    // The Worker tests run in workerd (vitest.workers.config.ts); the fault suite
+    // has its own run (npm run test:faults, vitest.faults.config.ts).
+    exclude: ['test/worker/**', 'test/faults/**', 'node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

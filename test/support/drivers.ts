@@ -19,13 +19,16 @@ let proxy: Promise<NeonProxy> | undefined;
  * they do under `npm start`. One proxy per test file, started on first use.
  */
 async function neonProxyFor(databaseUrl: string): Promise<NeonProxy> {
-  proxy ??= (async () => {
-    const started = await startNeonProxy({ postgres: postgresAddressOf(databaseUrl) });
-    applyLocalNeonConfig(neonConfig, `127.0.0.1:${started.port}`);
-    neonConfig.webSocketConstructor = WebSocket;
-    return started;
-  })();
+  proxy ??= startConfiguredNeonProxy(databaseUrl);
   return proxy;
+}
+
+/** A Neon proxy in front of the database's server, with the Neon driver pointed at it (the fault tests cut its connections). */
+export async function startConfiguredNeonProxy(databaseUrl: string): Promise<NeonProxy> {
+  const started = await startNeonProxy({ postgres: postgresAddressOf(databaseUrl) });
+  applyLocalNeonConfig(neonConfig, `127.0.0.1:${started.port}`);
+  neonConfig.webSocketConstructor = WebSocket;
+  return started;
 }
 
 export async function closeNeonProxy(): Promise<void> {

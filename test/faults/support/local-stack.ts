@@ -1,0 +1,100 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot } from '../../../src/cli/local-paths';
+import { startWorker } from '../../../src/cli/start-worker';
+import { pgDb } from '../../../src/db/pg';
+import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
+import { startEmbeddedPostgres, type LocalPostgres } from '../../../src/local/embedded-postgres';
+import { startNeonProxy, type NeonProxy } from '../../../src/local/neon-proxy';
+import { anyFreePort, LOOPBACK } from '../../../src/local/ports';
+import { startScheduledTrigger, type ScheduledTrigger } from '../../../src/local/scheduled-trigger';
+import { loadMigrations } from '../../../src/migrate/load';
+import { migrate } from '../../../src/migrate/runner';
+
+/**
+ * A Postgres of this scenario's own (embedded, in a temporary folder), so
+ * stopping it disturbs no other test and never the system one. Its data
+ * survives a restart; `remove()` stops it and deletes the folder.
+ */
+export interface RestartablePostgres {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  remove(): Promise<void>;
+}
+
+export async function restartablePostgres(): Promise<RestartablePostgres> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'skiplock-faults-pg-'));
+  const port = await anyFreePort();
+  const options = { dataDir, port, persistent: true };
+  let server: LocalPostgres | undefined = await startEmbeddedPostgres(options);
+  const db = pgDb(server.url, { max: 1 });
+  try {
+    await migrate(db, await loadMigrations());
+  } finally {
+    await db.close();
+  }
+  return {
+    url: server.url,
+    port,
+    async stop() {
+      await server?.stop();
+      server = undefined;
+    },
+    async start() {
+      server = await startEmbeddedPostgres(options);
+    },
+    async remove() {
+      await server?.stop();
+      server = undefined;
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const STACK_ADMIN_TOKEN = 'faults-admin-token';
+
+/** What `npm start` runs, in front of a given Postgres: the Neon proxy, `wrangler dev`, drains every second. */
+export interface WorkerStack {
+  url: string;
+  proxy: NeonProxy;
+  /** Lines the drain timer logged (a drain that failed says so). */
+  drainFailures: string[];
+  stop(): Promise<void>;
+}
+
+export async function startWorkerStack(postgres: { url: string; port: number }): Promise<WorkerStack> {
+  const dir = await mkdtemp(join(tmpdir(), 'skiplock-faults-stack-'));
+  const proxy = await startNeonProxy({ postgres: { host: LOOPBACK, port: postgres.port } });
+  const envFile = join(dir, 'worker.vars');
+  await writeDevVarsFile(envFile, {
+    DATABASE_URL: postgres.url,
+    ADMIN_TOKEN: STACK_ADMIN_TOKEN,
+    LOCAL_NEON_PROXY: `${LOOPBACK}:${proxy.port}`,
+    SKIPLOCK_DEV: '1',
+  });
+  const stopping = new AbortController();
+  const { wrangler, url } = await startWorker(
+    { variable: 'PORT', requested: undefined },
+    { projectRoot, envFile, persistTo: join(dir, 'state'), logFile: join(dir, 'wrangler.log') },
+    stopping.signal,
+  );
+  const drainFailures: string[] = [];
+  const trigger: ScheduledTrigger = startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) =>
+    drainFailures.push(line),
+  );
+  return {
+    url,
+    proxy,
+    drainFailures,
+    async stop() {
+      trigger.stop();
+      stopping.abort();
+      await wrangler.stop();
+      await proxy.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

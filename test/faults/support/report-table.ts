@@ -1,0 +1,45 @@
+import type { ScenarioFigures } from './report';
+
+export interface RunFacts {
+  date: string;
+  machine: string;
+  postgres: string;
+  seconds: number;
+}
+
+/** Scenarios 1 to 8 of issue 7: the report is written when all of them ran. */
+export const SCENARIOS = 8;
+
+function cell(text: string | number): string {
+  return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');
+}
+
+/** docs/reliability.md: the table, the notes per scenario, and what the run was. */
+export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunFacts): string {
+  const rows = [...figures].sort((a, b) => a.scenario - b.scenario);
+  return [
+    '# Reliability under faults',
+    '',
+    'Written by `npm run test:faults` (test/faults/): each scenario injects real faults into real',
+    'processes and a real Postgres, then counts from the database and `skiplock.job_events`:',
+    '',
+    '- **jobs lost**: jobs (or acknowledged enqueues and completions) that did not end as they must;',
+    '- **run twice at once**: jobs with two overlapping runs, a run being the interval from its',
+    '  `claimed` event to the `completed`, `released`, `failed`, `cancelled` or `lease_expired` event that ends it;',
+    '- **limit violations**: tenant concurrency above its limit (sampled from the database every few',
+    '  milliseconds and from the run intervals), jobs started beyond a rate limit, periodic ticks enqueued twice.',
+    '',
+    `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
+    'Loads are scaled down from the issue\'s figures so the suite fits in a few minutes on 2 cores.',
+    '',
+    '| # | scenario | load | faults injected | jobs lost | jobs run twice at once | limit violations | recovery time |',
+    '| --- | --- | --- | --- | ---: | ---: | ---: | --- |',
+    ...rows.map((row) =>
+      `| ${row.scenario} | ${cell(row.name)} | ${cell(row.load)} | ${cell(row.faults)} | ${row.jobsLost} | ${row.runTwiceAtOnce} | ${row.limitViolations} | ${cell(row.recovery)} |`,
+    ),
+    '',
+    '## Notes',
+    '',
+    ...rows.flatMap((row) => [`${row.scenario}. **${row.name}**`, ...row.notes.map((note) => `   - ${note}`), '']),
+  ].join('\n');
+}
