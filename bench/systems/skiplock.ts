@@ -16,13 +16,15 @@ import { payloadOf, type BenchJob, type Inventory, type QueueSystem, type SetupN
 const QUEUE = 'bench';
 
 /**
- * skiplock's only knobs for a Node worker are how it waits for work: a claim
- * takes as many jobs as there are free slots, and finished jobs go back in
- * one batch before the next claim, whatever the setup.
+ * skiplock's knobs for a Node worker: how it waits for work, and how many
+ * jobs one claim takes. By default a claim takes as many jobs as there are
+ * free slots; tuned, as the README advises for many short jobs, it claims
+ * 500 ahead (like graphile-worker's local queue of 500). Successes are
+ * completed in group commits beside the loop in both.
  */
-const SETUPS: Record<SetupName, { pollIntervalMs: number; housekeepingIntervalMs: number }> = {
+const SETUPS: Record<SetupName, { pollIntervalMs: number; housekeepingIntervalMs: number; claimBatchSize?: number }> = {
   defaults: { pollIntervalMs: 1000, housekeepingIntervalMs: 5000 },
-  tuned: { pollIntervalMs: 250, housekeepingIntervalMs: 5000 },
+  tuned: { pollIntervalMs: 250, housekeepingIntervalMs: 5000, claimBatchSize: 500 },
 };
 
 const payloadSchema = z.object({ n: z.number().int(), tenant: z.string(), text: z.string() });
@@ -61,8 +63,8 @@ function describe(setup: SetupName): Settings {
   const options = SETUPS[setup];
   return {
     worker: 'startWorker() from src/node-worker',
-    claim: 'as many jobs as free slots, one statement',
-    completion: 'one batch per loop turn',
+    claimBatchSize: options.claimBatchSize ?? 'the free slots (default)',
+    completion: 'group commit: one statement in flight, the next takes what finished meanwhile',
     pollIntervalMs: options.pollIntervalMs,
     housekeepingIntervalMs: options.housekeepingIntervalMs,
     listen: true,
@@ -96,6 +98,7 @@ export const skiplockDriver: SystemDriver = {
           databaseUrl,
           handlers: [bench],
           concurrency,
+          ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
           pollIntervalMs: options.pollIntervalMs,
           housekeepingIntervalMs: options.housekeepingIntervalMs,
           listen: (wakeup ?? 'listen') === 'listen',
