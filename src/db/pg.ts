@@ -5,6 +5,13 @@ import type { SessionDb } from './types';
 export interface PgDbOptions {
   /** Connections the pool may open. On Workers through Hyperdrive keep it below 6. */
   max?: number;
+  /**
+   * Prepare the engine's statements once per connection (default on): a
+   * claim then skips parsing and, once Postgres settles on a generic plan,
+   * planning. Turn off behind a pooler that loses prepared statements
+   * between transactions (PgBouncer before 1.21 in transaction mode).
+   */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -16,5 +23,5 @@ export function pgDb(connectionString: string, options: PgDbOptions = {}): Sessi
   const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
   // An idle client whose server went away emits 'error'; without a listener Node exits.
   pool.on('error', () => {});
-  return poolDb(pool);
+  return poolDb(pool, { preparedStatements: options.preparedStatements ?? true });
 }

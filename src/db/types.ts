@@ -9,6 +9,13 @@
 export interface Query {
   readonly text: string;
   readonly params: readonly unknown[];
+  /**
+   * The statement's name, one per text (the engine names its statements).
+   * A driver that may prepare statements on its connections does so under
+   * this name: parsed once per connection, and planned once when Postgres
+   * finds a generic plan as good. Others ignore it.
+   */
+  readonly name?: string;
 }
 
 export type Row = Record<string, unknown>;

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types';
+import { toJob } from './job-json';
 import type { Job } from './types';
 
 export type CancelOutcome =
@@ -43,8 +44,8 @@ LEFT JOIN cancelled c ON c.id = target.id`;
  */
 export async function cancel(db: Queryable, id: string, scope: { tenant?: string } = {}): Promise<CancelResult | undefined> {
   const [row] = await db.query<CancelResult>({
-    text: cancelSql,
+    name: 'skiplock_cancel', text: cancelSql,
     params: [id, scope.tenant ?? null],
   });
-  return row && { job: row.job, outcome: row.outcome };
+  return row && { job: toJob(row.job), outcome: row.outcome };
 }

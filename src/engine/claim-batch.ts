@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types';
 import { InvalidInputError } from './errors';
-import type { ClaimedJob } from './types';
+import { toJob } from './job-json';
+import type { ClaimedJob, Job } from './types';
 
 export interface ClaimOptions {
   /** At most this many jobs; the statement can never return more. */
@@ -25,7 +26,10 @@ export const MAX_CLAIM = 1000;
  * How:
  * 1. `waiting_tenants` walks the waiting-jobs index one tenant at a time (a
  *    loose index scan), so its cost follows the number of tenants with work,
- *    not the depth of the backlog. Only tenants with a job this claim could
+ *    not the depth of the backlog. Each step orders by the whole key of
+ *    jobs_waiting_idx, which only that index gives without a sort: ordered by
+ *    tenant alone, the planner may take jobs_tenant_seq_idx and step over
+ *    every finished job of the tenant. Only tenants with a job this claim could
  *    take count (ready, unexpired, of the asked types and queues): the
  *    LIMITs below keep `max` tenants, which must not be spent on tenants
  *    with nothing to give.
@@ -58,14 +62,14 @@ WITH RECURSIVE waiting_tenants(tenant) AS (
    WHERE state IN ('scheduled', 'queued', 'retrying') AND ($5::text IS NULL OR tenant = $5)
      AND run_at <= now() AND (expires_at IS NULL OR expires_at > now())
      AND ($3::text[] IS NULL OR type = ANY($3)) AND ($4::text[] IS NULL OR queue = ANY($4))
-   ORDER BY tenant LIMIT 1)
+   ORDER BY tenant, priority DESC, run_at, seq LIMIT 1)
   UNION ALL
   SELECT (SELECT j.tenant FROM skiplock.jobs j
           WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > w.tenant
             AND ($5::text IS NULL OR j.tenant = $5)
             AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
             AND ($3::text[] IS NULL OR j.type = ANY($3)) AND ($4::text[] IS NULL OR j.queue = ANY($4))
-          ORDER BY j.tenant LIMIT 1)
+          ORDER BY j.tenant, j.priority DESC, j.run_at, j.seq LIMIT 1)
   FROM waiting_tenants w WHERE w.tenant IS NOT NULL
 ),
 tenant_load AS MATERIALIZED (
@@ -122,7 +126,8 @@ chosen AS MATERIALIZED (
 ),
 locked AS MATERIALIZED (
   SELECT j.id FROM skiplock.jobs j
-  WHERE j.id IN (SELECT id FROM chosen) AND j.state IN ('scheduled', 'queued', 'retrying')
+  -- By key, as in claimed below: a semi-join on chosen may scan the whole table.
+  WHERE j.id = ANY(ARRAY(SELECT id FROM chosen)) AND j.state IN ('scheduled', 'queued', 'retrying')
   FOR UPDATE SKIP LOCKED
 ),
 claimed AS (
@@ -135,8 +140,7 @@ claimed AS (
   -- An array, not a join: the planner then finds each row by its key, where
   -- a join estimated at max rows may hash the whole table.
   WHERE j.id = ANY(ARRAY(SELECT id FROM locked))
-  RETURNING j.id, j.tenant, j.attempts, j.lease_token,
-            skiplock.job_json(j) || jsonb_build_object('leaseToken', j.lease_token) AS job
+  RETURNING j.id, j.tenant, j.attempts, j.lease_token, skiplock.job_json(j) AS job
 ),
 served AS (
   UPDATE skiplock.tenants t
@@ -155,15 +159,15 @@ events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
   SELECT id, 'claimed', attempts, $6, NULL FROM claimed
 )
-SELECT claimed.job FROM claimed JOIN chosen USING (id) ORDER BY chosen.position`;
+SELECT claimed.job, claimed.lease_token AS "leaseToken" FROM claimed JOIN chosen USING (id) ORDER BY chosen.position`;
 
 export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<ClaimedJob[]> {
   if (!Number.isInteger(options.max) || options.max < 1 || options.max > MAX_CLAIM) {
     throw new InvalidInputError(`max must be an integer from 1 to ${MAX_CLAIM}`, 'max');
   }
   if (options.types?.length === 0) return [];
-  const rows = await db.query<{ job: ClaimedJob }>({
-    text: claimBatchSql,
+  const rows = await db.query<{ job: Job; leaseToken: string }>({
+    name: 'skiplock_claim_batch', text: claimBatchSql,
     params: [
       options.max,
       options.leaseSeconds ?? null,
@@ -173,5 +177,5 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
       options.workerId,
     ],
   });
-  return rows.map((row) => row.job);
+  return rows.map((row) => ({ ...toJob(row.job), leaseToken: row.leaseToken }));
 }

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types';
 import { StaleLeaseError } from './errors';
+import { toJob } from './job-json';
 import type { Job, Json, Lease } from './types';
 
 export interface Completion extends Lease {
@@ -17,13 +18,14 @@ WITH input AS (
 ),
 completed AS (
   UPDATE skiplock.jobs j
-  SET state = 'succeeded', result = input.result
+  SET state = 'succeeded', result = input.result, lease_token = NULL
   FROM input
-  -- The key array lets the planner fetch each row by id instead of walking
-  -- every running job.
+  -- By key: the planner fetches each row by id. A token matches only while
+  -- its job runs (jobs_lease_while_running), so no condition on state, which
+  -- would tempt the planner to walk every running job instead.
   WHERE j.id = ANY(ARRAY(SELECT id FROM input))
-    AND j.id = input.id AND j.lease_token = input."leaseToken" AND j.state = 'running'
-  RETURNING j.id, j.lease_token, j.attempts, j.worker_id,
+    AND j.id = input.id AND j.lease_token = input."leaseToken"
+  RETURNING j.id, input."leaseToken" AS lease_token, j.attempts, j.worker_id,
             -- Only when asked: building the job is a third of the statement's cost.
             CASE WHEN $2::boolean THEN skiplock.job_json(j) END AS job
 ),
@@ -43,7 +45,7 @@ export interface CompleteManyResult {
 
 async function runCompletions(db: Queryable, completions: readonly Completion[], withJobs: boolean) {
   return db.query<{ id: string; done: boolean; job: Job | null }>({
-    text: completeSql,
+    name: 'skiplock_complete', text: completeSql,
     params: [
       JSON.stringify(completions.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: result ?? null }))),
       withJobs,
@@ -65,5 +67,5 @@ export async function completeMany(db: Queryable, completions: readonly Completi
 export async function complete(db: Queryable, completion: Completion): Promise<Job> {
   const [row] = await runCompletions(db, [completion], true);
   if (!row?.done) throw new StaleLeaseError([completion.id]);
-  return row.job!;
+  return toJob(row.job!);
 }

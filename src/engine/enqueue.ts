@@ -1,5 +1,6 @@
 import type { Query, Queryable } from '../db/types';
 import { InvalidInputError } from './errors';
+import { toJob } from './job-json';
 import type { Job, Json } from './types';
 
 export interface EnqueueInput {
@@ -119,7 +120,7 @@ interface EnqueueRow {
 export function enqueueQuery(jobs: EnqueueInput | readonly EnqueueInput[]): Query {
   const batch = Array.isArray(jobs) ? jobs : [jobs as EnqueueInput];
   checkBatch(batch);
-  return { text: enqueueSql, params: [JSON.stringify(batch)] };
+  return { name: 'skiplock_enqueue', text: enqueueSql, params: [JSON.stringify(batch)] };
 }
 
 /** Enqueues one job. Through a caller's client (see `clientQueryable`) it joins the caller's transaction. */
@@ -134,14 +135,14 @@ export async function enqueueBatch(db: Queryable, jobs: readonly EnqueueInput[])
   const lapsed = rows.filter((row) => row.deduplicated && row.dedup_lapsed);
   if (lapsed.length === 0) return rows.map(toResult);
   // Rare: a finished job's dedup window ran out and no sweep has cleared its key yet.
-  await db.query({ text: releaseDedupKeysSql, params: [lapsed.map((row) => row.job.id)] });
+  await db.query({ name: 'skiplock_release_dedup_keys', text: releaseDedupKeysSql, params: [lapsed.map((row) => row.job.id)] });
   const again = await db.query<EnqueueRow>(enqueueQuery(jobs.filter((_, i) => rows[i]!.dedup_lapsed)));
   let next = 0;
   return rows.map((row) => (row.dedup_lapsed ? toResult(again[next++]!) : toResult(row)));
 }
 
 function toResult(row: EnqueueRow): EnqueueResult {
-  return { job: row.job, deduplicated: row.deduplicated };
+  return { job: toJob(row.job), deduplicated: row.deduplicated };
 }
 
 function checkBatch(jobs: readonly EnqueueInput[]): void {

@@ -24,7 +24,8 @@ WITH extended AS (
   UPDATE skiplock.jobs
   SET lease_expires_at = now() + make_interval(secs => coalesce($3::integer, lease_seconds)),
       progress = CASE WHEN $4::boolean THEN $5::jsonb ELSE progress END
-  WHERE id = $1 AND lease_token = $2 AND state = 'running'
+  -- The token matches only while the job runs (jobs_lease_while_running).
+  WHERE id = $1 AND lease_token = $2
   RETURNING id, attempts, worker_id, lease_expires_at, cancel_requested_at
 ),
 events AS (
@@ -39,7 +40,7 @@ FROM extended`;
 
 export async function extendLease(db: Queryable, lease: Lease, options: ExtendLeaseOptions = {}): Promise<ExtendedLease> {
   const [row] = await db.query<ExtendedLease>({
-    text: extendLeaseSql,
+    name: 'skiplock_extend_lease', text: extendLeaseSql,
     params: [
       lease.id,
       lease.leaseToken,

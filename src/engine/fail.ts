@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types';
 import { StaleLeaseError } from './errors';
+import { toJob } from './job-json';
 import type { Job, Json, Lease } from './types';
 
 export interface Failure extends Lease {
@@ -30,10 +31,11 @@ WITH current AS (
 ),
 failed AS (
   UPDATE skiplock.jobs j
-  SET state = c.next_state, last_error = $3::jsonb,
+  SET state = c.next_state, last_error = $3::jsonb, lease_token = NULL,
       run_at = CASE WHEN c.next_state = 'retrying' THEN now() + make_interval(secs => c.delay) ELSE j.run_at END
   FROM current c
-  WHERE j.id = c.id AND j.lease_token = $2 AND j.state = 'running'
+  -- The token matches only while the job runs (jobs_lease_while_running).
+  WHERE j.id = c.id AND j.lease_token = $2
   RETURNING j.id, j.attempts, j.worker_id, j.state, j.run_at, skiplock.job_json(j) AS job
 ),
 events AS (
@@ -47,7 +49,7 @@ SELECT job FROM failed`;
 
 export async function fail(db: Queryable, failure: Failure): Promise<Job> {
   const [row] = await db.query<{ job: Job }>({
-    text: failSql,
+    name: 'skiplock_fail', text: failSql,
     params: [
       failure.id,
       failure.leaseToken,
@@ -57,5 +59,5 @@ export async function fail(db: Queryable, failure: Failure): Promise<Job> {
     ],
   });
   if (!row) throw new StaleLeaseError([failure.id]);
-  return row.job;
+  return toJob(row.job);
 }

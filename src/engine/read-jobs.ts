@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types';
 import { InvalidInputError } from './errors';
+import { toJob } from './job-json';
 import type { Job, JobEvent, JobStatus } from './types';
 
 /** Tenant scope of a read: a tenant-bound caller sees only its tenant's jobs. */
@@ -12,8 +13,8 @@ SELECT skiplock.job_json(j) AS job FROM skiplock.jobs j
 WHERE j.id = $1 AND ($2::text IS NULL OR j.tenant = $2)`;
 
 export async function getJob(db: Queryable, id: string, scope: TenantScope = {}): Promise<Job | undefined> {
-  const [row] = await db.query<{ job: Job }>({ text: getJobSql, params: [id, scope.tenant ?? null] });
-  return row?.job;
+  const [row] = await db.query<{ job: Job }>({ name: 'skiplock_get_job', text: getJobSql, params: [id, scope.tenant ?? null] });
+  return row && toJob(row.job);
 }
 
 export interface ListJobsOptions extends TenantScope {
@@ -51,7 +52,7 @@ export async function listJobs(db: Queryable, options: ListJobsOptions = {}): Pr
     throw new InvalidInputError(`limit must be an integer from 1 to ${MAX_PAGE}`, 'limit');
   }
   const rows = await db.query<{ seq: string; job: Job }>({
-    text: listJobsSql,
+    name: 'skiplock_list_jobs', text: listJobsSql,
     params: [
       options.queue ?? null,
       options.tenant ?? null,
@@ -63,7 +64,7 @@ export async function listJobs(db: Queryable, options: ListJobsOptions = {}): Pr
   });
   const page = rows.slice(0, limit);
   return {
-    jobs: page.map((row) => row.job),
+    jobs: page.map((row) => toJob(row.job)),
     nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null,
   };
 }
@@ -94,5 +95,5 @@ ORDER BY e.id`;
 
 /** A job's history, oldest first. */
 export async function getJobEvents(db: Queryable, id: string, scope: TenantScope = {}): Promise<JobEvent[]> {
-  return db.query<JobEvent>({ text: jobEventsSql, params: [id, scope.tenant ?? null] });
+  return db.query<JobEvent>({ name: 'skiplock_job_events', text: jobEventsSql, params: [id, scope.tenant ?? null] });
 }

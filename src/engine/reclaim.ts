@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types';
+import { toJob } from './job-json';
 import type { Job } from './types';
 
 /**
@@ -22,7 +23,7 @@ reclaimed AS (
   SET state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                    WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
       run_at = now(),
-      lease_expires_at = NULL,
+      lease_token = NULL, lease_expires_at = NULL,
       last_error = jsonb_build_object('message', $3::text, 'workerId', j.worker_id, 'attempt', j.attempts)
   FROM abandoned
   WHERE j.id = abandoned.id
@@ -44,17 +45,17 @@ export interface ReclaimOptions {
 /** Returns jobs whose lease expired to the queue (or fails them when attempts are spent). */
 export async function reapExpiredLeases(db: Queryable, options: ReclaimOptions = {}): Promise<Job[]> {
   const rows = await db.query<{ job: Job }>({
-    text: reclaimSql,
+    name: 'skiplock_reclaim', text: reclaimSql,
     params: [null, options.limit ?? 1000, 'lease expired before the job finished'],
   });
-  return rows.map((row) => row.job);
+  return rows.map((row) => toJob(row.job));
 }
 
 /** Hands back every job a worker holds, at once: for a worker that restarts after a crash. */
 export async function releaseWorker(db: Queryable, workerId: string, options: ReclaimOptions = {}): Promise<Job[]> {
   const rows = await db.query<{ job: Job }>({
-    text: reclaimSql,
+    name: 'skiplock_reclaim', text: reclaimSql,
     params: [workerId, options.limit ?? 1000, 'worker released its leases'],
   });
-  return rows.map((row) => row.job);
+  return rows.map((row) => toJob(row.job));
 }

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types';
 import { StaleLeaseError } from './errors';
+import { toJob } from './job-json';
 import type { Job, Lease } from './types';
 
 export interface ReleaseOptions {
@@ -23,11 +24,11 @@ released AS (
                    WHEN $2::float8 > 0 THEN 'scheduled' ELSE 'queued' END,
       run_at = now() + make_interval(secs => $2::float8),
       attempts = CASE WHEN $3::boolean THEN attempts ELSE attempts - 1 END,
-      lease_expires_at = NULL
+      lease_token = NULL, lease_expires_at = NULL
   FROM input
-  -- By key (see complete.ts): each row fetched by id.
+  -- By key, and the token alone proves the job runs (see complete.ts).
   WHERE j.id = ANY(ARRAY(SELECT id FROM input))
-    AND j.id = input.id AND j.lease_token = input."leaseToken" AND j.state = 'running'
+    AND j.id = input.id AND j.lease_token = input."leaseToken"
   RETURNING j.id, j.attempts, j.worker_id, j.state,
             CASE WHEN $4::boolean THEN skiplock.job_json(j) END AS job
 ),
@@ -41,7 +42,7 @@ SELECT id, job FROM released`;
 
 async function runReleases(db: Queryable, leases: readonly Lease[], options: ReleaseOptions, withJobs: boolean) {
   return db.query<{ id: string; job: Job | null }>({
-    text: releaseSql,
+    name: 'skiplock_release', text: releaseSql,
     params: [
       JSON.stringify(leases.map(({ id, leaseToken }) => ({ id, leaseToken }))),
       options.delaySeconds ?? 0,
@@ -72,5 +73,5 @@ export async function releaseMany(db: Queryable, leases: readonly Lease[], optio
 export async function release(db: Queryable, lease: Lease, options: ReleaseOptions = {}): Promise<Job> {
   const [row] = await runReleases(db, [lease], options, true);
   if (!row) throw new StaleLeaseError([lease.id]);
-  return row.job!;
+  return toJob(row.job!);
 }

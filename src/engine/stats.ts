@@ -30,5 +30,5 @@ GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3`;
 
 export async function queueStats(db: Queryable): Promise<QueueStatsRow[]> {
-  return db.query<QueueStatsRow>({ text: queueStatsSql, params: [] });
+  return db.query<QueueStatsRow>({ name: 'skiplock_queue_stats', text: queueStatsSql, params: [] });
 }

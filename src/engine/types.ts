@@ -15,7 +15,7 @@ export const FINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'can
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** A job as `skiplock.job_json()` builds it: camelCase, ISO-8601 UTC timestamps. */
+/** A job as the engine returns it (`skiplock.job_json()`, then `toJob`): camelCase, ISO-8601 UTC timestamps. */
 export interface Job {
   id: string;
   queue: string;

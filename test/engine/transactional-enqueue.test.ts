@@ -10,7 +10,7 @@ const open = engineDatabases();
 
 /** A caller's own connection, of the kinds the engine can join: pg and Neon Pool clients. */
 interface CallerClient {
-  client: PgLikeClient;
+  client: PgLikeClient & { query(text: string): Promise<unknown> };
   close(): Promise<void>;
 }
 
