@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // Pure logic is tested beside its code (src/), the rest in test/.
+    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     // The Worker tests run in workerd (vitest.workers.config.ts); the fault suite
     // has its own run (npm run test:faults, vitest.faults.config.ts).
     exclude: ['test/worker/**', 'test/faults/**', 'node_modules/**'],

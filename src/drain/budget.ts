@@ -24,6 +24,7 @@ export class DrainBudget {
   private abortTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly deadline = new AbortController();
   private readonly claimingEnd = new AbortController();
+  private readonly deadlineListeners = new Set<(reason: AttemptInterrupted) => void>();
 
   /** Fires (reason: AttemptInterrupted 'deadline') when running attempts must stop. */
   readonly signal: AbortSignal = this.deadline.signal;
@@ -59,6 +60,21 @@ export class DrainBudget {
     if (graceMs < this.msUntilAbort()) this.abortIn(graceMs);
   }
 
+  /**
+   * Calls `listener` when running attempts must stop (at once if they must
+   * already); returns the unsubscribe. A plain set, because an attempt
+   * subscribes and unsubscribes once per job, where combining AbortSignals
+   * (AbortSignal.any) cost more than a no-op job's whole run.
+   */
+  onDeadline(listener: (reason: AttemptInterrupted) => void): () => void {
+    if (this.deadline.signal.aborted) {
+      listener(this.deadline.signal.reason as AttemptInterrupted);
+      return () => {};
+    }
+    this.deadlineListeners.add(listener);
+    return () => this.deadlineListeners.delete(listener);
+  }
+
   /** Clears the timer; call when the drain is over. */
   dispose(): void {
     clearTimeout(this.abortTimer);
@@ -67,6 +83,11 @@ export class DrainBudget {
   private abortIn(ms: number): void {
     clearTimeout(this.abortTimer);
     this.abortAt = Date.now() + ms;
-    this.abortTimer = setTimeout(() => this.deadline.abort(new AttemptInterrupted('deadline')), ms);
+    this.abortTimer = setTimeout(() => {
+      const reason = new AttemptInterrupted('deadline');
+      this.deadline.abort(reason);
+      for (const listener of this.deadlineListeners) listener(reason);
+      this.deadlineListeners.clear();
+    }, ms);
   }
 }

@@ -10,6 +10,7 @@ import { recordOutcome } from './record-outcome';
 import type { JobRegistry } from './registry';
 import { runAttempt } from './run-attempt';
 import { sleep } from './sleep';
+import { WakeUp } from './wake-up';
 
 /**
  * An empty claim right after one that found jobs is tried again after this
@@ -64,6 +65,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   const claimBatchSize = Math.max(concurrency, options.claimBatchSize ?? concurrency);
   const counts = noJobCounts();
   const running = new Set<Promise<void>>();
+  const attemptEnded = new WakeUp();
   /** Claimed ahead, in claim order, waiting for a free slot. */
   const claimedAhead: ClaimedAt[] = [];
   const completions = new CompletionBatch(db, counts, logger);
@@ -118,7 +120,10 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
           ...errorFields(error),
         }),
       )
-      .finally(() => running.delete(task));
+      .finally(() => {
+        running.delete(task);
+        attemptEnded.notify();
+      });
     running.add(task);
   }
 
@@ -166,7 +171,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     }
     const waitsForWork = mayClaim && waitForWork !== undefined && running.size < concurrency;
     if (running.size === 0 && claimedAhead.length === 0 && !waitsForWork) break;
-    await nextEvent(running, waitsForWork ? waitForWork : undefined, budget.stopped);
+    await nextEvent(attemptEnded, waitsForWork ? waitForWork : undefined, budget.stopped);
     somethingHappened = true;
   }
   await completions.settle();
@@ -179,15 +184,16 @@ function hasHalfItsLease({ job, claimSentAt }: ClaimedAt): boolean {
 
 /** Until an attempt ends, or (when given) work may have arrived, or the loop is stopped. */
 async function nextEvent(
-  running: ReadonlySet<Promise<void>>,
+  attemptEnded: WakeUp,
   waitForWork: ((signal: AbortSignal) => Promise<void>) | undefined,
   stopped: AbortSignal,
 ): Promise<void> {
-  if (waitForWork === undefined) return Promise.race(running);
+  if (waitForWork === undefined) return attemptEnded.next();
   const settled = new AbortController();
   try {
-    await Promise.race([...running, waitForWork(AbortSignal.any([settled.signal, stopped]))]);
+    await Promise.race([attemptEnded.next(), waitForWork(AbortSignal.any([settled.signal, stopped]))]);
   } finally {
+    attemptEnded.abandon();
     settled.abort();
   }
 }

@@ -4,7 +4,7 @@ import { AttemptLease } from './attempt-lease';
 import { retryDelaySeconds } from './backoff';
 import type { DrainBudget } from './budget';
 import type { JobContext, JobDefinition } from './define-job';
-import { keepLeaseAlive } from './heartbeat';
+import { Heartbeat } from './heartbeat';
 import { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter } from './job-errors';
 import { toJobResult } from './job-result';
 import type { Logger } from './logger';
@@ -38,7 +38,8 @@ export async function runAttempt(
 ): Promise<AttemptOutcome> {
   const interruption = new AbortController();
   const interrupt = (reason: Error) => interruption.abort(reason);
-  const signal = AbortSignal.any([interruption.signal, budget.signal]);
+  const { signal } = interruption;
+  const stopListening = budget.onDeadline(interrupt);
   const { timeoutSeconds } = definition.options;
   const timeout =
     timeoutSeconds === undefined
@@ -53,16 +54,17 @@ export async function runAttempt(
     extendLease: (leaseSeconds) => lease.extend(leaseSeconds === undefined ? {} : { leaseSeconds }),
     progress: (value) => lease.extend({ progress: value }),
   };
-  const heartbeatStop = new AbortController();
+  const heartbeat = new Heartbeat(lease, log);
   try {
     const [settled] = await Promise.all([
-      settleUnlessAborted(definition.run(job.payload, context), signal).finally(() => heartbeatStop.abort()),
-      keepLeaseAlive(lease, heartbeatStop.signal, log),
+      settleUnlessAborted(definition.run(job.payload, context), signal).finally(() => heartbeat.stop()),
+      heartbeat.run(),
     ]);
     // Interrupted, or threw because the signal fired: either way the signal's reason decides.
     if (settled === undefined || signal.aborted) return interruptedOutcome(signal.reason, lease, job, definition);
     return settledOutcome(settled, job, definition);
   } finally {
+    stopListening();
     clearTimeout(timeout);
     lease.end();
   }

@@ -26,8 +26,18 @@ export function toJob<T extends Job>(row: T): T {
   return row;
 }
 
+/**
+ * A UTC timestamp as Postgres writes it in JSON: seconds, an optional
+ * fraction with trailing zeros dropped, and +00:00. Servers and Neon run in
+ * UTC by default, and reformatting the text is several times cheaper than a
+ * Date round trip for each of a claim's timestamps.
+ */
+const POSTGRES_UTC = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?\+00:00$/;
+
 /** `2026-05-01T14:00:00.123456+02:00` as `2026-05-01T12:00:00.123Z`; a value Date cannot read (infinity) as it is. */
 export function utcIso(timestamp: string): string {
+  const utc = POSTGRES_UTC.exec(timestamp);
+  if (utc !== null) return `${utc[1]}.${(utc[2] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
   const date = new Date(timestamp);
   return Number.isNaN(date.getTime()) ? timestamp : date.toISOString();
 }
