@@ -85,7 +85,7 @@ export const skiplockDriver: SystemDriver = {
       setup,
       schema: 'skiplock',
       pollIntervalMs: options.pollIntervalMs,
-      claimStatementMarker: 'WITH RECURSIVE waiting_tenants',
+      claimStatementMarker: 'FROM skiplock.claim_batch(',
       enqueue: async (job) => {
         await enqueue(db, jobInput(job));
       },

@@ -18,7 +18,14 @@ export interface HousekeepingCounts extends MaintenanceCounts {
   pruned: number;
 }
 
-export const NO_HOUSEKEEPING: HousekeepingCounts = { reaped: 0, expired: 0, dedupKeysReleased: 0, periodicEnqueued: 0, pruned: 0 };
+export const NO_HOUSEKEEPING: HousekeepingCounts = {
+  reaped: 0,
+  expired: 0,
+  dedupKeysReleased: 0,
+  statisticsRefreshed: 0,
+  periodicEnqueued: 0,
+  pruned: 0,
+};
 
 /**
  * Everything a drain does before it runs jobs: hand back expired leases,

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types';
-import { expireJobs, reapExpiredLeases, releaseLapsedDedupKeys } from '../engine';
+import { expireJobs, reapExpiredLeases, refreshStatistics, releaseLapsedDedupKeys } from '../engine';
 
 export interface MaintenanceCounts {
   /** Running jobs whose lease ran out, handed back to the queue (or failed). */
@@ -8,6 +8,8 @@ export interface MaintenanceCounts {
   expired: number;
   /** Dedup keys of finished jobs whose window passed. */
   dedupKeysReleased: number;
+  /** 1 when the jobs table's planner statistics were stale and refreshed. */
+  statisticsRefreshed: number;
 }
 
 /**
@@ -21,5 +23,6 @@ export async function runMaintenance(db: Queryable, options: { batch?: number } 
   const reaped = await reapExpiredLeases(db, { limit });
   const expired = await expireJobs(db, { limit });
   const dedupKeysReleased = await releaseLapsedDedupKeys(db, { limit });
-  return { reaped: reaped.length, expired, dedupKeysReleased };
+  const statisticsRefreshed = (await refreshStatistics(db)) ? 1 : 0;
+  return { reaped: reaped.length, expired, dedupKeysReleased, statisticsRefreshed };
 }

@@ -29,3 +29,4 @@ export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTup
 export { throughputLastHour, type ThroughputRow } from './throughput';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants';
 export { pruneFinishedJobs, type PruneOptions } from './prune';
+export { refreshStatistics } from './refresh-statistics';

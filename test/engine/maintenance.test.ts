@@ -10,6 +10,7 @@ import {
   getJobEvents,
   pruneFinishedJobs,
   reapExpiredLeases,
+  refreshStatistics,
   releaseLapsedDedupKeys,
   releaseWorker,
   StaleLeaseError,
@@ -110,5 +111,26 @@ describe('maintenance', () => {
       params: [],
     });
     expect(counts).toEqual({ jobs: 2, orphan_events: 0 });
+  });
+
+  it('analyzes the jobs table once it changed more than it holds, and not again until it does', async () => {
+    const { db } = await open('pg');
+    const lastAnalyzed = async () =>
+      (await db.query<{ at: string | null }>({
+        text: "SELECT greatest(last_analyze, last_autoanalyze)::text AS at FROM pg_stat_user_tables WHERE relid = 'skiplock.jobs'::regclass",
+        params: [],
+      }))[0]!.at;
+    expect(await refreshStatistics(db)).toBe(false);
+    await enqueueBatch(db, Array.from({ length: 1000 }, () => ({ queue: 'q' })));
+    await enqueueBatch(db, Array.from({ length: 500 }, () => ({ queue: 'q' })));
+    // Counters reach pg_stat_user_tables within a second of the inserting transaction.
+    let refreshed = false;
+    for (const started = Date.now(); !refreshed && Date.now() - started < 10_000; ) {
+      refreshed = await refreshStatistics(db);
+      if (!refreshed) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(refreshed).toBe(true);
+    expect(await lastAnalyzed()).not.toBeNull();
+    expect(await refreshStatistics(db)).toBe(false);
   });
 });
