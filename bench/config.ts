@@ -1,13 +1,17 @@
 /**
- * How big a benchmark run is. `full` is what docs/benchmarks.md publishes;
- * `quick` runs every workload and every correctness gate at toy sizes, to
- * check the harness in a few minutes. Sizes come from the scale; flags and
- * environment variables choose the scale, the repetitions and a subset.
+ * How big a benchmark run is. `full` is what docs/benchmarks.md publishes
+ * (about 25 minutes on 2 cores); `quick` runs every workload and every
+ * correctness gate at toy sizes and once, to check the harness in under 3
+ * minutes, and writes its report to the temporary folder, never over the
+ * published one. Sizes come from the scale; flags and environment variables
+ * choose the scale, the repetitions and a subset.
  */
 export type ScaleName = 'quick' | 'full';
 
 export interface Scale {
   name: ScaleName;
+  /** Repetitions unless --reps says otherwise; the published (full) tables are medians of at least 3. */
+  reps: number;
   /** (a) jobs enqueued one per call, and in calls of BULK_SIZE. */
   enqueueSingleJobs: number;
   enqueueBulkJobs: number;
@@ -47,47 +51,53 @@ export const STANDARD_CONCURRENCY = 8;
 const SCALES: Record<ScaleName, Scale> = {
   quick: {
     name: 'quick',
-    enqueueSingleJobs: 300,
+    reps: 1,
+    enqueueSingleJobs: 200,
     enqueueBulkJobs: 3_000,
     burnDownJobs: 3_000,
-    burnDownCapSeconds: 3,
-    latencySamples: 10,
-    latencyCapSeconds: 4,
-    steadyCapacitySeconds: 3,
-    steadySeconds: 6,
+    burnDownCapSeconds: 1.5,
+    latencySamples: 6,
+    latencyCapSeconds: 2,
+    steadyCapacitySeconds: 1,
+    steadySeconds: 2,
     depthWaiting: 20_000,
     depthFinished: 20_000,
-    depthSeconds: 1.5,
+    depthSeconds: 1,
     fairnessBacklog: 3_000,
     fairnessClaimsWatched: 300,
-    fairnessWatchSeconds: 3,
-    costJobs: 300,
-    costCapSeconds: 5,
-    snapshotWindowSeconds: 3,
+    fairnessWatchSeconds: 1.5,
+    costJobs: 200,
+    costCapSeconds: 2,
+    snapshotWindowSeconds: 1,
     ceilingJobs: 5_000,
-    ceilingSeconds: 1,
+    ceilingSeconds: 0.5,
   },
+  // Sized so the whole run takes about 25 minutes on 2 cores: every system
+  // in both setups, 3 repetitions, the sizes the issue names where they fit
+  // (100,000 jobs burned down, 1,000,000 waiting and 1,000,000 finished) and
+  // short time windows where they do not (steady state: 30 s per load level).
   full: {
     name: 'full',
-    enqueueSingleJobs: 3_000,
-    enqueueBulkJobs: 100_000,
+    reps: 3,
+    enqueueSingleJobs: 2_000,
+    enqueueBulkJobs: 30_000,
     burnDownJobs: 100_000,
-    burnDownCapSeconds: 15,
-    latencySamples: 100,
-    latencyCapSeconds: 20,
-    steadyCapacitySeconds: 15,
-    steadySeconds: 120,
+    burnDownCapSeconds: 5,
+    latencySamples: 40,
+    latencyCapSeconds: 8,
+    steadyCapacitySeconds: 6,
+    steadySeconds: 30,
     depthWaiting: 1_000_000,
     depthFinished: 1_000_000,
-    depthSeconds: 5,
+    depthSeconds: 3,
     fairnessBacklog: 100_000,
     fairnessClaimsWatched: 2_000,
-    fairnessWatchSeconds: 15,
+    fairnessWatchSeconds: 8,
     costJobs: 2_000,
-    costCapSeconds: 20,
-    snapshotWindowSeconds: 15,
-    ceilingJobs: 60_000,
-    ceilingSeconds: 5,
+    costCapSeconds: 10,
+    snapshotWindowSeconds: 5,
+    ceilingJobs: 30_000,
+    ceilingSeconds: 2,
   },
 };
 
@@ -111,7 +121,7 @@ const USAGE = `npm run bench [-- --quick|--full] [--reps N] [--only w1,w2] [--sy
 /** Flags win over environment variables; the default is the full run. */
 export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): BenchOptions {
   let scaleName: string = env.BENCH_SCALE ?? 'full';
-  let reps = env.BENCH_REPS ?? '3';
+  let reps = env.BENCH_REPS;
   let only = env.BENCH_ONLY;
   let systems = env.BENCH_SYSTEMS;
   for (let i = 0; i < argv.length; i++) {
@@ -124,8 +134,10 @@ export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Be
     else fail(`unknown flag ${flag}`);
   }
   if (scaleName !== 'quick' && scaleName !== 'full') fail(`BENCH_SCALE must be quick or full, not ${scaleName}`);
-  const repCount = Number(reps);
-  if (!Number.isInteger(repCount) || repCount < 3) fail('BENCH_REPS must be an integer of at least 3 (medians need three)');
+  const scale = SCALES[scaleName];
+  const repCount = reps === undefined ? scale.reps : Number(reps);
+  if (!Number.isInteger(repCount) || repCount < 1) fail('BENCH_REPS must be a whole number of at least 1');
+  if (scale.name === 'full' && repCount < 3) fail('a full run takes at least 3 repetitions: its tables are medians');
   const workloads = only === undefined ? WORKLOAD_IDS : only.split(',').map((id) => id.trim());
   const unknown = workloads.filter((id) => !(WORKLOAD_IDS as readonly string[]).includes(id));
   if (unknown.length > 0) fail(`unknown workload ${unknown.join(', ')}`);
@@ -133,7 +145,7 @@ export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Be
     .filter((name) => env[name] !== undefined)
     .map((name) => `${name}=${env[name]}`);
   return {
-    scale: SCALES[scaleName],
+    scale,
     reps: repCount,
     workloads: workloads as WorkloadId[],
     systems: systems?.split(',').map((name) => name.trim()),

@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readOptions, type WorkloadId } from './config';
+import { readOptions, type ScaleName, type WorkloadId } from './config';
 import { readEnvironment } from './environment';
 import { dropDatabase, startBenchServer } from './postgres';
 import { incident, incidents, progress } from './progress';
@@ -36,8 +36,16 @@ const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
   ['ceiling', ceilingWorkload],
 ];
 
-const MARKDOWN = new URL('../docs/benchmarks.md', import.meta.url).pathname;
-const JSON_FILE = new URL('../docs/benchmarks.json', import.meta.url).pathname;
+/** A full run publishes its report; a quick one (a check of the harness) leaves it alone. */
+function reportFiles(scale: ScaleName): { markdown: string; json: string } {
+  if (scale === 'full') {
+    return {
+      markdown: new URL('../docs/benchmarks.md', import.meta.url).pathname,
+      json: new URL('../docs/benchmarks.json', import.meta.url).pathname,
+    };
+  }
+  return { markdown: join(tmpdir(), 'skiplock-bench-quick.md'), json: join(tmpdir(), 'skiplock-bench-quick.json') };
+}
 /** Where each finished workload is saved, so a run that breaks off keeps what it measured. */
 const PARTIAL = join(tmpdir(), 'skiplock-bench-partial.json');
 
@@ -89,8 +97,9 @@ async function main(): Promise<void> {
       report.incidents = incidents();
       await writeFile(PARTIAL, JSON.stringify(report, null, 2));
     }
-    await writeReport(report, MARKDOWN, JSON_FILE);
-    progress(`done in ${report.minutes.toFixed(1)} minutes: docs/benchmarks.md and docs/benchmarks.json`);
+    const files = reportFiles(options.scale.name);
+    await writeReport(report, files.markdown, files.json);
+    progress(`done in ${report.minutes.toFixed(1)} minutes: ${files.markdown} and ${files.json}`);
   } finally {
     for (const backlog of backlogs.values()) await dropDatabase(server, backlog.database);
     await server.stop();

@@ -95,8 +95,9 @@ export function renderMarkdown(report: BenchReport): string {
     '',
     '## Reproduce',
     '',
-    '`npm run bench` runs the full benchmark (60 to 90 minutes on 2 cores); `npm run bench -- --quick` runs every workload and gate at toy sizes (about 10 minutes). ' +
-      'Options (flags win over environment variables): `--quick`/`--full` (`BENCH_SCALE`), `--reps N` (`BENCH_REPS`, at least 3), ' +
+    '`npm run bench` runs the full benchmark (about 25 minutes on 2 cores) and writes this page; `npm run bench -- --quick` runs every ' +
+      'workload and gate once at toy sizes (under 3 minutes) and writes its report to the temporary folder. ' +
+      'Options (flags win over environment variables): `--quick`/`--full` (`BENCH_SCALE`), `--reps N` (`BENCH_REPS`; a full run takes at least 3), ' +
       '`--only enqueue,burn-down,...` (`BENCH_ONLY`), `--systems skiplock,pg-boss` (`BENCH_SYSTEMS`). `DATABASE_URL` points it at an ' +
       'existing server (it creates and drops its own databases there); without it an embedded Postgres is started with ' +
       'pg_stat_statements preloaded. Nothing is installed at run time.',

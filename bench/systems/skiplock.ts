@@ -5,6 +5,7 @@ import type { Logger } from '../../src/drain/logger';
 import { claimBatch } from '../../src/engine/claim-batch';
 import { completeMany } from '../../src/engine/complete';
 import { enqueue, enqueueBatch, type EnqueueInput } from '../../src/engine/enqueue';
+import { refreshStatistics } from '../../src/engine/refresh-statistics';
 import { loadMigrations } from '../../src/migrate/load';
 import { migrate } from '../../src/migrate/runner';
 import { startWorker } from '../../src/node-worker/start-worker';
@@ -119,6 +120,9 @@ export const skiplockDriver: SystemDriver = {
       },
       async fill({ firstN, waiting, finished }) {
         await db.query({ text: fillSql, params: [QUEUE, firstN, waiting, finished, payloadOf({ n: 0 }).text] });
+        // As a worker's housekeeping would at its next round: a table this
+        // size has planner statistics on a live system.
+        await refreshStatistics(db);
       },
       close: () => db.close(),
     };

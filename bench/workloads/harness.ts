@@ -80,7 +80,7 @@ export async function preloadedBacklog(
 }
 
 /** Completions a library still sends after its stop() resolved get this long to land. */
-const AFTER_STOP_MS = 1000;
+const AFTER_STOP_MS = 300;
 
 /** Stops the workers through the library's graceful stop, then holds what the ledger saw against the database. */
 export async function stopAndGate(workers: RunningWorkers, system: QueueSystem, ledger: JobLedger): Promise<GateResult> {

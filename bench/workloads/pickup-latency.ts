@@ -7,7 +7,7 @@ import { describeFigures, repetitions, reportRep, sleep, stopAndGate, withSystem
 /** Pause between samples for a system woken by NOTIFY: its phase does not matter. */
 const LISTEN_GAP_MS = 50;
 /** Time the workers get to settle (connect, LISTEN, first empty poll) before the first sample. */
-const SETTLE_MS = 1000;
+const SETTLE_MS = 500;
 
 /**
  * (c) Pickup latency on an idle system: one job at a time, from the enqueue

@@ -12,7 +12,8 @@ const LOADS = [0.5, 0.8] as const;
 const DEPTH_SAMPLE_MS = 250;
 /** After producing stops, the workers get this long to empty the queue before they are stopped. */
 const DRAIN_MS = 30_000;
-const CAPACITY_WARM_UP_MS = 2000;
+/** The capacity run warms up for half its measuring time, at most this long. */
+const CAPACITY_WARM_UP_MAX_MS = 2000;
 
 /**
  * (d) Steady state: producers at 50% and 80% of the system's capacity, for
@@ -71,7 +72,7 @@ export const steadyStateWorkload: Workload = async (context) => {
     id: 'steady',
     title: '(d) Steady state at 50% and 80% of capacity',
     method: [
-      `Capacity: for ${scale.steadyCapacitySeconds} s after a ${CAPACITY_WARM_UP_MS / 1000} s warm-up, ${PRODUCERS} producers enqueue single jobs as fast as they go ` +
+      `Capacity: for ${scale.steadyCapacitySeconds} s after a ${capacityWarmUpMs(scale.steadyCapacitySeconds) / 1000} s warm-up, ${PRODUCERS} producers enqueue single jobs as fast as they go ` +
         `against one worker process at concurrency ${STANDARD_CONCURRENCY}; capacity is the jobs started per second (measured once per system and setup). ` +
         `Here ${PRODUCERS} producers enqueue single jobs at a fixed rate (an open loop: jobs fall due on the clock) for ${scale.steadySeconds} s.`,
       `The first ${warmUpMs / 1000} s warm up; the rest is cut into ${reps} windows of ${formatNumber(windowMs / 1000)} s, and each window is one repetition. ` +
@@ -90,7 +91,7 @@ async function measureCapacity(context: WorkloadContext, driver: SystemDriver, s
     const ledger = new JobLedger();
     const workers = await system.startWorkers({ concurrency: STANDARD_CONCURRENCY, handler: ledger.handler });
     const production = produce(system, ledger, { callers: PRODUCERS });
-    await sleep(CAPACITY_WARM_UP_MS);
+    await sleep(capacityWarmUpMs(seconds));
     const before = ledger.started;
     await sleep(seconds * 1000);
     const capacity = (ledger.started - before) / seconds;
@@ -99,4 +100,8 @@ async function measureCapacity(context: WorkloadContext, driver: SystemDriver, s
     progress(`(d) capacity · ${driver.name} ${setup}: ${formatNumber(capacity)} jobs/s${gate.passed ? '' : ` (gate failed: ${gate.problems.join('; ')})`}`);
     return capacity;
   });
+}
+
+function capacityWarmUpMs(capacitySeconds: number): number {
+  return Math.min(CAPACITY_WARM_UP_MAX_MS, (capacitySeconds * 1000) / 2);
 }
