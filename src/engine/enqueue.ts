@@ -89,9 +89,16 @@ events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt)
   SELECT w.id, 'enqueued', 0 FROM written w JOIN input USING (id)
 )
-SELECT w.job, w.id <> i.id AS deduplicated, w.dedup_lapsed
+-- Each input finds its row by the id it was given, or else (deduplicated) by
+-- its dedup key: two equality joins, each hashed. One join on either
+-- condition cannot be hashed and compares every pair (180 ms for 1,000).
+SELECT coalesce(inserted.job, matched.job) AS job,
+       inserted.id IS NULL AS deduplicated,
+       coalesce(inserted.dedup_lapsed, matched.dedup_lapsed) AS dedup_lapsed
 FROM input i
-JOIN written w ON w.id = i.id OR (w.queue = i.queue AND w.dedup_key = i.dedup_key)
+LEFT JOIN written inserted ON inserted.id = i.id
+LEFT JOIN written matched
+  ON inserted.id IS NULL AND matched.queue = i.queue AND matched.dedup_key = i.dedup_key
 ORDER BY i.ordinal`;
 
 /**
