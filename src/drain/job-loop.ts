@@ -15,7 +15,7 @@ import { WakeUp } from './wake-up';
 /**
  * An empty claim right after one that found jobs is tried again after this
  * long (plus up to as much again at random, so racing claimers fall out of
- * step) before the queue counts as empty.
+ * step), or sooner when work arrives, before the queue counts as empty.
  */
 const RECHECK_EMPTY_AFTER_MS = 10;
 
@@ -151,7 +151,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
         let claimSentAt = Date.now();
         let jobs = await claim(max);
         if (jobs.length === 0 && lastClaimFound) {
-          await sleep(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()));
+          await pause(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()), waitForWork, budget.stopped);
           claimSentAt = Date.now();
           jobs = await claim(max);
         }
@@ -180,6 +180,21 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
 
 function hasHalfItsLease({ job, claimSentAt }: ClaimedAt): boolean {
   return Date.now() - claimSentAt < (job.leaseSeconds * 1000) / 2;
+}
+
+/**
+ * Sleeps `ms`, or less when (given) work may have arrived: a job enqueued
+ * during the pause would otherwise wait out the rest of it (the tail of
+ * pickup latency on an idle worker, and most of it under steady load).
+ */
+async function pause(ms: number, waitForWork: ((signal: AbortSignal) => Promise<void>) | undefined, stopped: AbortSignal): Promise<void> {
+  if (waitForWork === undefined) return sleep(ms);
+  const over = new AbortController();
+  try {
+    await Promise.race([sleep(ms, over.signal), waitForWork(AbortSignal.any([over.signal, stopped]))]);
+  } finally {
+    over.abort();
+  }
 }
 
 /** Until an attempt ends, or (when given) work may have arrived, or the loop is stopped. */

@@ -10,6 +10,7 @@ export interface WorkerVariables extends DrainVariables {
   readonly WORKER_ID?: string | undefined;
   readonly POLL_INTERVAL_MS?: string | undefined;
   readonly WORKER_LISTEN?: string | undefined;
+  readonly WORKER_PREPARED_STATEMENTS?: string | undefined;
   readonly SHUTDOWN_GRACE_SECONDS?: string | undefined;
 }
 
@@ -32,6 +33,7 @@ export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
       claimBatchSize: readNumber(vars, 'WORKER_CLAIM_BATCH_SIZE', concurrency, { min: 1, max: MAX_CLAIM, integer: true }),
       pollIntervalMs: readNumber(vars, 'POLL_INTERVAL_MS', 1000, { min: 10 }),
       listen: readSwitch(vars, 'WORKER_LISTEN', true),
+      preparedStatements: readSwitch(vars, 'WORKER_PREPARED_STATEMENTS', true),
       shutdownGraceMs: readNumber(vars, 'SHUTDOWN_GRACE_SECONDS', 20, { min: 0 }) * 1000,
       retentionSeconds: jobs.retentionSeconds,
       ...(workerId ? { workerId } : {}),

@@ -7,7 +7,7 @@ import { startWorker } from './start-worker';
  * `npm run work`: a Node worker that runs the built-in jobs (and, with
  * SKIPLOCK_DEV=1, the demo jobs) until SIGTERM or SIGINT, then stops
  * gracefully and exits 0. Settings come from the environment: DATABASE_URL,
- * WORKER_CONCURRENCY, WORKER_CLAIM_BATCH_SIZE, WORKER_ID, POLL_INTERVAL_MS, WORKER_LISTEN,
+ * WORKER_CONCURRENCY, WORKER_CLAIM_BATCH_SIZE, WORKER_ID, POLL_INTERVAL_MS, WORKER_LISTEN, WORKER_PREPARED_STATEMENTS,
  * SHUTDOWN_GRACE_SECONDS, RETENTION_SECONDS, HTTP_ALLOWED_HOSTS,
  * HTTP_SIGNING_SECRET.
  */

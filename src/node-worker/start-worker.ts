@@ -35,6 +35,12 @@ export interface WorkerOptions {
   /** LISTEN for enqueues to start jobs at once. Default true; false behind a transaction pooler. */
   listen?: boolean;
   /**
+   * Prepare the engine's statements once per connection. Default true;
+   * false behind a pooler that loses them between transactions (PgBouncer
+   * before 1.21, or without max_prepared_statements, in transaction mode).
+   */
+  preparedStatements?: boolean;
+  /**
    * Reaping, expiry, periodic jobs and pruning run this often. Default 5000
    * ms; 0 turns them off (in a large fleet a few workers, or the cron drain, suffice).
    */
@@ -67,7 +73,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const registry = createRegistry(options.handlers, options.schedules);
   // At most one connection per running attempt (heartbeats, progress), one for
   // claims, one for completions, one for housekeeping; LISTEN holds one more of its own.
-  const db = pgDb(options.databaseUrl, { max: concurrency + 3 });
+  const db = pgDb(options.databaseUrl, { max: concurrency + 3, preparedStatements: options.preparedStatements ?? true });
   let wakeups: JobWakeups;
   try {
     if (options.workerId !== undefined) await releaseWorker(db, workerId);
