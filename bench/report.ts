@@ -51,6 +51,9 @@ export function renderMarkdown(report: BenchReport): string {
     '',
     ...targetLines(report.workloads).map((line) => `- ${line}`),
     '',
+    'Where skiplock stands and why, what was profiled and changed in the engine, with figures before and after each ' +
+      'change: [performance.md](performance.md).',
+    '',
     '## Environment',
     '',
     '| | |',
