@@ -49,7 +49,8 @@ RETURNING ${apiKeyColumns}`;
 
 export async function createApiKey(db: Queryable, key: NewApiKey): Promise<ApiKey> {
   const [row] = await db.query<ApiKey>({
-    name: 'skiplock_create_api_key', text: createApiKeySql,
+    name: 'skiplock_create_api_key',
+    text: createApiKeySql,
     params: [key.name, key.scopes, key.tenant ?? null, key.secretSha256, key.secretPrefix],
   });
   return row!;
@@ -57,7 +58,11 @@ export async function createApiKey(db: Queryable, key: NewApiKey): Promise<ApiKe
 
 /** The unrevoked key whose secret hashes to `secretSha256`, if any. */
 export async function findActiveApiKey(db: Queryable, secretSha256: string): Promise<ApiKey | undefined> {
-  const [row] = await db.query<ApiKey>({ name: 'skiplock_find_active_api_key', text: findActiveApiKeySql, params: [secretSha256] });
+  const [row] = await db.query<ApiKey>({
+    name: 'skiplock_find_active_api_key',
+    text: findActiveApiKeySql,
+    params: [secretSha256],
+  });
   return row;
 }
 
@@ -68,6 +73,10 @@ export async function listApiKeys(db: Queryable): Promise<ApiKey[]> {
 
 /** Revokes a key at once; undefined when no key has that id. */
 export async function revokeApiKey(db: Queryable, id: string): Promise<ApiKey | undefined> {
-  const [row] = await db.query<ApiKey>({ name: 'skiplock_revoke_api_key', text: revokeApiKeySql, params: [id] });
+  const [row] = await db.query<ApiKey>({
+    name: 'skiplock_revoke_api_key',
+    text: revokeApiKeySql,
+    params: [id],
+  });
   return row;
 }

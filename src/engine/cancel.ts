@@ -44,7 +44,8 @@ LEFT JOIN cancelled c ON c.id = target.id`;
  */
 export async function cancel(db: Queryable, id: string, scope: { tenant?: string } = {}): Promise<CancelResult | undefined> {
   const [row] = await db.query<CancelResult>({
-    name: 'skiplock_cancel', text: cancelSql,
+    name: 'skiplock_cancel',
+    text: cancelSql,
     params: [id, scope.tenant ?? null],
   });
   return row && { job: toJob(row.job), outcome: row.outcome };

@@ -19,8 +19,12 @@ export interface ClaimOptions {
 
 export const MAX_CLAIM = 1000;
 
-/** The claim statement lives in the database (skiplock.claim_batch, migration 0007), which keeps its plan per connection. */
-const claimBatchSql = /* sql */ `SELECT job, lease_token AS "leaseToken" FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6)`;
+/**
+ * The claim statement lives in the database (skiplock.claim_batch, migration
+ * 0007), which keeps its plan per connection.
+ */
+const claimBatchSql = /* sql */ `
+SELECT job, lease_token AS "leaseToken" FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6)`;
 
 /**
  * Claims up to `max` ready jobs in one statement, fairly across tenants and
@@ -33,7 +37,8 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
   }
   if (options.types?.length === 0) return [];
   const rows = await db.query<{ job: Job; leaseToken: string }>({
-    name: 'skiplock_claim_batch', text: claimBatchSql,
+    name: 'skiplock_claim_batch',
+    text: claimBatchSql,
     params: [
       options.max,
       options.leaseSeconds ?? null,

@@ -45,7 +45,8 @@ export interface CompleteManyResult {
 
 async function runCompletions(db: Queryable, completions: readonly Completion[], withJobs: boolean) {
   return db.query<{ id: string; done: boolean; job: Job | null }>({
-    name: 'skiplock_complete', text: completeSql,
+    name: 'skiplock_complete',
+    text: completeSql,
     params: [
       JSON.stringify(completions.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: result ?? null }))),
       withJobs,

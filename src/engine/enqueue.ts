@@ -142,7 +142,11 @@ export async function enqueueBatch(db: Queryable, jobs: readonly EnqueueInput[])
   const lapsed = rows.filter((row) => row.deduplicated && row.dedup_lapsed);
   if (lapsed.length === 0) return rows.map(toResult);
   // Rare: a finished job's dedup window ran out and no sweep has cleared its key yet.
-  await db.query({ name: 'skiplock_release_dedup_keys', text: releaseDedupKeysSql, params: [lapsed.map((row) => row.job.id)] });
+  await db.query({
+    name: 'skiplock_release_dedup_keys',
+    text: releaseDedupKeysSql,
+    params: [lapsed.map((row) => row.job.id)],
+  });
   const again = await db.query<EnqueueRow>(enqueueQuery(jobs.filter((_, i) => rows[i]!.dedup_lapsed)));
   let next = 0;
   return rows.map((row) => (row.dedup_lapsed ? toResult(again[next++]!) : toResult(row)));

@@ -34,13 +34,18 @@ released AS (
 SELECT count(*)::integer AS released FROM released`;
 
 export async function expireJobs(db: Queryable, options: { limit?: number } = {}): Promise<number> {
-  const [row] = await db.query<{ expired: number }>({ name: 'skiplock_expire_jobs', text: expireJobsSql, params: [options.limit ?? 1000] });
+  const [row] = await db.query<{ expired: number }>({
+    name: 'skiplock_expire_jobs',
+    text: expireJobsSql,
+    params: [options.limit ?? 1000],
+  });
   return row?.expired ?? 0;
 }
 
 export async function releaseLapsedDedupKeys(db: Queryable, options: { limit?: number } = {}): Promise<number> {
   const [row] = await db.query<{ released: number }>({
-    name: 'skiplock_release_lapsed_dedup_keys', text: releaseLapsedDedupKeysSql,
+    name: 'skiplock_release_lapsed_dedup_keys',
+    text: releaseLapsedDedupKeysSql,
     params: [options.limit ?? 1000],
   });
   return row?.released ?? 0;

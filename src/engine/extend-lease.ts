@@ -40,7 +40,8 @@ FROM extended`;
 
 export async function extendLease(db: Queryable, lease: Lease, options: ExtendLeaseOptions = {}): Promise<ExtendedLease> {
   const [row] = await db.query<ExtendedLease>({
-    name: 'skiplock_extend_lease', text: extendLeaseSql,
+    name: 'skiplock_extend_lease',
+    text: extendLeaseSql,
     params: [
       lease.id,
       lease.leaseToken,

@@ -49,7 +49,8 @@ SELECT job FROM failed`;
 
 export async function fail(db: Queryable, failure: Failure): Promise<Job> {
   const [row] = await db.query<{ job: Job }>({
-    name: 'skiplock_fail', text: failSql,
+    name: 'skiplock_fail',
+    text: failSql,
     params: [
       failure.id,
       failure.leaseToken,

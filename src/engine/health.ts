@@ -66,6 +66,10 @@ LEFT JOIN LATERAL (
 ) AS oldest ON true`;
 
 export async function queueHealth(db: Queryable, scope: TenantScope = {}): Promise<QueueHealth> {
-  const [row] = await db.query<QueueHealth>({ name: 'skiplock_queue_health', text: queueHealthSql, params: [scope.tenant ?? null, REAPED_WINDOW_SECONDS] });
+  const [row] = await db.query<QueueHealth>({
+    name: 'skiplock_queue_health',
+    text: queueHealthSql,
+    params: [scope.tenant ?? null, REAPED_WINDOW_SECONDS],
+  });
   return row!;
 }

@@ -31,7 +31,8 @@ export interface PruneOptions {
 
 export async function pruneFinishedJobs(db: Queryable, options: PruneOptions): Promise<number> {
   const [row] = await db.query<{ pruned: number }>({
-    name: 'skiplock_prune', text: pruneSql,
+    name: 'skiplock_prune',
+    text: pruneSql,
     params: [options.retentionSeconds, options.limit ?? 1000],
   });
   return row?.pruned ?? 0;

@@ -13,7 +13,11 @@ SELECT skiplock.job_json(j) AS job FROM skiplock.jobs j
 WHERE j.id = $1 AND ($2::text IS NULL OR j.tenant = $2)`;
 
 export async function getJob(db: Queryable, id: string, scope: TenantScope = {}): Promise<Job | undefined> {
-  const [row] = await db.query<{ job: Job }>({ name: 'skiplock_get_job', text: getJobSql, params: [id, scope.tenant ?? null] });
+  const [row] = await db.query<{ job: Job }>({
+    name: 'skiplock_get_job',
+    text: getJobSql,
+    params: [id, scope.tenant ?? null],
+  });
   return row && toJob(row.job);
 }
 
@@ -52,7 +56,8 @@ export async function listJobs(db: Queryable, options: ListJobsOptions = {}): Pr
     throw new InvalidInputError(`limit must be an integer from 1 to ${MAX_PAGE}`, 'limit');
   }
   const rows = await db.query<{ seq: string; job: Job }>({
-    name: 'skiplock_list_jobs', text: listJobsSql,
+    name: 'skiplock_list_jobs',
+    text: listJobsSql,
     params: [
       options.queue ?? null,
       options.tenant ?? null,
@@ -95,5 +100,9 @@ ORDER BY e.id`;
 
 /** A job's history, oldest first. */
 export async function getJobEvents(db: Queryable, id: string, scope: TenantScope = {}): Promise<JobEvent[]> {
-  return db.query<JobEvent>({ name: 'skiplock_job_events', text: jobEventsSql, params: [id, scope.tenant ?? null] });
+  return db.query<JobEvent>({
+    name: 'skiplock_job_events',
+    text: jobEventsSql,
+    params: [id, scope.tenant ?? null],
+  });
 }

@@ -45,7 +45,8 @@ export interface ReclaimOptions {
 /** Returns jobs whose lease expired to the queue (or fails them when attempts are spent). */
 export async function reapExpiredLeases(db: Queryable, options: ReclaimOptions = {}): Promise<Job[]> {
   const rows = await db.query<{ job: Job }>({
-    name: 'skiplock_reclaim', text: reclaimSql,
+    name: 'skiplock_reclaim',
+    text: reclaimSql,
     params: [null, options.limit ?? 1000, 'lease expired before the job finished'],
   });
   return rows.map((row) => toJob(row.job));
@@ -54,7 +55,8 @@ export async function reapExpiredLeases(db: Queryable, options: ReclaimOptions =
 /** Hands back every job a worker holds, at once: for a worker that restarts after a crash. */
 export async function releaseWorker(db: Queryable, workerId: string, options: ReclaimOptions = {}): Promise<Job[]> {
   const rows = await db.query<{ job: Job }>({
-    name: 'skiplock_reclaim', text: reclaimSql,
+    name: 'skiplock_reclaim',
+    text: reclaimSql,
     params: [workerId, options.limit ?? 1000, 'worker released its leases'],
   });
   return rows.map((row) => toJob(row.job));

@@ -42,7 +42,8 @@ SELECT id, job FROM released`;
 
 async function runReleases(db: Queryable, leases: readonly Lease[], options: ReleaseOptions, withJobs: boolean) {
   return db.query<{ id: string; job: Job | null }>({
-    name: 'skiplock_release', text: releaseSql,
+    name: 'skiplock_release',
+    text: releaseSql,
     params: [
       JSON.stringify(leases.map(({ id, leaseToken }) => ({ id, leaseToken }))),
       options.delaySeconds ?? 0,

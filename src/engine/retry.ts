@@ -29,7 +29,8 @@ FROM target JOIN skiplock.jobs j ON j.id = target.id LEFT JOIN retried r ON r.id
 
 export async function retry(db: Queryable, id: string, scope: { tenant?: string } = {}): Promise<RetryResult | undefined> {
   const [row] = await db.query<RetryResult>({
-    name: 'skiplock_retry', text: retrySql,
+    name: 'skiplock_retry',
+    text: retrySql,
     params: [id, scope.tenant ?? null],
   });
   return row && { job: toJob(row.job), retried: row.retried };

@@ -41,7 +41,11 @@ WHERE (s.cron, s.timezone, s.queue, s.type, s.tenant, s.payload, s.options)
 
 export async function upsertSchedules(db: Queryable, schedules: readonly ScheduleInput[]): Promise<void> {
   if (schedules.length === 0) return;
-  await db.query({ name: 'skiplock_upsert_schedules', text: upsertSchedulesSql, params: [JSON.stringify(schedules)] });
+  await db.query({
+    name: 'skiplock_upsert_schedules',
+    text: upsertSchedulesSql,
+    params: [JSON.stringify(schedules)],
+  });
 }
 
 export interface DueSchedule {
@@ -68,7 +72,11 @@ LIMIT $1`;
 
 /** Enabled schedules whose next tick has come, oldest first. */
 export async function listDueSchedules(db: Queryable, options: { limit?: number } = {}): Promise<DueSchedule[]> {
-  return db.query<DueSchedule>({ name: 'skiplock_due_schedules', text: dueSchedulesSql, params: [options.limit ?? 100] });
+  return db.query<DueSchedule>({
+    name: 'skiplock_due_schedules',
+    text: dueSchedulesSql,
+    params: [options.limit ?? 100],
+  });
 }
 
 export interface ScheduleTick {
@@ -113,6 +121,10 @@ SELECT count(*)::integer AS enqueued FROM enqueued`;
 /** Returns how many jobs were enqueued: the ticks this caller won. */
 export async function advanceSchedules(db: Queryable, ticks: readonly ScheduleTick[]): Promise<number> {
   if (ticks.length === 0) return 0;
-  const [row] = await db.query<{ enqueued: number }>({ name: 'skiplock_advance_schedules', text: advanceSchedulesSql, params: [JSON.stringify(ticks)] });
+  const [row] = await db.query<{ enqueued: number }>({
+    name: 'skiplock_advance_schedules',
+    text: advanceSchedulesSql,
+    params: [JSON.stringify(ticks)],
+  });
   return row?.enqueued ?? 0;
 }

@@ -54,18 +54,30 @@ interface TenantRow {
 
 /** A tenant's effective settings (its own, or the defaults) and its running count. */
 export async function getTenant(db: Queryable, name: string): Promise<Tenant> {
-  const [row] = await db.query<TenantRow>({ name: 'skiplock_get_tenant', text: getTenantSql, params: [name] });
+  const [row] = await db.query<TenantRow>({
+    name: 'skiplock_get_tenant',
+    text: getTenantSql,
+    params: [name],
+  });
   return toTenant(row!);
 }
 
 export async function setTenant(db: Queryable, name: string, settings: TenantSettings): Promise<Tenant> {
-  await db.query({ name: 'skiplock_set_tenant', text: setTenantSql, params: [name, ...settingsParams(settings)] });
+  await db.query({
+    name: 'skiplock_set_tenant',
+    text: setTenantSql,
+    params: [name, ...settingsParams(settings)],
+  });
   return getTenant(db, name);
 }
 
 /** Settings for every tenant that has none of its own. */
 export async function setTenantDefaults(db: Queryable, settings: TenantSettings): Promise<void> {
-  await db.query({ name: 'skiplock_set_tenant_defaults', text: setTenantDefaultsSql, params: settingsParams(settings) });
+  await db.query({
+    name: 'skiplock_set_tenant_defaults',
+    text: setTenantDefaultsSql,
+    params: settingsParams(settings),
+  });
 }
 
 function settingsParams(settings: TenantSettings): unknown[] {

@@ -26,5 +26,9 @@ GROUP BY 1, 2
 ORDER BY 1, 2`;
 
 export async function throughputLastHour(db: Queryable, scope: TenantScope = {}): Promise<ThroughputRow[]> {
-  return db.query<ThroughputRow>({ name: 'skiplock_throughput', text: throughputSql, params: [scope.tenant ?? null] });
+  return db.query<ThroughputRow>({
+    name: 'skiplock_throughput',
+    text: throughputSql,
+    params: [scope.tenant ?? null],
+  });
 }
