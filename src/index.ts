@@ -3,5 +3,5 @@
  * runtime-neutral drivers. node-postgres lives at `skiplock/pg` so that a
  * Worker without Hyperdrive never bundles it.
  */
-export * from './engine';
-export * from './db';
+export * from './engine/index.js';
+export * from './db/index.js';

@@ -1,9 +1,9 @@
-import { createApp } from './http/app';
-import { httpDatabase, sessionDatabase } from './worker/database';
-import { fastPathDrain, scheduledDrain } from './worker/drain';
-import type { Env } from './worker/env';
+import { createApp } from './http/app.js';
+import { httpDatabase, sessionDatabase } from './worker/database.js';
+import { fastPathDrain, scheduledDrain } from './worker/drain.js';
+import type { Env } from './worker/env.js';
 
-export type { Env } from './worker/env';
+export type { Env } from './worker/env.js';
 
 /** Built once per isolate; each request brings its own env. */
 const app = createApp({

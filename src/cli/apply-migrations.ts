@@ -1,8 +1,8 @@
-import { pgDb } from '../db/pg';
-import { loadMigrations } from '../migrate/load';
-import { migrate, type MigrateResult } from '../migrate/runner';
-import { explainConnectionFailure } from './database-failure';
-import type { DatabaseTarget } from './database-url';
+import { pgDb } from '../db/pg.js';
+import { loadMigrations } from '../migrate/load.js';
+import { migrate, type MigrateResult } from '../migrate/runner.js';
+import { explainConnectionFailure } from './database-failure.js';
+import type { DatabaseTarget } from './database-url.js';
 
 /**
  * Applies the pending migrations through node-postgres. Failures come out as

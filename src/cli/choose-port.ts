@@ -1,5 +1,5 @@
-import { isPortFree } from '../local/ports';
-import type { PortSetting } from './start-config';
+import { isPortFree } from '../local/ports.js';
+import type { PortSetting } from './start-config.js';
 
 /** The port the setting asks for, which must be free, or else `pick()`'s choice. */
 export async function choosePort({ variable, requested }: PortSetting, pick: () => Promise<number>): Promise<number> {

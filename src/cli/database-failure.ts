@@ -1,4 +1,4 @@
-import type { DatabaseTarget } from './database-url';
+import type { DatabaseTarget } from './database-url.js';
 
 /**
  * Says in one line what to fix when connecting to `target` failed, or

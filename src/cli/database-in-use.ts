@@ -1,8 +1,8 @@
-import { startEmbeddedPostgres } from '../local/embedded-postgres';
-import { runningPostmasterPid } from '../local/postmaster-pid';
-import { waitUntilGone } from '../local/processes';
-import { parseDatabaseUrl, withoutPassword, type DatabaseTarget } from './database-url';
-import { shownPath } from './local-paths';
+import { startEmbeddedPostgres } from '../local/embedded-postgres.js';
+import { runningPostmasterPid } from '../local/postmaster-pid.js';
+import { waitUntilGone } from '../local/processes.js';
+import { parseDatabaseUrl, withoutPassword, type DatabaseTarget } from './database-url.js';
+import { shownPath } from './local-paths.js';
 
 /** The Postgres that `npm start` runs against. */
 export interface DatabaseInUse {

@@ -1,4 +1,4 @@
-import type { DrainSchedule } from '../local/scheduled-trigger';
+import type { DrainSchedule } from '../local/scheduled-trigger.js';
 
 /** The wrangler.toml cron triggers, on their own schedule or all of them every DRAIN_EVERY_SECONDS. */
 export function chooseDrainSchedule(crons: readonly string[], drainEverySeconds: number | undefined): DrainSchedule {

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { applyMigrations, describeMigrateResult } from './apply-migrations';
-import { parseDatabaseUrl, withoutPassword } from './database-url';
-import { runCli } from './run-cli';
+import { applyMigrations, describeMigrateResult } from './apply-migrations.js';
+import { parseDatabaseUrl, withoutPassword } from './database-url.js';
+import { runCli } from './run-cli.js';
 
 const USAGE =
   'usage: npm run migrate -- [--database-url postgres://...] [--migrations-dir DIR] (default: DATABASE_URL, ./migrations)';

@@ -1,4 +1,4 @@
-import { parseDatabaseUrl, type DatabaseTarget } from './database-url';
+import { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
 
 /** A port that an environment variable may fix; otherwise `npm start` picks one. */
 export interface PortSetting {

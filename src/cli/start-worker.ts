@@ -1,9 +1,9 @@
-import { waitForHealthy } from '../local/health';
-import { firstFreePort, isPortFree, LOOPBACK } from '../local/ports';
-import type { ProcessExit } from '../local/processes';
-import { startWranglerDev, type WranglerDev, type WranglerDevOptions } from '../local/wrangler-dev';
-import { choosePort } from './choose-port';
-import type { PortSetting } from './start-config';
+import { waitForHealthy } from '../local/health.js';
+import { firstFreePort, isPortFree, LOOPBACK } from '../local/ports.js';
+import type { ProcessExit } from '../local/processes.js';
+import { startWranglerDev, type WranglerDev, type WranglerDevOptions } from '../local/wrangler-dev.js';
+import { choosePort } from './choose-port.js';
+import type { PortSetting } from './start-config.js';
 
 export interface RunningWorker {
   wrangler: WranglerDev;

@@ -1,21 +1,21 @@
 import { mkdir } from 'node:fs/promises';
-import { writeDevVarsFile } from '../local/dev-vars-file';
-import { startNeonProxy } from '../local/neon-proxy';
-import { anyFreePort, LOOPBACK } from '../local/ports';
-import { startScheduledTrigger } from '../local/scheduled-trigger';
-import { readCronTriggers } from '../local/wrangler-config';
-import { savedAdminToken } from './admin-token';
-import { applyMigrations, describeMigrateResult } from './apply-migrations';
-import { banner } from './banner';
-import { choosePort } from './choose-port';
-import { externalDatabase, startEmbeddedDatabase, type DatabaseInUse } from './database-in-use';
-import { chooseDrainSchedule, describeDrainSchedule } from './drain-schedule';
-import { localPaths, projectRoot, shownPath } from './local-paths';
-import { runCli } from './run-cli';
-import { readStartConfig, type StartConfig } from './start-config';
-import { describeExit, startWorker } from './start-worker';
-import { StopList } from './stop-list';
-import { listenForStopSignals } from './stop-signals';
+import { writeDevVarsFile } from '../local/dev-vars-file.js';
+import { startNeonProxy } from '../local/neon-proxy/index.js';
+import { anyFreePort, LOOPBACK } from '../local/ports.js';
+import { startScheduledTrigger } from '../local/scheduled-trigger.js';
+import { readCronTriggers } from '../local/wrangler-config.js';
+import { savedAdminToken } from './admin-token.js';
+import { applyMigrations, describeMigrateResult } from './apply-migrations.js';
+import { banner } from './banner.js';
+import { choosePort } from './choose-port.js';
+import { externalDatabase, startEmbeddedDatabase, type DatabaseInUse } from './database-in-use.js';
+import { chooseDrainSchedule, describeDrainSchedule } from './drain-schedule.js';
+import { localPaths, projectRoot, shownPath } from './local-paths.js';
+import { runCli } from './run-cli.js';
+import { readStartConfig, type StartConfig } from './start-config.js';
+import { describeExit, startWorker } from './start-worker.js';
+import { StopList } from './stop-list.js';
+import { listenForStopSignals } from './stop-signals.js';
 
 /**
  * `npm start`: Postgres (DATABASE_URL's, or an embedded one), the local Neon

@@ -1,5 +1,5 @@
-export type { Db, Query, Queryable, Row, SessionDb } from './types';
-export { DatabaseError, toDatabaseError } from './errors';
-export { clientQueryable, poolDb, type PgLikeClient, type PgLikePool } from './pool';
-export { neonHttpDb } from './neon-http';
-export { neonPoolDb } from './neon-ws';
+export type { Db, Query, Queryable, Row, SessionDb } from './types.js';
+export { DatabaseError, toDatabaseError } from './errors.js';
+export { clientQueryable, poolDb, type PgLikeClient, type PgLikePool } from './pool.js';
+export { neonHttpDb } from './neon-http.js';
+export { neonPoolDb } from './neon-ws.js';

@@ -1,6 +1,6 @@
 import { neon } from '@neondatabase/serverless';
-import { translateErrors } from './errors';
-import type { Db, Query, Row } from './types';
+import { translateErrors } from './errors.js';
+import type { Db, Query, Row } from './types.js';
 
 /**
  * Neon over HTTP: one request per statement, and `transaction()` sends a batch

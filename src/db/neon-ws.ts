@@ -1,6 +1,6 @@
 import { Pool } from '@neondatabase/serverless';
-import { poolDb } from './pool';
-import type { SessionDb } from './types';
+import { poolDb } from './pool.js';
+import type { SessionDb } from './types.js';
 
 /**
  * Neon over WebSocket: interactive transactions. On Workers a pool must be

@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { poolDb } from './pool';
-import type { SessionDb } from './types';
+import { poolDb } from './pool.js';
+import type { SessionDb } from './types.js';
 
 export interface PgDbOptions {
   /** Connections the pool may open. On Workers through Hyperdrive keep it below 6. */

@@ -1,5 +1,5 @@
-import { translateErrors } from './errors';
-import type { Query, Queryable, Row, SessionDb } from './types';
+import { translateErrors } from './errors.js';
+import type { Query, Queryable, Row, SessionDb } from './types.js';
 
 /** A statement as node-postgres and Neon's WebSocket driver take it. */
 export interface PgLikeQueryConfig {

@@ -1,8 +1,8 @@
-import type { Queryable } from '../db/types';
-import { StaleLeaseError } from '../engine/errors';
-import { extendLease } from '../engine/extend-lease';
-import type { ClaimedJob, Json } from '../engine/types';
-import { AttemptInterrupted } from './job-errors';
+import type { Queryable } from '../db/types.js';
+import { StaleLeaseError } from '../engine/errors.js';
+import { extendLease } from '../engine/extend-lease.js';
+import type { ClaimedJob, Json } from '../engine/types.js';
+import { AttemptInterrupted } from './job-errors.js';
 
 /** Heartbeats come at a third of the lease, so two can fail before it runs out... */
 const HEARTBEATS_PER_LEASE = 3;

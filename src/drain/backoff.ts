@@ -1,4 +1,4 @@
-import type { Backoff } from './define-job';
+import type { Backoff } from './define-job.js';
 
 /**
  * Seconds to wait before retrying after `attempt` failed: full jitter, a

@@ -1,4 +1,4 @@
-import { AttemptInterrupted } from './job-errors';
+import { AttemptInterrupted } from './job-errors.js';
 
 /** Claiming stops this share of the budget before its end... */
 const CLAIM_MARGIN_SHARE = 0.2;

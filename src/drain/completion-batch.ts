@@ -1,8 +1,8 @@
-import type { Queryable } from '../db/types';
-import { completeMany, type Completion } from '../engine/complete';
-import type { JobCounts } from './job-counts';
-import { errorFields, type Logger } from './logger';
-import { sleep } from './sleep';
+import type { Queryable } from '../db/types.js';
+import { completeMany, type Completion } from '../engine/complete.js';
+import type { JobCounts } from './job-counts.js';
+import { errorFields, type Logger } from './logger.js';
+import { sleep } from './sleep.js';
 
 /** After a failed completion, the batch is sent again this much later. */
 const RETRY_AFTER_MS = 1_000;

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import type { ClaimedJob, Json } from '../engine/types';
-import { InvalidPayload } from './job-errors';
-import type { Logger } from './logger';
+import type { ClaimedJob, Json } from '../engine/types.js';
+import { InvalidPayload } from './job-errors.js';
+import type { Logger } from './logger.js';
 
 /** Retry delays: full jitter over min(maxSeconds, baseSeconds * 2^(attempt-1)). */
 export interface Backoff {

@@ -1,11 +1,11 @@
-import type { Queryable } from '../db/types';
-import { DrainBudget } from './budget';
-import { DEFAULT_RETENTION_SECONDS, NO_HOUSEKEEPING, runHousekeeping, type HousekeepingCounts } from './housekeeping';
-import type { JobCounts } from './job-counts';
-import { runJobs } from './job-loop';
-import { jsonConsoleLogger, type Logger } from './logger';
-import { syncPeriodicJobs } from './periodic';
-import type { JobRegistry } from './registry';
+import type { Queryable } from '../db/types.js';
+import { DrainBudget } from './budget.js';
+import { DEFAULT_RETENTION_SECONDS, NO_HOUSEKEEPING, runHousekeeping, type HousekeepingCounts } from './housekeeping.js';
+import type { JobCounts } from './job-counts.js';
+import { runJobs } from './job-loop.js';
+import { jsonConsoleLogger, type Logger } from './logger.js';
+import { syncPeriodicJobs } from './periodic.js';
+import type { JobRegistry } from './registry.js';
 
 export interface DrainOptions {
   /**

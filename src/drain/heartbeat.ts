@@ -1,6 +1,6 @@
-import { StaleLeaseError } from '../engine/errors';
-import type { AttemptLease } from './attempt-lease';
-import { errorFields, type Logger } from './logger';
+import { StaleLeaseError } from '../engine/errors.js';
+import type { AttemptLease } from './attempt-lease.js';
+import { errorFields, type Logger } from './logger.js';
 
 /**
  * Extends an attempt's lease every third of its length until stopped (a

@@ -1,9 +1,9 @@
-import type { Queryable } from '../db/types';
-import { pruneFinishedJobs } from '../engine/prune';
-import type { DrainBudget } from './budget';
-import type { Logger } from './logger';
-import { runMaintenance, type MaintenanceCounts } from './maintenance';
-import { enqueueDuePeriodicJobs } from './periodic';
+import type { Queryable } from '../db/types.js';
+import { pruneFinishedJobs } from '../engine/prune.js';
+import type { DrainBudget } from './budget.js';
+import type { Logger } from './logger.js';
+import { runMaintenance, type MaintenanceCounts } from './maintenance.js';
+import { enqueueDuePeriodicJobs } from './periodic.js';
 
 /** Seven days. */
 export const DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600;

@@ -1,16 +1,16 @@
-import type { Queryable } from '../db/types';
-import { claimBatch, MAX_CLAIM } from '../engine/claim-batch';
-import { releaseMany } from '../engine/release';
-import type { ClaimedJob } from '../engine/types';
-import type { DrainBudget } from './budget';
-import { CompletionBatch } from './completion-batch';
-import { noJobCounts, type JobCounts } from './job-counts';
-import { errorFields, withFields, type Logger } from './logger';
-import { recordOutcome } from './record-outcome';
-import type { JobRegistry } from './registry';
-import { runAttempt } from './run-attempt';
-import { sleep } from './sleep';
-import { WakeUp } from './wake-up';
+import type { Queryable } from '../db/types.js';
+import { claimBatch, MAX_CLAIM } from '../engine/claim-batch.js';
+import { releaseMany } from '../engine/release.js';
+import type { ClaimedJob } from '../engine/types.js';
+import type { DrainBudget } from './budget.js';
+import { CompletionBatch } from './completion-batch.js';
+import { noJobCounts, type JobCounts } from './job-counts.js';
+import { errorFields, withFields, type Logger } from './logger.js';
+import { recordOutcome } from './record-outcome.js';
+import type { JobRegistry } from './registry.js';
+import { runAttempt } from './run-attempt.js';
+import { sleep } from './sleep.js';
+import { WakeUp } from './wake-up.js';
 
 /**
  * An empty claim right after one that found jobs is tried again after this

@@ -1,4 +1,4 @@
-import type { Json } from '../engine/types';
+import type { Json } from '../engine/types.js';
 
 /** A result is stored on the job row, which every claim scans past: keep it small. */
 export const MAX_RESULT_BYTES = 64 * 1024;

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/types';
-import { expireJobs, reapExpiredLeases, refreshStatistics, releaseLapsedDedupKeys } from '../engine';
+import type { Queryable } from '../db/types.js';
+import { expireJobs, reapExpiredLeases, refreshStatistics, releaseLapsedDedupKeys } from '../engine/index.js';
 
 export interface MaintenanceCounts {
   /** Running jobs whose lease ran out, handed back to the queue (or failed). */

@@ -1,8 +1,8 @@
 import { Cron } from 'croner';
-import type { Queryable } from '../db/types';
-import { advanceSchedules, listDueSchedules, upsertSchedules, type ScheduleTick } from '../engine/schedules';
-import type { Json } from '../engine/types';
-import { errorFields, type Logger } from './logger';
+import type { Queryable } from '../db/types.js';
+import { advanceSchedules, listDueSchedules, upsertSchedules, type ScheduleTick } from '../engine/schedules.js';
+import type { Json } from '../engine/types.js';
+import { errorFields, type Logger } from './logger.js';
 
 /** A job enqueued on a cron schedule. */
 export interface PeriodicJob {

@@ -1,10 +1,10 @@
-import type { Queryable } from '../db/types';
-import { StaleLeaseError } from '../engine/errors';
-import { fail } from '../engine/fail';
-import { release } from '../engine/release';
-import type { ClaimedJob } from '../engine/types';
-import type { JobCounts } from './job-counts';
-import type { AttemptOutcome } from './run-attempt';
+import type { Queryable } from '../db/types.js';
+import { StaleLeaseError } from '../engine/errors.js';
+import { fail } from '../engine/fail.js';
+import { release } from '../engine/release.js';
+import type { ClaimedJob } from '../engine/types.js';
+import type { JobCounts } from './job-counts.js';
+import type { AttemptOutcome } from './run-attempt.js';
 
 /**
  * Writes an attempt's outcome other than success (successes are completed in

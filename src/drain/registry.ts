@@ -1,5 +1,5 @@
-import type { JobDefinition } from './define-job';
-import type { PeriodicJob } from './periodic';
+import type { JobDefinition } from './define-job.js';
+import type { PeriodicJob } from './periodic.js';
 
 /**
  * The job types one drain or worker can run, and the periodic jobs it keeps

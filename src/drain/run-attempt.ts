@@ -1,13 +1,13 @@
-import type { Queryable } from '../db/types';
-import type { ClaimedJob, Json } from '../engine/types';
-import { AttemptLease } from './attempt-lease';
-import { retryDelaySeconds } from './backoff';
-import type { DrainBudget } from './budget';
-import type { JobContext, JobDefinition } from './define-job';
-import { Heartbeat } from './heartbeat';
-import { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter } from './job-errors';
-import { toJobResult } from './job-result';
-import type { Logger } from './logger';
+import type { Queryable } from '../db/types.js';
+import type { ClaimedJob, Json } from '../engine/types.js';
+import { AttemptLease } from './attempt-lease.js';
+import { retryDelaySeconds } from './backoff.js';
+import type { DrainBudget } from './budget.js';
+import type { JobContext, JobDefinition } from './define-job.js';
+import { Heartbeat } from './heartbeat.js';
+import { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter } from './job-errors.js';
+import { toJobResult } from './job-result.js';
+import type { Logger } from './logger.js';
 
 /** How an attempt ended, and so what the drain writes. */
 export type AttemptOutcome =

@@ -1,6 +1,6 @@
-import type { BuiltInJobSettings } from './handlers/built-in';
-import { parseAllowedHosts } from './handlers/http-destination';
-import { DEFAULT_RETENTION_SECONDS } from './housekeeping';
+import type { BuiltInJobSettings } from './handlers/built-in.js';
+import { parseAllowedHosts } from './handlers/http-destination.js';
+import { DEFAULT_RETENTION_SECONDS } from './housekeeping.js';
 
 /**
  * The variables the drain reads, whether from a Worker's env or a Node

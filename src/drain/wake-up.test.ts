@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WakeUp } from './wake-up';
+import { WakeUp } from './wake-up.js';
 
 /** Whether `promise` has settled by the time the queued microtasks ran. */
 async function settled(promise: Promise<unknown>): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/types';
+import type { Queryable } from '../db/types.js';
 
 /** What a key may do; the same list as the api_keys_scopes_known constraint. */
 export const API_KEY_SCOPES = ['admin', 'enqueue', 'read', 'worker'] as const;

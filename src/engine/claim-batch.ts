@@ -1,7 +1,7 @@
-import type { Queryable } from '../db/types';
-import { InvalidInputError } from './errors';
-import { toJob } from './job-json';
-import type { ClaimedJob, Job } from './types';
+import type { Queryable } from '../db/types.js';
+import { InvalidInputError } from './errors.js';
+import { toJob } from './job-json.js';
+import type { ClaimedJob, Job } from './types.js';
 
 export interface ClaimOptions {
   /** At most this many jobs; the statement can never return more. */

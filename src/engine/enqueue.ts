@@ -1,7 +1,7 @@
-import type { Query, Queryable } from '../db/types';
-import { InvalidInputError } from './errors';
-import { toJob } from './job-json';
-import type { Job, Json } from './types';
+import type { Query, Queryable } from '../db/types.js';
+import { InvalidInputError } from './errors.js';
+import { toJob } from './job-json.js';
+import type { Job, Json } from './types.js';
 
 export interface EnqueueInput {
   queue: string;

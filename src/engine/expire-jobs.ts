@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/types';
+import type { Queryable } from '../db/types.js';
 
 /** Waiting jobs past their expires_at never run: they become expired. Bounded and SKIP LOCKED. */
 const expireJobsSql = /* sql */ `

@@ -1,6 +1,6 @@
-import type { Queryable } from '../db/types';
-import { StaleLeaseError } from './errors';
-import type { Json, Lease } from './types';
+import type { Queryable } from '../db/types.js';
+import { StaleLeaseError } from './errors.js';
+import type { Json, Lease } from './types.js';
 
 export interface ExtendLeaseOptions {
   /** New lease length from now; the job's own leaseSeconds when left out. */

@@ -1,7 +1,7 @@
-import type { Queryable } from '../db/types';
-import { StaleLeaseError } from './errors';
-import { toJob } from './job-json';
-import type { Job, Json, Lease } from './types';
+import type { Queryable } from '../db/types.js';
+import { StaleLeaseError } from './errors.js';
+import { toJob } from './job-json.js';
+import type { Job, Json, Lease } from './types.js';
 
 export interface Failure extends Lease {
   /** What went wrong; stored as the job's lastError. */

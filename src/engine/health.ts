@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/types';
-import type { TenantScope } from './read-jobs';
+import type { Queryable } from '../db/types.js';
+import type { TenantScope } from './read-jobs.js';
 
 /** How far back `expiredLeasesReaped` counts. */
 export const REAPED_WINDOW_SECONDS = 3600;

@@ -3,18 +3,18 @@
  * / `Db` interface of src/db, so it runs the same over Neon HTTP, Neon
  * WebSocket, node-postgres, Hyperdrive, or a caller's own transaction.
  */
-export * from './types';
-export * from './errors';
-export { enqueue, enqueueBatch, enqueueQuery, MAX_BATCH, type EnqueueInput, type EnqueueResult } from './enqueue';
-export { claimBatch, MAX_CLAIM, type ClaimOptions } from './claim-batch';
-export { extendLease, type ExtendLeaseOptions, type ExtendedLease } from './extend-lease';
-export { complete, completeMany, type Completion, type CompleteManyResult } from './complete';
-export { fail, type Failure } from './fail';
-export { release, releaseMany, type ReleaseManyResult, type ReleaseOptions } from './release';
-export { reapExpiredLeases, releaseWorker, type ReclaimOptions } from './reclaim';
-export { expireJobs, releaseLapsedDedupKeys } from './expire-jobs';
-export { cancel, type CancelOutcome, type CancelResult } from './cancel';
-export { retry, type RetryResult } from './retry';
+export * from './types.js';
+export * from './errors.js';
+export { enqueue, enqueueBatch, enqueueQuery, MAX_BATCH, type EnqueueInput, type EnqueueResult } from './enqueue.js';
+export { claimBatch, MAX_CLAIM, type ClaimOptions } from './claim-batch.js';
+export { extendLease, type ExtendLeaseOptions, type ExtendedLease } from './extend-lease.js';
+export { complete, completeMany, type Completion, type CompleteManyResult } from './complete.js';
+export { fail, type Failure } from './fail.js';
+export { release, releaseMany, type ReleaseManyResult, type ReleaseOptions } from './release.js';
+export { reapExpiredLeases, releaseWorker, type ReclaimOptions } from './reclaim.js';
+export { expireJobs, releaseLapsedDedupKeys } from './expire-jobs.js';
+export { cancel, type CancelOutcome, type CancelResult } from './cancel.js';
+export { retry, type RetryResult } from './retry.js';
 export {
   getJob,
   getJobEvents,
@@ -23,10 +23,10 @@ export {
   type JobPage,
   type ListJobsOptions,
   type TenantScope,
-} from './read-jobs';
-export { queueStats, type QueueStatsRow } from './stats';
-export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health';
-export { throughputLastHour, type ThroughputRow } from './throughput';
-export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants';
-export { pruneFinishedJobs, type PruneOptions } from './prune';
-export { refreshStatistics } from './refresh-statistics';
+} from './read-jobs.js';
+export { queueStats, type QueueStatsRow } from './stats.js';
+export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health.js';
+export { throughputLastHour, type ThroughputRow } from './throughput.js';
+export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';
+export { pruneFinishedJobs, type PruneOptions } from './prune.js';
+export { refreshStatistics } from './refresh-statistics.js';

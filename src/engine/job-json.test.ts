@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { utcIso } from './job-json';
+import { utcIso } from './job-json.js';
 
 describe('utcIso', () => {
   it.each([

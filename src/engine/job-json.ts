@@ -1,4 +1,4 @@
-import type { Job } from './types';
+import type { Job } from './types.js';
 
 /** The fields of `skiplock.job_json()` that hold a timestamp. */
 const TIMESTAMP_FIELDS = [

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/types';
+import type { Queryable } from '../db/types.js';
 
 /**
  * Deletes finished jobs older than the retention, and their events, in one

@@ -1,7 +1,7 @@
-import type { Queryable } from '../db/types';
-import { InvalidInputError } from './errors';
-import { toJob } from './job-json';
-import type { Job, JobEvent, JobStatus } from './types';
+import type { Queryable } from '../db/types.js';
+import { InvalidInputError } from './errors.js';
+import { toJob } from './job-json.js';
+import type { Job, JobEvent, JobStatus } from './types.js';
 
 /** Tenant scope of a read: a tenant-bound caller sees only its tenant's jobs. */
 export interface TenantScope {

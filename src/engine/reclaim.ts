@@ -1,6 +1,6 @@
-import type { Queryable } from '../db/types';
-import { toJob } from './job-json';
-import type { Job } from './types';
+import type { Queryable } from '../db/types.js';
+import { toJob } from './job-json.js';
+import type { Job } from './types.js';
 
 /**
  * Takes running jobs back from workers that are gone: either every job whose

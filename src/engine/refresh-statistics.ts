@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/types';
+import type { Queryable } from '../db/types.js';
 
 /** Analyzes skiplock.jobs when its statistics are missing or stale (see migration 0006). */
 const refreshStatisticsSql = /* sql */ `SELECT skiplock.refresh_statistics() AS refreshed`;

@@ -1,7 +1,7 @@
-import type { Queryable } from '../db/types';
-import { StaleLeaseError } from './errors';
-import { toJob } from './job-json';
-import type { Job, Lease } from './types';
+import type { Queryable } from '../db/types.js';
+import { StaleLeaseError } from './errors.js';
+import { toJob } from './job-json.js';
+import type { Job, Lease } from './types.js';
 
 export interface ReleaseOptions {
   /** Back in the queue after this delay; at once when left out. */

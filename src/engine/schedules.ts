@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/types';
-import type { Json } from './types';
+import type { Queryable } from '../db/types.js';
+import type { Json } from './types.js';
 
 /** A periodic job as stored in skiplock.schedules. */
 export interface ScheduleInput {

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/types';
-import type { JobStatus } from './types';
+import type { Queryable } from '../db/types.js';
+import type { JobStatus } from './types.js';
 
 export interface QueueStatsRow {
   queue: string;

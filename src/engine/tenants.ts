@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/types';
+import type { Queryable } from '../db/types.js';
 
 export interface RateLimit {
   /** Jobs that may start per window... */

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/types';
-import type { TenantScope } from './read-jobs';
+import type { Queryable } from '../db/types.js';
+import type { TenantScope } from './read-jobs.js';
 
 /** Jobs of one queue that finished in one minute. */
 export interface ThroughputRow {

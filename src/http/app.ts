@@ -2,25 +2,25 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { requestId } from 'hono/request-id';
-import type { AppDeps, AppEnv } from './context';
-import { limitBodySize } from './limits';
-import { logError, requestLog } from './logging';
-import { problemFor } from './error-mapping';
-import { notFound, Problem, renderProblem } from './problem';
-import { apiKeyRoutes } from './routes/api-keys';
-import { enqueueRoutes } from './routes/enqueue';
-import { healthRoutes } from './routes/health';
-import { jobEventRoutes } from './routes/job-events';
-import { jobHistoryRoutes } from './routes/job-history';
-import { jobRoutes } from './routes/jobs';
-import { pullRoutes } from './routes/pull';
-import { queueRoutes } from './routes/queues';
-import { tenantRoutes } from './routes/tenants';
-import { throughputRoutes } from './routes/throughput';
-import { router } from './validation';
-import { uiRoutes } from '../ui';
+import type { AppDeps, AppEnv } from './context.js';
+import { limitBodySize } from './limits.js';
+import { logError, requestLog } from './logging.js';
+import { problemFor } from './error-mapping.js';
+import { notFound, Problem, renderProblem } from './problem.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { enqueueRoutes } from './routes/enqueue.js';
+import { healthRoutes } from './routes/health.js';
+import { jobEventRoutes } from './routes/job-events.js';
+import { jobHistoryRoutes } from './routes/job-history.js';
+import { jobRoutes } from './routes/jobs.js';
+import { pullRoutes } from './routes/pull.js';
+import { queueRoutes } from './routes/queues.js';
+import { tenantRoutes } from './routes/tenants.js';
+import { throughputRoutes } from './routes/throughput.js';
+import { router } from './validation.js';
+import { uiRoutes } from '../ui/index.js';
 
-export type { AppDeps } from './context';
+export type { AppDeps } from './context.js';
 
 /** The comma-separated CORS_ORIGINS. */
 function allowedOrigins(configured: string | undefined): string[] {

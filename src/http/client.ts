@@ -1,5 +1,5 @@
 import { hc } from 'hono/client';
-import type { AppType } from './app';
+import type { AppType } from './app.js';
 
 /**
  * A typed client of the skiplock HTTP API: Hono's RPC client over the app's

@@ -1,6 +1,6 @@
-import type { Db, SessionDb } from '../db/types';
-import type { Env } from '../worker/env';
-import type { Principal } from './auth/principal';
+import type { Db, SessionDb } from '../db/types.js';
+import type { Env } from '../worker/env.js';
+import type { Principal } from './auth/principal.js';
 
 /**
  * What the app needs from its host, per request: Workers forbid sharing I/O

@@ -1,12 +1,12 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { enqueueBatch, type EnqueueInput, type EnqueueResult } from '../engine';
-import type { KeyHolder } from './auth/principal';
-import type { AppDeps, AppEnv } from './context';
-import { conflict, forbidden, validationProblem } from './problem';
-import { IDEMPOTENCY_DEDUP_PREFIX, type EnqueueBody } from './schemas/enqueue';
-import type { EnqueuedJobSchema } from './schemas/job';
-import { statusUrlMaker } from './status-url';
+import { enqueueBatch, type EnqueueInput, type EnqueueResult } from '../engine/index.js';
+import type { KeyHolder } from './auth/principal.js';
+import type { AppDeps, AppEnv } from './context.js';
+import { conflict, forbidden, validationProblem } from './problem.js';
+import { IDEMPOTENCY_DEDUP_PREFIX, type EnqueueBody } from './schemas/enqueue.js';
+import type { EnqueuedJobSchema } from './schemas/job.js';
+import { statusUrlMaker } from './status-url.js';
 
 export type EnqueuedJob = z.output<typeof EnqueuedJobSchema>;
 

@@ -1,7 +1,7 @@
 import { HTTPException } from 'hono/http-exception';
-import { DatabaseError } from '../db/errors';
-import { InvalidInputError, StaleLeaseError } from '../engine/errors';
-import { conflict, Problem, validationProblem } from './problem';
+import { DatabaseError } from '../db/errors.js';
+import { InvalidInputError, StaleLeaseError } from '../engine/errors.js';
+import { conflict, Problem, validationProblem } from './problem.js';
 
 /** Seconds a client should wait before retrying when the database is unreachable. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;

@@ -1,5 +1,5 @@
-import type { Job } from '../engine';
-import { sha256Hex } from './auth/crypto';
+import type { Job } from '../engine/index.js';
+import { sha256Hex } from './auth/crypto.js';
 
 /** A job as one read saw it, with the ETag of that representation. */
 export interface JobVersion {

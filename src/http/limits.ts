@@ -1,8 +1,8 @@
 import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono';
-import { MAX_BATCH, MAX_PAGE } from '../engine';
-import type { AppEnv } from './context';
-import { Problem } from './problem';
+import { MAX_BATCH, MAX_PAGE } from '../engine/index.js';
+import type { AppEnv } from './context.js';
+import { Problem } from './problem.js';
 
 /** The limits of the HTTP API; each is checked before the database is asked. */
 export const LIMITS = {

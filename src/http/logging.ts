@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
-import type { Principal } from './auth/principal';
-import type { AppEnv } from './context';
+import type { Principal } from './auth/principal.js';
+import type { AppEnv } from './context.js';
 
 /** One JSON object per line: what Workers Logs and `wrangler tail` index by field. */
 function writeLine(level: 'info' | 'error', fields: Record<string, unknown>): void {

@@ -1,8 +1,8 @@
 import { createRoute, type RouteConfig, type z } from '@hono/zod-openapi';
-import { access, type AccessRule } from './auth/access';
-import type { AppDeps } from './context';
-import { PROBLEM_CONTENT_TYPE } from './problem';
-import { ProblemSchema } from './schemas/problem';
+import { access, type AccessRule } from './auth/access.js';
+import type { AppDeps } from './context.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { ProblemSchema } from './schemas/problem.js';
 
 /** A JSON response of the OpenAPI document. */
 export function jsonResponse<T extends z.ZodType>(schema: T, description: string) {

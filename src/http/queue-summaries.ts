@@ -1,4 +1,4 @@
-import type { JobStatus, QueueStatsRow } from '../engine';
+import type { JobStatus, QueueStatsRow } from '../engine/index.js';
 
 export interface QueueSummary {
   queue: string;

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
-import { STATUS_TOKEN_TTL_SECONDS, statusTokenSecret, statusTokenSigner } from './auth/status-token';
-import type { AppEnv } from './context';
+import { STATUS_TOKEN_TTL_SECONDS, statusTokenSecret, statusTokenSigner } from './auth/status-token.js';
+import type { AppEnv } from './context.js';
 
 /** Makes the `statusUrl` of enqueued jobs; null for each when the Worker has no status-token secret. */
 export type StatusUrlMaker = (jobId: string) => Promise<string | null>;

@@ -1,8 +1,8 @@
 import { OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { ValidationTargets } from 'hono';
-import type { AppEnv } from './context';
-import { Problem, validationProblem, type FieldError } from './problem';
-import { isTooLargeIssue } from './schemas/common';
+import type { AppEnv } from './context.js';
+import { Problem, validationProblem, type FieldError } from './problem.js';
+import { isTooLargeIssue } from './schemas/common.js';
 
 /** What a path-less issue is about: the whole body, query string, path or headers. */
 const TARGET_NAMES: Partial<Record<keyof ValidationTargets, string>> = {

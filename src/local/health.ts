@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fetchFailureReason } from './fetch-failure';
+import { fetchFailureReason } from './fetch-failure.js';
 
 export interface WaitForHealthyOptions {
   timeoutMs: number;

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isRunning } from './processes';
+import { isRunning } from './processes.js';
 
 /**
  * The pid of the Postgres server running on a data folder, read from the lock

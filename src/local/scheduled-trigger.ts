@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { fetchFailureReason } from './fetch-failure';
+import { fetchFailureReason } from './fetch-failure.js';
 
 /** When to fire the Worker's `scheduled()` handler. */
 export interface DrainSchedule {

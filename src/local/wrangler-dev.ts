@@ -1,7 +1,7 @@
 import { open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LOOPBACK } from './ports';
-import { spawnProcessGroup, type ProcessGroup } from './processes';
+import { LOOPBACK } from './ports.js';
+import { spawnProcessGroup, type ProcessGroup } from './processes.js';
 
 export interface WranglerDevOptions {
   /** The folder with wrangler.toml and node_modules. */

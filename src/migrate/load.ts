@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MigrationError, type Migration } from './runner';
+import { MigrationError, type Migration } from './runner.js';
 
 /** The repository's `migrations/` folder, wherever the process was started. */
 export const defaultMigrationsDir = resolve(fileURLToPath(import.meta.url), '../../../migrations');

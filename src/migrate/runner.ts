@@ -1,4 +1,4 @@
-import type { Queryable, SessionDb } from '../db/types';
+import type { Queryable, SessionDb } from '../db/types.js';
 
 export interface Migration {
   /** File name, e.g. `0001_jobs.sql`; the order of application is the order of names. */

@@ -1,6 +1,6 @@
-import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/settings';
-import { MAX_CLAIM } from '../engine/claim-batch';
-import type { WorkerOptions } from './start-worker';
+import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/settings.js';
+import { MAX_CLAIM } from '../engine/claim-batch.js';
+import type { WorkerOptions } from './start-worker.js';
 
 /** What `npm run work` reads from its environment. */
 export interface WorkerVariables extends DrainVariables {

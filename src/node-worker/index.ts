@@ -3,5 +3,5 @@
  * `pg` driver. A subpath of its own because it pulls in `pg` and `node:os`,
  * which a Worker bundle must never see.
  */
-export { startWorker, type RunningWorker, type WorkerOptions } from './start-worker';
-export { readWorkerConfig, type WorkerConfig, type WorkerVariables } from './config';
+export { startWorker, type RunningWorker, type WorkerOptions } from './start-worker.js';
+export { readWorkerConfig, type WorkerConfig, type WorkerVariables } from './config.js';

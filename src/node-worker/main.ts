@@ -1,7 +1,7 @@
-import { builtInJobs } from '../drain/handlers/built-in';
-import { errorFields, jsonConsoleLogger as logger } from '../drain/logger';
-import { readWorkerConfig } from './config';
-import { startWorker } from './start-worker';
+import { builtInJobs } from '../drain/handlers/built-in.js';
+import { errorFields, jsonConsoleLogger as logger } from '../drain/logger.js';
+import { readWorkerConfig } from './config.js';
+import { startWorker } from './start-worker.js';
 
 /**
  * `npm run work`: a Node worker that runs the built-in jobs (and, with

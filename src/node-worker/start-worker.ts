@@ -1,16 +1,16 @@
 import { hostname } from 'node:os';
-import { pgDb } from '../db/pg';
-import type { Queryable } from '../db/types';
-import { releaseWorker } from '../engine/reclaim';
-import { DrainBudget } from '../drain/budget';
-import type { JobDefinition } from '../drain/define-job';
-import { DEFAULT_RETENTION_SECONDS, runHousekeeping } from '../drain/housekeeping';
-import { runJobs } from '../drain/job-loop';
-import { errorFields, jsonConsoleLogger, type Logger } from '../drain/logger';
-import { syncPeriodicJobs, type PeriodicJob } from '../drain/periodic';
-import { createRegistry } from '../drain/registry';
-import { sleep } from '../drain/sleep';
-import { JobWakeups } from './wakeups';
+import { pgDb } from '../db/pg.js';
+import type { Queryable } from '../db/types.js';
+import { releaseWorker } from '../engine/reclaim.js';
+import { DrainBudget } from '../drain/budget.js';
+import type { JobDefinition } from '../drain/define-job.js';
+import { DEFAULT_RETENTION_SECONDS, runHousekeeping } from '../drain/housekeeping.js';
+import { runJobs } from '../drain/job-loop.js';
+import { errorFields, jsonConsoleLogger, type Logger } from '../drain/logger.js';
+import { syncPeriodicJobs, type PeriodicJob } from '../drain/periodic.js';
+import { createRegistry } from '../drain/registry.js';
+import { sleep } from '../drain/sleep.js';
+import { JobWakeups } from './wakeups.js';
 
 export interface WorkerOptions {
   databaseUrl: string;

@@ -1,9 +1,9 @@
 import { Hono } from 'hono';
-import type { AppDeps } from '../http/context';
-import { DashboardPage } from './dashboard/page';
-import { cspNonce, dashboardHeaders, statusPageHeaders } from './page-headers';
-import { statusPage } from './status/route';
-import type { UiEnv } from './ui-env';
+import type { AppDeps } from '../http/context.js';
+import { DashboardPage } from './dashboard/page.js';
+import { cspNonce, dashboardHeaders, statusPageHeaders } from './page-headers.js';
+import { statusPage } from './status/route.js';
+import type { UiEnv } from './ui-env.js';
 
 /**
  * The HTML pages, served by the same Worker as the API: the dashboard at

@@ -1,4 +1,4 @@
-import type { JobStatus } from '../engine';
+import type { JobStatus } from '../engine/index.js';
 
 /** How a status reads on the pages; the pages' scripts get the same words (client/shared.ts). */
 export const STATUS_LABELS: Record<JobStatus, string> = {

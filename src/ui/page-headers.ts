@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { NONCE, secureHeaders } from 'hono/secure-headers';
-import type { UiEnv } from './ui-env';
+import type { UiEnv } from './ui-env.js';
 
 interface Framing {
   /** The CSP frame-ancestors sources: who may put the page in a frame. */

@@ -1,5 +1,5 @@
 import type { SecureHeadersVariables } from 'hono/secure-headers';
-import type { AppEnv } from '../http/context';
+import type { AppEnv } from '../http/context.js';
 
 /** The app's environment, plus the CSP nonce that the page headers make per request. */
 export interface UiEnv {

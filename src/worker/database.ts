@@ -1,9 +1,9 @@
 import { neonConfig } from '@neondatabase/serverless';
-import { neonHttpDb } from '../db/neon-http';
-import { neonPoolDb } from '../db/neon-ws';
-import type { Db, SessionDb } from '../db/types';
-import { applyLocalNeonConfig } from '../local/neon-config';
-import type { Env } from './env';
+import { neonHttpDb } from '../db/neon-http.js';
+import { neonPoolDb } from '../db/neon-ws.js';
+import type { Db, SessionDb } from '../db/types.js';
+import { applyLocalNeonConfig } from '../local/neon-config.js';
+import type { Env } from './env.js';
 
 function configureDriver(env: Env): void {
   if (env.LOCAL_NEON_PROXY) applyLocalNeonConfig(neonConfig, env.LOCAL_NEON_PROXY);

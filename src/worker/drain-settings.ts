@@ -1,6 +1,6 @@
-import { DEFAULT_DRAIN_BUDGET_SECONDS, DEFAULT_DRAIN_CONCURRENCY } from '../drain/drain-once';
-import { readJobSettings, readNumber, readSwitch, type JobSettings } from '../drain/settings';
-import type { Env } from './env';
+import { DEFAULT_DRAIN_BUDGET_SECONDS, DEFAULT_DRAIN_CONCURRENCY } from '../drain/drain-once.js';
+import { readJobSettings, readNumber, readSwitch, type JobSettings } from '../drain/settings.js';
+import type { Env } from './env.js';
 
 /** Cron drains: at most the 15 minutes of wall time a Cron Trigger gets. */
 const MAX_DRAIN_BUDGET_SECONDS = 900;

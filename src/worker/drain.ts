@@ -1,10 +1,10 @@
-import { drainOnce, type DrainCounts } from '../drain/drain-once';
-import { builtInJobs } from '../drain/handlers/built-in';
-import { errorFields, jsonConsoleLogger } from '../drain/logger';
-import { createRegistry, type JobRegistry } from '../drain/registry';
-import { httpDatabase } from './database';
-import { readWorkerDrainSettings, type WorkerDrainSettings } from './drain-settings';
-import type { Env } from './env';
+import { drainOnce, type DrainCounts } from '../drain/drain-once.js';
+import { builtInJobs } from '../drain/handlers/built-in.js';
+import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
+import { createRegistry, type JobRegistry } from '../drain/registry.js';
+import { httpDatabase } from './database.js';
+import { readWorkerDrainSettings, type WorkerDrainSettings } from './drain-settings.js';
+import type { Env } from './env.js';
 
 /**
  * The job types this Worker runs: the built-in ones (plus the demo jobs in

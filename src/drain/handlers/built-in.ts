@@ -1,6 +1,6 @@
-import type { JobDefinition } from '../define-job';
-import { demoJobs } from './demo';
-import { httpJob, type HttpJobSettings } from './http';
+import type { JobDefinition } from '../define-job.js';
+import { demoJobs } from './demo.js';
+import { httpJob, type HttpJobSettings } from './http.js';
 
 export interface BuiltInJobSettings {
   /** Dev mode (SKIPLOCK_DEV=1, as `npm start` sets it): the demo jobs too. */

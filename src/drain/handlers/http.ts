@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineJob, type JobDefinition } from '../define-job';
-import { PermanentFailure, RetryAfter } from '../job-errors';
-import { destinationProblem } from './http-destination';
-import { SIGNATURE_HEADER, signatureHeader } from './http-signature';
+import { defineJob, type JobDefinition } from '../define-job.js';
+import { PermanentFailure, RetryAfter } from '../job-errors.js';
+import { destinationProblem } from './http-destination.js';
+import { SIGNATURE_HEADER, signatureHeader } from './http-signature.js';
 
 export interface HttpJobSettings {
   /** HTTP_ALLOWED_HOSTS: exact hosts or `*.example.com`; nothing is delivered while it is empty. */

@@ -1,10 +1,10 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { ApiKeyScope } from '../../engine/api-keys';
-import type { AppDeps, AppEnv } from '../context';
-import { forbidden, unauthorized } from '../problem';
-import { keyHolderFor } from './key-holder';
-import { hasScope, type Principal } from './principal';
-import { statusTokenSecret, verifyStatusToken } from './status-token';
+import type { ApiKeyScope } from '../../engine/api-keys.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { forbidden, unauthorized } from '../problem.js';
+import { keyHolderFor } from './key-holder.js';
+import { hasScope, type Principal } from './principal.js';
+import { statusTokenSecret, verifyStatusToken } from './status-token.js';
 
 export interface AccessRule {
   /** A key needs one of these scopes (or `admin`). */

@@ -1,4 +1,4 @@
-import { base64url, randomBytes } from './crypto';
+import { base64url, randomBytes } from './crypto.js';
 
 /**
  * Every key secret starts with this, so a leaked one is recognizable (secret

@@ -1,8 +1,8 @@
-import type { Queryable } from '../../db/types';
-import { findActiveApiKey } from '../../engine/api-keys';
-import { looksLikeApiKey } from './api-key-secret';
-import { sameSecret, sha256Hex } from './crypto';
-import type { KeyHolder } from './principal';
+import type { Queryable } from '../../db/types.js';
+import { findActiveApiKey } from '../../engine/api-keys.js';
+import { looksLikeApiKey } from './api-key-secret.js';
+import { sameSecret, sha256Hex } from './crypto.js';
+import type { KeyHolder } from './principal.js';
 
 const ADMIN_TOKEN_HOLDER: KeyHolder = { kind: 'api-key', keyId: null, scopes: ['admin'], tenant: null };
 

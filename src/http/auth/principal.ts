@@ -1,5 +1,5 @@
-import type { ApiKeyScope } from '../../engine/api-keys';
-import type { TenantScope } from '../../engine';
+import type { ApiKeyScope } from '../../engine/api-keys.js';
+import type { TenantScope } from '../../engine/index.js';
 
 /** A caller holding an API key (or the ADMIN_TOKEN, which acts as an admin key). */
 export interface KeyHolder {

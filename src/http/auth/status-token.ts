@@ -1,5 +1,5 @@
-import type { Env } from '../../worker/env';
-import { base64url, fromBase64url, hmacSha256Matches, hmacSha256Signer } from './crypto';
+import type { Env } from '../../worker/env.js';
+import { base64url, fromBase64url, hmacSha256Matches, hmacSha256Signer } from './crypto.js';
 
 /**
  * Browser status tokens: `v1.<expiry in unix seconds>.<signature>`, where the

@@ -1,17 +1,17 @@
-import { createApiKey, listApiKeys, revokeApiKey } from '../../engine/api-keys';
-import { newApiKeySecret, shownPrefixOf } from '../auth/api-key-secret';
-import { sha256Hex } from '../auth/crypto';
-import type { AppDeps } from '../context';
-import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses';
-import { notFound } from '../problem';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../engine/api-keys.js';
+import { newApiKeySecret, shownPrefixOf } from '../auth/api-key-secret.js';
+import { sha256Hex } from '../auth/crypto.js';
+import type { AppDeps } from '../context.js';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { notFound } from '../problem.js';
 import {
   ApiKeyListSchema,
   ApiKeyParamsSchema,
   ApiKeySchema,
   CreateApiKeyBodySchema,
   CreatedApiKeySchema,
-} from '../schemas/api-key';
-import { router } from '../validation';
+} from '../schemas/api-key.js';
+import { router } from '../validation.js';
 
 export function apiKeyRoutes(deps: AppDeps) {
   const createKeyRoute = authorizedRoute(deps, { scopes: ['admin'] }, {

@@ -1,16 +1,16 @@
-import { asKeyHolder } from '../auth/principal';
-import type { AppDeps } from '../context';
-import { enqueueJobs } from '../enqueue-jobs';
-import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses';
+import { asKeyHolder } from '../auth/principal.js';
+import type { AppDeps } from '../context.js';
+import { enqueueJobs } from '../enqueue-jobs.js';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
 import {
   EnqueueBatchBodySchema,
   EnqueueBatchResponseSchema,
   EnqueueBodySchema,
   IdempotencyHeadersSchema,
   QueueParamsSchema,
-} from '../schemas/enqueue';
-import { EnqueuedJobSchema } from '../schemas/job';
-import { router } from '../validation';
+} from '../schemas/enqueue.js';
+import { EnqueuedJobSchema } from '../schemas/job.js';
+import { router } from '../validation.js';
 
 const ENQUEUE_PROBLEMS = problemResponses(400, 401, 403, 409, 413, 503);
 

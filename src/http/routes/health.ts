@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { AppDeps } from '../context';
-import { jsonResponse, problemResponses } from '../openapi-responses';
-import { Problem } from '../problem';
-import { router } from '../validation';
+import type { AppDeps } from '../context.js';
+import { jsonResponse, problemResponses } from '../openapi-responses.js';
+import { Problem } from '../problem.js';
+import { router } from '../validation.js';
 
 const HealthSchema = z
   .object({

@@ -1,14 +1,14 @@
 import { z } from '@hono/zod-openapi';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import { FINAL_STATUSES, getJob } from '../../engine';
-import { tenantScope } from '../auth/principal';
-import type { AppDeps } from '../context';
-import { pollJob, POLL_INTERVAL_MS } from '../job-versions';
-import { authorizedRoute, problemResponses } from '../openapi-responses';
-import { logError } from '../logging';
-import { jobNotFound } from '../problem';
-import { JobIdParamsSchema } from '../schemas/job';
-import { router } from '../validation';
+import { FINAL_STATUSES, getJob } from '../../engine/index.js';
+import { tenantScope } from '../auth/principal.js';
+import type { AppDeps } from '../context.js';
+import { pollJob, POLL_INTERVAL_MS } from '../job-versions.js';
+import { authorizedRoute, problemResponses } from '../openapi-responses.js';
+import { logError } from '../logging.js';
+import { jobNotFound } from '../problem.js';
+import { JobIdParamsSchema } from '../schemas/job.js';
+import { router } from '../validation.js';
 
 /**
  * One stream lasts this long at most, then the browser's EventSource

@@ -1,13 +1,13 @@
 import { createRoute } from '@hono/zod-openapi';
-import { getJobEvents, type JobEvent } from '../../engine';
-import { access } from '../auth/access';
-import { tenantScope } from '../auth/principal';
-import type { AppDeps } from '../context';
-import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses';
-import { jobNotFound } from '../problem';
-import { JobHistorySchema } from '../schemas/job-history';
-import { JobIdParamsSchema } from '../schemas/job';
-import { router } from '../validation';
+import { getJobEvents, type JobEvent } from '../../engine/index.js';
+import { access } from '../auth/access.js';
+import { tenantScope } from '../auth/principal.js';
+import type { AppDeps } from '../context.js';
+import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { jobNotFound } from '../problem.js';
+import { JobHistorySchema } from '../schemas/job-history.js';
+import { JobIdParamsSchema } from '../schemas/job.js';
+import { router } from '../validation.js';
 
 /**
  * A claim's event records its lease token; the history says that the claim

@@ -1,14 +1,14 @@
 import { z } from '@hono/zod-openapi';
-import { cancel, getJob, listJobs, retry } from '../../engine';
-import { tenantScope } from '../auth/principal';
-import type { AppDeps } from '../context';
-import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions';
-import { LIMITS } from '../limits';
-import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses';
-import { conflict, jobNotFound } from '../problem';
-import { NameSchema, queryNumberSchema } from '../schemas/common';
-import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema } from '../schemas/job';
-import { router } from '../validation';
+import { cancel, getJob, listJobs, retry } from '../../engine/index.js';
+import { tenantScope } from '../auth/principal.js';
+import type { AppDeps } from '../context.js';
+import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions.js';
+import { LIMITS } from '../limits.js';
+import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { conflict, jobNotFound } from '../problem.js';
+import { NameSchema, queryNumberSchema } from '../schemas/common.js';
+import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema } from '../schemas/job.js';
+import { router } from '../validation.js';
 
 const GetJobQuerySchema = z.object({
   wait: queryNumberSchema(0, LIMITS.maxWaitSeconds)

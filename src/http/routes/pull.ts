@@ -1,13 +1,13 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import type { Queryable } from '../../db/types';
-import { claimBatch, complete, extendLease, fail, getJob, release } from '../../engine';
-import { tenantScope } from '../auth/principal';
-import type { AppDeps, AppEnv } from '../context';
-import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses';
-import { jobNotFound } from '../problem';
-import { QueueParamsSchema } from '../schemas/enqueue';
-import { JobIdParamsSchema, JobSchema } from '../schemas/job';
+import type { Queryable } from '../../db/types.js';
+import { claimBatch, complete, extendLease, fail, getJob, release } from '../../engine/index.js';
+import { tenantScope } from '../auth/principal.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { jobNotFound } from '../problem.js';
+import { QueueParamsSchema } from '../schemas/enqueue.js';
+import { JobIdParamsSchema, JobSchema } from '../schemas/job.js';
 import {
   ClaimBodySchema,
   ClaimResponseSchema,
@@ -16,8 +16,8 @@ import {
   ExtendResponseSchema,
   FailBodySchema,
   ReleaseBodySchema,
-} from '../schemas/pull';
-import { router } from '../validation';
+} from '../schemas/pull.js';
+import { router } from '../validation.js';
 
 const LEASE_PROBLEMS = problemResponses(400, 401, 403, 404, 409, 413, 503);
 

@@ -1,11 +1,11 @@
-import type { Queryable } from '../../db/types';
-import { queueHealth, queueStats, type QueueStatsRow, type TenantScope } from '../../engine';
-import { tenantScope } from '../auth/principal';
-import type { AppDeps } from '../context';
-import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses';
-import { summarizeQueues } from '../queue-summaries';
-import { QueueListSchema, StatsResponseSchema } from '../schemas/stats';
-import { router } from '../validation';
+import type { Queryable } from '../../db/types.js';
+import { queueHealth, queueStats, type QueueStatsRow, type TenantScope } from '../../engine/index.js';
+import { tenantScope } from '../auth/principal.js';
+import type { AppDeps } from '../context.js';
+import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { summarizeQueues } from '../queue-summaries.js';
+import { QueueListSchema, StatsResponseSchema } from '../schemas/stats.js';
+import { router } from '../validation.js';
 
 /** A tenant-bound key counts only its own tenant's jobs. */
 async function visibleStats(database: Queryable, scope: TenantScope): Promise<QueueStatsRow[]> {

@@ -1,10 +1,10 @@
-import { getTenant, setTenant } from '../../engine';
-import { tenantScope } from '../auth/principal';
-import type { AppDeps } from '../context';
-import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses';
-import { notFound } from '../problem';
-import { TenantParamsSchema, TenantSchema, TenantSettingsBodySchema } from '../schemas/tenant';
-import { router } from '../validation';
+import { getTenant, setTenant } from '../../engine/index.js';
+import { tenantScope } from '../auth/principal.js';
+import type { AppDeps } from '../context.js';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { notFound } from '../problem.js';
+import { TenantParamsSchema, TenantSchema, TenantSettingsBodySchema } from '../schemas/tenant.js';
+import { router } from '../validation.js';
 
 export function tenantRoutes(deps: AppDeps) {
   const putTenantRoute = authorizedRoute(deps, { scopes: ['admin'] }, {

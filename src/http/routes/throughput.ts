@@ -1,11 +1,11 @@
 import { createRoute } from '@hono/zod-openapi';
-import { throughputLastHour } from '../../engine';
-import { access } from '../auth/access';
-import { tenantScope } from '../auth/principal';
-import type { AppDeps } from '../context';
-import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses';
-import { ThroughputSchema } from '../schemas/throughput';
-import { router } from '../validation';
+import { throughputLastHour } from '../../engine/index.js';
+import { access } from '../auth/access.js';
+import { tenantScope } from '../auth/principal.js';
+import type { AppDeps } from '../context.js';
+import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { ThroughputSchema } from '../schemas/throughput.js';
+import { router } from '../validation.js';
 
 export function throughputRoutes(deps: AppDeps) {
   const throughputRoute = createRoute({

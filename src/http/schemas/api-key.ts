@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { API_KEY_SCOPES } from '../../engine/api-keys';
-import { NameSchema, TimestampSchema, UuidSchema } from './common';
+import { API_KEY_SCOPES } from '../../engine/api-keys.js';
+import { NameSchema, TimestampSchema, UuidSchema } from './common.js';
 
 const ScopeSchema = z.enum(API_KEY_SCOPES).openapi('Scope');
 

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import type { Json } from '../../engine';
-import { LIMITS } from '../limits';
+import type { Json } from '../../engine/index.js';
+import { LIMITS } from '../limits.js';
 
 /**
  * Queue, type, tenant and worker names: what the database accepts (1 to 128

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { LIMITS } from '../limits';
+import { LIMITS } from '../limits.js';
 import {
   DateTimeInputSchema,
   DelaySecondsSchema,
@@ -7,8 +7,8 @@ import {
   JsonValueSchema,
   LeaseSecondsSchema,
   NameSchema,
-} from './common';
-import { EnqueuedJobSchema } from './job';
+} from './common.js';
+import { EnqueuedJobSchema } from './job.js';
 
 /** Dedup keys beginning with this are the API's own (Idempotency-Key); clients cannot forge them. */
 export const IDEMPOTENCY_DEDUP_PREFIX = 'idempotency-key:';

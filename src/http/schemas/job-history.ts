@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import type { JobEventKind } from '../../engine';
-import { JsonValueSchema, TimestampSchema, UuidSchema } from './common';
+import type { JobEventKind } from '../../engine/index.js';
+import { JsonValueSchema, TimestampSchema, UuidSchema } from './common.js';
 
 const JOB_EVENT_KINDS = [
   'enqueued',

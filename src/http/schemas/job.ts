@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { JOB_STATUSES } from '../../engine';
-import { JsonValueSchema, TimestampSchema, UuidSchema } from './common';
+import { JOB_STATUSES } from '../../engine/index.js';
+import { JsonValueSchema, TimestampSchema, UuidSchema } from './common.js';
 
 export const JobStatusSchema = z.enum(JOB_STATUSES).openapi('JobStatus');
 

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { LIMITS } from '../limits';
+import { LIMITS } from '../limits.js';
 import {
   DelaySecondsSchema,
   intSchema,
@@ -8,8 +8,8 @@ import {
   NameSchema,
   TimestampSchema,
   UuidSchema,
-} from './common';
-import { ClaimedJobSchema } from './job';
+} from './common.js';
+import { ClaimedJobSchema } from './job.js';
 
 export const ClaimBodySchema = z
   .strictObject({

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine';
-import { JobStatusSchema } from './job';
+import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine/index.js';
+import { JobStatusSchema } from './job.js';
 
 const FINISHED_WINDOW =
   'Final statuses (succeeded, failed, cancelled, expired) count the jobs that finished in the last hour.';

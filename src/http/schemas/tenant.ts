@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { intSchema, NameSchema } from './common';
+import { intSchema, NameSchema } from './common.js';
 
 const RateLimitSchema = z
   .strictObject({

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { TimestampSchema } from './common';
+import { TimestampSchema } from './common.js';
 
 export const ThroughputRowSchema = z
   .object({

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { localNeonConfig } from '../neon-config';
-import { createSqlOverHttpHandler } from './sql-over-http';
-import { createWebSocketPipe, refuseUpgrade, type PostgresAddress } from './ws-pipe';
+import { localNeonConfig } from '../neon-config.js';
+import { createSqlOverHttpHandler } from './sql-over-http.js';
+import { createWebSocketPipe, refuseUpgrade, type PostgresAddress } from './ws-pipe.js';
 
 export interface NeonProxyOptions {
   /** The Postgres every connection goes to. */

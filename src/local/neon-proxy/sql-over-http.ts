@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { Socket } from 'node:net';
 import pg from 'pg';
 import type { CustomTypesConfig, DatabaseError, FieldDef, Pool, PoolClient, QueryArrayConfig } from 'pg';
-import type { PostgresAddress } from './ws-pipe';
+import type { PostgresAddress } from './ws-pipe.js';
 
 /**
  * Neon's SQL-over-HTTP endpoint (what `neon()` from `@neondatabase/serverless`

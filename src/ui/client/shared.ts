@@ -1,5 +1,5 @@
-import { FINAL_STATUSES } from '../../engine';
-import { STATUS_LABELS } from '../job-status';
+import { FINAL_STATUSES } from '../../engine/index.js';
+import { STATUS_LABELS } from '../job-status.js';
 
 /*
  * Browser code shared by the dashboard's and the status page's inline

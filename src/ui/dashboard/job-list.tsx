@@ -1,6 +1,6 @@
-import { JOB_STATUSES } from '../../engine';
-import { STATUS_LABELS } from '../job-status';
-import { ScrollTable } from './panel';
+import { JOB_STATUSES } from '../../engine/index.js';
+import { STATUS_LABELS } from '../job-status.js';
+import { ScrollTable } from './panel.js';
 
 /** Jobs, newest first, filtered by queue, tenant and status, a page at a time. */
 export function JobList() {

@@ -1,5 +1,5 @@
-import { DEPTH_ORDER } from './client/charts';
-import { Panel, ScrollTable } from './panel';
+import { DEPTH_ORDER } from './client/charts.js';
+import { Panel, ScrollTable } from './panel.js';
 
 const TOTALS = [
   { id: 'total-waiting', label: 'Waiting' },

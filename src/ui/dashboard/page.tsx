@@ -1,14 +1,14 @@
-import { Document } from '../document';
-import { themeCss } from '../theme';
-import { dashboardScript } from './client';
-import { ConfirmDialog } from './confirm-dialog';
-import { Header } from './header';
-import { JobList } from './job-list';
-import { JobView } from './job-view';
-import { Overview } from './overview';
-import { SignIn } from './sign-in';
-import { dashboardCss } from './styles';
-import { TenantView } from './tenant-view';
+import { Document } from '../document.js';
+import { themeCss } from '../theme.js';
+import { dashboardScript } from './client/index.js';
+import { ConfirmDialog } from './confirm-dialog.js';
+import { Header } from './header.js';
+import { JobList } from './job-list.js';
+import { JobView } from './job-view.js';
+import { Overview } from './overview.js';
+import { SignIn } from './sign-in.js';
+import { dashboardCss } from './styles.js';
+import { TenantView } from './tenant-view.js';
 
 /**
  * `GET /`: one page holding every view, hidden until the script shows one.

@@ -1,10 +1,10 @@
 import type { Child } from 'hono/jsx';
-import type { Job } from '../../engine';
-import { Document } from '../document';
-import { STATUS_LABELS } from '../job-status';
-import { themeCss } from '../theme';
-import { statusScript } from './script';
-import { statusCss } from './styles';
+import type { Job } from '../../engine/index.js';
+import { Document } from '../document.js';
+import { STATUS_LABELS } from '../job-status.js';
+import { themeCss } from '../theme.js';
+import { statusScript } from './script.js';
+import { statusCss } from './styles.js';
 
 interface PageProps {
   nonce: string;

@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
-import { getJob } from '../../engine';
-import { statusTokenSecret, verifyStatusToken } from '../../http/auth/status-token';
-import type { AppDeps } from '../../http/context';
-import { UuidSchema } from '../../http/schemas/common';
-import { cspNonce } from '../page-headers';
-import type { UiEnv } from '../ui-env';
-import { JobGonePage, LinkInvalidPage, StatusPage } from './pages';
+import { getJob } from '../../engine/index.js';
+import { statusTokenSecret, verifyStatusToken } from '../../http/auth/status-token.js';
+import type { AppDeps } from '../../http/context.js';
+import { UuidSchema } from '../../http/schemas/common.js';
+import { cspNonce } from '../page-headers.js';
+import type { UiEnv } from '../ui-env.js';
+import { JobGonePage, LinkInvalidPage, StatusPage } from './pages.js';
 
 /** Whether `token` is the status token of job `id`, signed by this Worker and not expired. */
 async function tokenOpensJob(c: Context<UiEnv>, id: string, token: string | undefined): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { domJs, statusConstantsJs, timeJs } from '../client/shared';
+import { domJs, statusConstantsJs, timeJs } from '../client/shared.js';
 
 /**
  * The status page's script: localizes the times, then follows the job over
