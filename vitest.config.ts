@@ -1,6 +1,8 @@
 import { defineConfig } from 'vitest/config';
+import { packageAliases } from './test/support/package-aliases';
 
 export default defineConfig({
+  resolve: { alias: packageAliases },
   test: {
     // Pure logic is tested beside its code (src/), the rest in test/.
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],

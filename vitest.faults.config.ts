@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { packageAliases } from './test/support/package-aliases';
 
 /**
  * `npm run test:faults`: the reliability suite. It kills, restarts and cuts,
@@ -7,6 +8,7 @@ import { defineConfig } from 'vitest/config';
  * same real Postgres as `npm test`; the last teardown writes docs/reliability.md.
  */
 export default defineConfig({
+  resolve: { alias: packageAliases },
   test: {
     include: ['test/faults/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts', 'test/faults/support/report-setup.ts'],

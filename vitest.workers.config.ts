@@ -1,5 +1,7 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { packageAliases } from './test/support/package-aliases';
 
 /**
  * The Worker tests: they run inside workerd (the Workers runtime) with the
@@ -7,6 +9,14 @@ import { defineConfig } from 'vitest/config';
  * Neon drivers and the local Neon proxy that the global setup starts.
  */
 export default defineConfig({
+  resolve: {
+    alias: [
+      ...packageAliases,
+      // node-postgres (the Hyperdrive driver) requires pg-protocol from CommonJS, and the pool's module
+      // loader resolves it to its ESM build: point it at the CommonJS one (node-postgres issue 3700).
+      { find: /^pg-protocol$/, replacement: fileURLToPath(new URL('./node_modules/pg-protocol/dist/index.js', import.meta.url)) },
+    ],
+  },
   plugins: [
     // A function, so the bindings can take what the global setups provided.
     cloudflareTest(({ inject }) => ({

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../src/cli/local-paths';
+import { projectRoot } from '../src/local/start/local-paths';
 import { anyFreePort } from '../src/local/ports';
 import { waitUntilGone } from '../src/local/processes';
 import { createTestDatabase, type TestDatabase } from './support/database';

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { projectRoot } from '../src/cli/local-paths';
+import { projectRoot } from '../src/local/start/local-paths';
 import { anyFreePort } from '../src/local/ports';
 import { withDatabase } from './support/admin';
 import { createTestDatabase } from './support/database';
@@ -12,13 +12,13 @@ interface CliRun {
   stderr: string;
 }
 
-/** Runs `npm run migrate`'s command with only the given DATABASE_URL (if any) in its environment. */
+/** Runs `skiplock migrate` with only the given DATABASE_URL (if any) in its environment. */
 async function runMigrate(databaseUrl: string | undefined, args: string[] = []): Promise<CliRun> {
   const { DATABASE_URL: _ignored, ...env } = process.env;
   try {
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/migrate.ts', ...args],
+      ['--import', 'tsx', 'src/cli/main.ts', 'migrate', ...args],
       { cwd: projectRoot, env: databaseUrl === undefined ? env : { ...env, DATABASE_URL: databaseUrl } },
     );
     return { code: 0, stdout, stderr };
@@ -35,7 +35,7 @@ function expectOneLineFailure(run: CliRun, message: RegExp): void {
   expect(run.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(message)]);
 }
 
-describe('npm run migrate', () => {
+describe('skiplock migrate', () => {
   const cleanups: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -101,7 +101,7 @@ describe('npm run migrate', () => {
   it('names an unknown option', async () => {
     expectOneLineFailure(
       await runMigrate(undefined, ['--databse-url', 'x']),
-      /Unknown option '--databse-url'; usage: npm run migrate/,
+      /^skiplock migrate: Unknown option '--databse-url'; usage: skiplock migrate/,
     );
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, NeonDbError, Pool, neon, neonConfig, type NeonQueryFunction } from '@neondatabase/serverless';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { applyLocalNeonConfig } from '../src/local/neon-config';
+import { applyLocalNeonConfig } from '../src/db/neon-local';
 import { startNeonProxy, type NeonProxy, type PostgresAddress } from '../src/local/neon-proxy';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { postgresAddressOf } from './support/postgres-address';

@@ -1,14 +1,14 @@
 import { parseArgs } from 'node:util';
 import { applyMigrations, describeMigrateResult } from './apply-migrations.js';
 import { parseDatabaseUrl, withoutPassword } from './database-url.js';
-import { runCli } from './run-cli.js';
+import { readOptions } from './read-options.js';
 
 const USAGE =
-  'usage: npm run migrate -- [--database-url postgres://...] [--migrations-dir DIR] (default: DATABASE_URL, ./migrations)';
+  'usage: skiplock migrate [--database-url postgres://...] [--migrations-dir DIR] (default: DATABASE_URL, the migrations skiplock ships)';
 
-/** `npm run migrate`: applies the pending migrations to DATABASE_URL. Safe to run twice, or from two places at once. */
-async function main(): Promise<void> {
-  const options = readOptions(process.argv.slice(2));
+/** `skiplock migrate`: applies the pending migrations to DATABASE_URL. Safe to run twice, or from two places at once. */
+export async function migrateCommand(args: string[]): Promise<void> {
+  const options = readOptions(args, { 'database-url': { type: 'string' }, 'migrations-dir': { type: 'string' } }, USAGE).values;
   const value = options['database-url'] ?? process.env.DATABASE_URL;
   if (!value) {
     throw new Error(
@@ -19,17 +19,3 @@ async function main(): Promise<void> {
   const result = await applyMigrations(target, options['migrations-dir']);
   console.log(`${withoutPassword(target.url)}: ${describeMigrateResult(result)}`);
 }
-
-function readOptions(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      options: { 'database-url': { type: 'string' }, 'migrations-dir': { type: 'string' } },
-    }).values;
-  } catch (error) {
-    // parseArgs explains in sentences; the first one names the bad argument.
-    throw new Error(`${(error as Error).message.split('. ', 1)[0]}; ${USAGE}`);
-  }
-}
-
-runCli('skiplock migrate', main);

@@ -25,3 +25,30 @@ export function pgDb(connectionString: string, options: PgDbOptions = {}): Sessi
   pool.on('error', () => {});
   return poolDb(pool, { preparedStatements: options.preparedStatements ?? true });
 }
+
+/**
+ * node-postgres with a connection per statement (and per transaction), none
+ * kept between them: for Workers over Hyperdrive, where the pool is
+ * Cloudflare's (connecting is cheap) and a socket must not outlive the
+ * request that opened it. Nothing to close.
+ */
+export function pgConnectionPerStatementDb(connectionString: string): SessionDb {
+  const connect = async () => {
+    const client = new pg.Client({ connectionString });
+    client.on('error', () => {});
+    await client.connect();
+    return Object.assign(client, { release: () => void client.end().catch(() => {}) });
+  };
+  return poolDb({
+    connect,
+    async query(config) {
+      const client = await connect();
+      try {
+        return await client.query(config);
+      } finally {
+        client.release();
+      }
+    },
+    end: async () => {},
+  });
+}

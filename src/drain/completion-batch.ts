@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { completeMany, type Completion } from '../engine/complete.js';
 import type { JobCounts } from './job-counts.js';
 import { errorFields, type Logger } from './logger.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../engine/sleep.js';
 
 /** After a failed completion, the batch is sent again this much later. */
 const RETRY_AFTER_MS = 1_000;

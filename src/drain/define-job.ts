@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { JobType, PayloadIssue } from '../engine/job-type.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { InvalidPayload } from './job-errors.js';
 import type { Logger } from './logger.js';
@@ -40,11 +41,15 @@ export interface JobContext {
 }
 
 /** Returns the job's result (JSON, capped in size); throws to fail the attempt. */
-export type JobHandler<Payload> = (payload: Payload, context: JobContext) => unknown;
+export type JobHandler<Payload, Result = unknown> = (payload: Payload, context: JobContext) => Result | Promise<Result>;
 
-/** A job type the drain can run, its payload schema erased behind `run`. */
-export interface JobDefinition {
-  readonly type: string;
+/**
+ * A job type the drain can run: its name, options and `run`, which checks the
+ * payload and calls the handler. As a `JobType` it also types enqueue: the
+ * payload is the schema's input, the result the handler's return value.
+ */
+export interface JobDefinition<Type extends string = string, Payload = unknown, Result = unknown>
+  extends JobType<Type, Payload, Result> {
   readonly options: Readonly<JobOptions>;
   /** Checks the payload against the schema (InvalidPayload when it does not fit), then runs the handler. */
   run(payload: Json, context: JobContext): Promise<unknown>;
@@ -52,29 +57,42 @@ export interface JobDefinition {
 
 /**
  * Defines a job type: its name, the zod schema of its payload, the handler
- * that receives the parsed, typed payload, and options.
+ * that receives the parsed, typed payload, and options. Export it from your
+ * own code; the Worker factory, `startWorker` and `skiplock work` run it, and
+ * `enqueue(db, job, payload)` is checked against it.
  */
-export function defineJob<Schema extends z.ZodType>(
-  type: string,
+export function defineJob<const Type extends string, Schema extends z.ZodType, Result>(
+  type: Type,
   schema: Schema,
-  handler: JobHandler<z.output<Schema>>,
+  handler: JobHandler<z.output<Schema>, Result>,
   options: JobOptions = {},
-): JobDefinition {
+): JobDefinition<Type, z.input<Schema>, Awaited<Result>> {
+  checkType(type);
   checkOptions(type, options);
   return {
     type,
     options: { ...options },
+    async checkPayload(payload) {
+      const parsed = await schema.safeParseAsync(payload);
+      return parsed.success ? [] : payloadIssues(parsed.error);
+    },
     async run(payload, context) {
       const parsed = await schema.safeParseAsync(payload);
-      if (!parsed.success) {
-        throw new InvalidPayload(
-          type,
-          parsed.error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message })),
-        );
-      }
+      if (!parsed.success) throw new InvalidPayload(type, payloadIssues(parsed.error));
       return handler(parsed.data, context);
     },
   };
+}
+
+function payloadIssues(error: z.ZodError): PayloadIssue[] {
+  return error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));
+}
+
+/** The same rule as the HTTP API's names, so every defined type can be enqueued over HTTP too. */
+function checkType(type: string): void {
+  if (typeof type !== 'string' || type.length < 1 || type.length > 128 || !/^[^\p{Cc}\p{Cs}]+$/u.test(type)) {
+    throw new RangeError(`job type ${JSON.stringify(type)}: a name is 1 to 128 characters, none of them control characters`);
+  }
 }
 
 function checkOptions(type: string, options: JobOptions): void {

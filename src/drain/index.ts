@@ -5,11 +5,14 @@
  */
 export { defineJob, type Backoff, type JobContext, type JobDefinition, type JobHandler, type JobOptions } from './define-job.js';
 export { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter, type Interruption } from './job-errors.js';
-export { createRegistry, type JobRegistry } from './registry.js';
+export { createRegistry, type JobRegistry, type RegistryOptions } from './registry.js';
 export { definePeriodicJob, type PeriodicJob } from './periodic.js';
 export { drainOnce, type DrainCounts, type DrainOptions } from './drain-once.js';
+export { runUntilStopped, type RunningDrain, type RunUntilStoppedOptions } from './run-until-stopped.js';
 export { MAX_RESULT_BYTES } from './job-result.js';
-export { jsonConsoleLogger, type Logger } from './logger.js';
+export { sleep } from '../engine/sleep.js';
+export { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
+export { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from './settings.js';
 export { builtInJobs } from './handlers/built-in.js';
 export { httpJob, type HttpJobPayload, type HttpJobSettings } from './handlers/http.js';
 export { verifySignature, SIGNATURE_HEADER } from './handlers/http-signature.js';

@@ -9,7 +9,7 @@ import { errorFields, withFields, type Logger } from './logger.js';
 import { recordOutcome } from './record-outcome.js';
 import type { JobRegistry } from './registry.js';
 import { runAttempt } from './run-attempt.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../engine/sleep.js';
 import { WakeUp } from './wake-up.js';
 
 /**

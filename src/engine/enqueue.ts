@@ -1,6 +1,8 @@
 import type { Query, Queryable } from '../db/types.js';
 import { InvalidInputError } from './errors.js';
+import { jobHandle, type JobHandle } from './job-handle.js';
 import { toJob } from './job-json.js';
+import type { JobType, PayloadOf, ResultOf } from './job-type.js';
 import type { Job, Json } from './types.js';
 
 export interface EnqueueInput {
@@ -33,6 +35,12 @@ export interface EnqueueResult {
   /** True when a job with the same queue and dedup key already existed; `job` is that job. */
   deduplicated: boolean;
 }
+
+/** Everything of an enqueue but the job type and payload, which the job type's form gives. */
+export type TypedEnqueueOptions = Omit<EnqueueInput, 'type' | 'payload' | 'queue'> & {
+  /** Defaults to the job type's name. */
+  queue?: string;
+};
 
 export const MAX_BATCH = 1000;
 
@@ -130,14 +138,56 @@ export function enqueueQuery(jobs: EnqueueInput | readonly EnqueueInput[]): Quer
   return { name: 'skiplock_enqueue', text: enqueueSql, params: [JSON.stringify(batch)] };
 }
 
-/** Enqueues one job. Through a caller's client (see `clientQueryable`) it joins the caller's transaction. */
-export async function enqueue(db: Queryable, job: EnqueueInput): Promise<EnqueueResult> {
+/**
+ * Enqueues one job. Through a caller's client (see `clientQueryable`) it joins the caller's transaction.
+ *
+ * Given a job type (from `defineJob`), the payload is type-checked against
+ * its schema at compile time and checked again before it is stored, and the
+ * answer is a handle whose `result()` is typed by the handler's return type.
+ * The job goes to the queue named like its type unless `options.queue` says otherwise.
+ */
+export async function enqueue(db: Queryable, job: EnqueueInput): Promise<EnqueueResult>;
+export async function enqueue<J extends JobType>(
+  db: Queryable,
+  job: J,
+  payload: PayloadOf<J>,
+  options?: TypedEnqueueOptions,
+): Promise<JobHandle<ResultOf<J>>>;
+export async function enqueue(
+  db: Queryable,
+  job: EnqueueInput | JobType,
+  payload?: unknown,
+  options: TypedEnqueueOptions = {},
+): Promise<EnqueueResult | JobHandle> {
+  if (isJobType(job)) {
+    const [handle] = await enqueueBatch(db, job, [payload], options);
+    return handle!;
+  }
   const [result] = await enqueueBatch(db, [job]);
   return result!;
 }
 
 /** Enqueues up to 1,000 jobs in one statement: all or none. Results are in input order. */
-export async function enqueueBatch(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
+export async function enqueueBatch(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]>;
+export async function enqueueBatch<J extends JobType>(
+  db: Queryable,
+  job: J,
+  payloads: readonly PayloadOf<J>[],
+  options?: TypedEnqueueOptions,
+): Promise<JobHandle<ResultOf<J>>[]>;
+export async function enqueueBatch(
+  db: Queryable,
+  jobs: readonly EnqueueInput[] | JobType,
+  payloads: readonly unknown[] = [],
+  options: TypedEnqueueOptions = {},
+): Promise<EnqueueResult[] | JobHandle[]> {
+  if (!isJobType(jobs)) return enqueueInputs(db, jobs);
+  const inputs = await typedInputs(jobs, payloads, options);
+  const results = await enqueueInputs(db, inputs);
+  return results.map(({ job, deduplicated }) => jobHandle(db, job, deduplicated));
+}
+
+async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
   const rows = await db.query<EnqueueRow>(enqueueQuery(jobs));
   const lapsed = rows.filter((row) => row.deduplicated && row.dedup_lapsed);
   if (lapsed.length === 0) return rows.map(toResult);
@@ -173,4 +223,28 @@ function checkBatch(jobs: readonly EnqueueInput[]): void {
     if (seen.has(key)) throw new InvalidInputError('two jobs of one batch share a dedup key', `jobs.${index}.dedupKey`);
     seen.add(key);
   });
+}
+
+function isJobType(value: EnqueueInput | readonly EnqueueInput[] | JobType): value is JobType {
+  return typeof (value as Partial<JobType>).checkPayload === 'function';
+}
+
+/** Checks each payload against its job type's schema, naming the first failing field, before anything is stored. */
+async function typedInputs(
+  job: JobType,
+  payloads: readonly unknown[],
+  options: TypedEnqueueOptions,
+): Promise<EnqueueInput[]> {
+  const single = payloads.length === 1;
+  return Promise.all(
+    payloads.map(async (payload, index) => {
+      const [issue] = await job.checkPayload(payload);
+      if (issue !== undefined) {
+        const field = ['payload', issue.path].filter((part) => part !== '').join('.');
+        const where = single ? field : `jobs.${index}.${field}`;
+        throw new InvalidInputError(`${job.type}: ${where}: ${issue.message}`, where);
+      }
+      return { ...options, queue: options.queue ?? job.type, type: job.type, payload: payload as Json };
+    }),
+  );
 }

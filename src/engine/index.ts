@@ -5,7 +5,25 @@
  */
 export * from './types.js';
 export * from './errors.js';
-export { enqueue, enqueueBatch, enqueueQuery, MAX_BATCH, type EnqueueInput, type EnqueueResult } from './enqueue.js';
+export {
+  enqueue,
+  enqueueBatch,
+  enqueueQuery,
+  MAX_BATCH,
+  type EnqueueInput,
+  type EnqueueResult,
+  type TypedEnqueueOptions,
+} from './enqueue.js';
+export type { JobType, PayloadIssue, PayloadOf, ResultOf } from './job-type.js';
+export {
+  jobHandle,
+  JobGoneError,
+  JobNotSucceededError,
+  JobWaitTimeoutError,
+  waitUntilFinal,
+  type JobHandle,
+  type ResultOptions,
+} from './job-handle.js';
 export { claimBatch, MAX_CLAIM, type ClaimOptions } from './claim-batch.js';
 export { extendLease, type ExtendLeaseOptions, type ExtendedLease } from './extend-lease.js';
 export { complete, completeMany, type Completion, type CompleteManyResult } from './complete.js';

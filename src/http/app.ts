@@ -18,24 +18,18 @@ import { queueRoutes } from './routes/queues.js';
 import { tenantRoutes } from './routes/tenants.js';
 import { throughputRoutes } from './routes/throughput.js';
 import { router } from './validation.js';
-import { uiRoutes } from '../ui/index.js';
 
-export type { AppDeps } from './context.js';
-
-/** The comma-separated CORS_ORIGINS. */
-function allowedOrigins(configured: string | undefined): string[] {
-  return (configured ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin !== '');
-}
+export type { ApiSettings, AppDeps, Bindings, WaitUntil } from './context.js';
 
 /**
  * Browsers of the configured origins may call the API: a status page reads
  * one job with its token, a dashboard may use a key. Other origins get no
  * CORS headers, so their browsers refuse the response.
  */
-function corsForConfiguredOrigins(): MiddlewareHandler<AppEnv> {
+function corsForConfiguredOrigins(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return (c, next) =>
     cors({
-      origin: allowedOrigins(c.env.CORS_ORIGINS),
+      origin: [...deps.settings(c.env).corsOrigins],
       allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID'],
       exposeHeaders: ['ETag', 'Location', 'Retry-After', 'X-Request-Id'],
       maxAge: 600,
@@ -50,8 +44,8 @@ export function createApp(deps: AppDeps) {
   const base = router();
   base.use(requestId());
   base.use(requestLog());
-  base.use(corsForConfiguredOrigins());
-  base.use(limitBodySize());
+  base.use(corsForConfiguredOrigins(deps));
+  base.use(limitBodySize(deps));
   const app = base
     .route('/', healthRoutes(deps))
     .route('/', enqueueRoutes(deps))
@@ -91,7 +85,6 @@ export function createApp(deps: AppDeps) {
     const detail = `an unexpected error; its log line carries request id ${c.var.requestId}`;
     return renderProblem(c, new Problem(500, 'internal-error', 'Internal error', detail), c.var.requestId);
   });
-  app.route('/', uiRoutes(deps));
   return app;
 }
 

@@ -1,25 +1,53 @@
 import type { Db, SessionDb } from '../db/types.js';
-import type { Env } from '../worker/env.js';
+import type { JobType } from '../engine/job-type.js';
 import type { Principal } from './auth/principal.js';
 
 /**
+ * The host's bindings (a Worker's `env`, or whatever a Node host passes to
+ * `app.fetch`). Opaque to the app: only the host's `AppDeps` read them.
+ */
+export type Bindings = object;
+
+/** What the app needs from its host's configuration, read per request. */
+export interface ApiSettings {
+  /** The first admin API key (ADMIN_TOKEN); no admin key when undefined. */
+  readonly adminToken: string | undefined;
+  /** Signs status tokens (STATUS_TOKEN_SECRET); no statusUrl when undefined and not in dev mode. */
+  readonly statusTokenSecret: string | undefined;
+  /** Local development: a status-token secret derived from the admin token when none is set. */
+  readonly devMode: boolean;
+  /** Browser origins allowed to call the API (CORS). */
+  readonly corsOrigins: readonly string[];
+  /** Largest request body, in bytes. */
+  readonly maxBodyBytes: number;
+}
+
+/** The smallest part of an execution context the app uses: Workers' `ctx`, or a Node host's stand-in. */
+export interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/**
  * What the app needs from its host, per request: Workers forbid sharing I/O
- * objects across requests, so each is made from the request's `env`.
+ * objects across requests, so each is made from the request's bindings.
  */
 export interface AppDeps {
+  settings(env: Bindings): ApiSettings;
   /** Single statements and batches (Neon HTTP on Workers): nothing to close. */
-  database(env: Env): Db;
+  database(env: Bindings): Db;
   /** An interactive transaction (Neon WebSocket on Workers); closed before the response ends. */
-  sessionDatabase(env: Env): SessionDb;
+  sessionDatabase(env: Bindings): SessionDb;
   /**
    * Called after an enqueue created jobs (not when every job was a dedup hit):
    * the drain's fast path starts here with `ctx.waitUntil`.
    */
-  onEnqueued?(ctx: ExecutionContext, env: Env): void;
+  onEnqueued?(ctx: WaitUntil, env: Bindings): void;
+  /** The job type of this name when the host knows it: its payload schema is checked at enqueue (422 naming the field). */
+  jobType?(env: Bindings, type: string): JobType | undefined;
 }
 
 export interface AppEnv {
-  Bindings: Env;
+  Bindings: Bindings;
   Variables: {
     /** This request's id, echoed as `x-request-id` and in every log line and problem. */
     requestId: string;

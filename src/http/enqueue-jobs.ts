@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { enqueueBatch, type EnqueueInput, type EnqueueResult } from '../engine/index.js';
 import type { KeyHolder } from './auth/principal.js';
 import type { AppDeps, AppEnv } from './context.js';
-import { conflict, forbidden, validationProblem } from './problem.js';
+import { conflict, forbidden, invalidPayload, validationProblem, type FieldError } from './problem.js';
 import { IDEMPOTENCY_DEDUP_PREFIX, type EnqueueBody } from './schemas/enqueue.js';
 import type { EnqueuedJobSchema } from './schemas/job.js';
 import { statusUrlMaker } from './status-url.js';
@@ -37,14 +37,39 @@ export async function enqueueJobs(
   request: EnqueueRequest,
 ): Promise<EnqueuedJob[]> {
   const inputs = request.jobs.map((job, index) => toEnqueueInput(holder, request, job, index));
+  await checkPayloads(c, deps, request, inputs);
   const results = mayMatchForeignJob(holder, request)
     ? await enqueueWithinTenant(c, deps, inputs, request)
     : await enqueueBatch(deps.database(c.env), inputs);
   if (deps.onEnqueued && results.some((result) => !result.deduplicated)) deps.onEnqueued(c.executionCtx, c.env);
-  const statusUrl = await statusUrlMaker(c);
+  const statusUrl = await statusUrlMaker(c, deps.settings(c.env));
   return Promise.all(
     results.map(async ({ job, deduplicated }) => ({ ...job, statusUrl: await statusUrl(job.id), deduplicated })),
   );
+}
+
+/**
+ * Payloads of the job types the host knows are checked against their schemas
+ * before anything is stored; other types pass as any JSON (a pull worker in
+ * another language may run them).
+ */
+async function checkPayloads(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  request: EnqueueRequest,
+  inputs: readonly EnqueueInput[],
+): Promise<void> {
+  const errors: FieldError[] = [];
+  for (const [index, input] of inputs.entries()) {
+    const jobType = deps.jobType?.(c.env, input.type ?? input.queue);
+    if (jobType === undefined) continue;
+    for (const issue of await jobType.checkPayload(input.payload ?? null)) {
+      const field = issue.path === '' ? 'payload' : `payload.${issue.path}`;
+      errors.push({ path: fieldPath(request, index, field), message: issue.message });
+    }
+  }
+  if (errors.length === 0) return;
+  throw invalidPayload(`the payload does not fit its job type: ${errors[0]!.path}: ${errors[0]!.message}`, errors);
 }
 
 function toEnqueueInput(holder: KeyHolder, request: EnqueueRequest, job: EnqueueBody, index: number): EnqueueInput {

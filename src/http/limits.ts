@@ -1,12 +1,12 @@
 import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono';
 import { MAX_BATCH, MAX_PAGE } from '../engine/index.js';
-import type { AppEnv } from './context.js';
+import type { AppDeps, AppEnv } from './context.js';
 import { Problem } from './problem.js';
 
 /** The limits of the HTTP API; each is checked before the database is asked. */
 export const LIMITS = {
-  /** Request body, unless MAX_BODY_BYTES says otherwise. */
+  /** Request body, unless the host configures another (MAX_BODY_BYTES on Workers). */
   defaultMaxBodyBytes: 1024 * 1024,
   /** One JSON value (a payload, result, error or progress), serialized. */
   maxJsonBytes: 256 * 1024,
@@ -24,16 +24,10 @@ export const LIMITS = {
   maxLeaseSeconds: 24 * 60 * 60,
 } as const;
 
-/** MAX_BODY_BYTES when it is a positive integer, else the default. */
-export function maxBodyBytes(configured: string | undefined): number {
-  const parsed = Number(configured);
-  return Number.isSafeInteger(parsed) && parsed > 0 ? parsed : LIMITS.defaultMaxBodyBytes;
-}
-
-/** Refuses a body larger than MAX_BODY_BYTES with 413, counting the bytes of a chunked body as they arrive. */
-export function limitBodySize(): MiddlewareHandler<AppEnv> {
+/** Refuses a body larger than the configured maximum with 413, counting the bytes of a chunked body as they arrive. */
+export function limitBodySize(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return (c, next) => {
-    const maxSize = maxBodyBytes(c.env.MAX_BODY_BYTES);
+    const maxSize = deps.settings(c.env).maxBodyBytes;
     return bodyLimit({
       maxSize,
       onError: () => {

@@ -21,6 +21,7 @@ const PROBLEM_DESCRIPTIONS = {
   404: 'No such job (or one this key may not see)',
   409: 'Conflict with the state of the job',
   413: 'The body, or a JSON value in it, is too large',
+  422: "The payload does not fit its job type's schema: the failing fields are in `errors`",
   503: 'The database is unreachable; retry after Retry-After seconds',
 } as const;
 type ProblemStatus = keyof typeof PROBLEM_DESCRIPTIONS;

@@ -45,6 +45,11 @@ export function validationProblem(detail: string, errors?: FieldError[]): Proble
   return new Problem(400, 'validation-failed', 'Invalid request', detail, errors ? { errors } : {});
 }
 
+/** A payload that the job type this Worker knows refuses: nothing was stored. */
+export function invalidPayload(detail: string, errors: FieldError[]): Problem {
+  return new Problem(422, 'invalid-payload', 'Invalid payload', detail, { errors });
+}
+
 export function unauthorized(detail: string): Problem {
   return new Problem(401, 'unauthorized', 'Unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } });
 }
@@ -67,7 +72,22 @@ export function conflict(kind: string, title: string, detail: string, errors?: F
 }
 
 export function renderProblem(c: Context, problem: Problem, requestId: string): Response {
-  const document: ProblemDocument = {
+  return c.json(problemDocument(problem, requestId), problem.status, {
+    ...problem.extra.headers,
+    'content-type': PROBLEM_CONTENT_TYPE,
+  });
+}
+
+/** The same answer without a request context: for a host that refuses before the app runs. */
+export function problemResponse(problem: Problem, requestId: string): Response {
+  return Response.json(problemDocument(problem, requestId), {
+    status: problem.status,
+    headers: { ...problem.extra.headers, 'content-type': PROBLEM_CONTENT_TYPE },
+  });
+}
+
+function problemDocument(problem: Problem, requestId: string): ProblemDocument {
+  return {
     type: PROBLEM_TYPE_BASE + problem.kind,
     title: problem.title,
     status: problem.status,
@@ -75,5 +95,4 @@ export function renderProblem(c: Context, problem: Problem, requestId: string): 
     ...(problem.extra.errors ? { errors: problem.extra.errors } : {}),
     requestId,
   };
-  return c.json(document, problem.status, { ...problem.extra.headers, 'content-type': PROBLEM_CONTENT_TYPE });
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { STATUS_TOKEN_TTL_SECONDS, statusTokenSecret, statusTokenSigner } from './auth/status-token.js';
-import type { AppEnv } from './context.js';
+import type { ApiSettings, AppEnv } from './context.js';
 
 /** Makes the `statusUrl` of enqueued jobs; null for each when the Worker has no status-token secret. */
 export type StatusUrlMaker = (jobId: string) => Promise<string | null>;
@@ -9,8 +9,8 @@ export type StatusUrlMaker = (jobId: string) => Promise<string | null>;
  * Status URLs point at this Worker's own `GET /v1/jobs/{id}`, absolute, from
  * the origin the request came in on, with a token that opens that job for a day.
  */
-export async function statusUrlMaker(c: Context<AppEnv>): Promise<StatusUrlMaker> {
-  const secret = await statusTokenSecret(c.env);
+export async function statusUrlMaker(c: Context<AppEnv>, settings: ApiSettings): Promise<StatusUrlMaker> {
+  const secret = await statusTokenSecret(settings);
   if (secret === undefined) return async () => null;
   const sign = await statusTokenSigner(secret);
   const expiresAtSeconds = Math.floor(Date.now() / 1000) + STATUS_TOKEN_TTL_SECONDS;

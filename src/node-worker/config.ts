@@ -1,8 +1,8 @@
-import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/settings.js';
-import { MAX_CLAIM } from '../engine/claim-batch.js';
+import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/index.js';
+import { MAX_CLAIM } from '../engine/index.js';
 import type { WorkerOptions } from './start-worker.js';
 
-/** What `npm run work` reads from its environment. */
+/** What `skiplock work` reads from its environment. */
 export interface WorkerVariables extends DrainVariables {
   readonly DATABASE_URL?: string | undefined;
   readonly WORKER_CONCURRENCY?: string | undefined;

@@ -1,15 +1,15 @@
 import { hostname } from 'node:os';
 import { pgDb } from '../db/pg.js';
-import type { Queryable } from '../db/types.js';
-import { releaseWorker } from '../engine/reclaim.js';
-import { DrainBudget } from '../drain/budget.js';
-import type { JobDefinition } from '../drain/define-job.js';
-import { DEFAULT_RETENTION_SECONDS, runHousekeeping } from '../drain/housekeeping.js';
-import { runJobs } from '../drain/job-loop.js';
-import { errorFields, jsonConsoleLogger, type Logger } from '../drain/logger.js';
-import { syncPeriodicJobs, type PeriodicJob } from '../drain/periodic.js';
-import { createRegistry } from '../drain/registry.js';
-import { sleep } from '../drain/sleep.js';
+import { releaseWorker } from '../engine/index.js';
+import {
+  createRegistry,
+  jsonConsoleLogger,
+  runUntilStopped,
+  type JobDefinition,
+  type Logger,
+  type PeriodicJob,
+  type RunningDrain,
+} from '../drain/index.js';
 import { JobWakeups } from './wakeups.js';
 
 export interface WorkerOptions {
@@ -68,69 +68,42 @@ export interface RunningWorker {
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const concurrency = options.concurrency ?? 10;
   const logger = options.logger ?? jsonConsoleLogger;
-  const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const workerId = options.workerId ?? `node-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 4)}`;
   const registry = createRegistry(options.handlers, options.schedules);
   // At most one connection per running attempt (heartbeats, progress), one for
   // claims, one for completions, one for housekeeping; LISTEN holds one more of its own.
   const db = pgDb(options.databaseUrl, { max: concurrency + 3, preparedStatements: options.preparedStatements ?? true });
-  let wakeups: JobWakeups;
+  let wakeups: JobWakeups | undefined;
+  let drain: RunningDrain;
   try {
     if (options.workerId !== undefined) await releaseWorker(db, workerId);
-    await syncPeriodicJobs(db, registry.schedules);
-    wakeups = await JobWakeups.start({ databaseUrl: options.databaseUrl, pollIntervalMs, listen: options.listen ?? true, logger });
+    const pollIntervalMs = options.pollIntervalMs ?? 1000;
+    const started = await JobWakeups.start({ databaseUrl: options.databaseUrl, pollIntervalMs, listen: options.listen ?? true, logger });
+    wakeups = started;
+    drain = await runUntilStopped(db, registry, {
+      workerId,
+      concurrency,
+      ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
+      waitForWork: (signal) => started.next(signal),
+      ...(options.housekeepingIntervalMs === undefined ? {} : { housekeepingIntervalMs: options.housekeepingIntervalMs }),
+      ...(options.retentionSeconds === undefined ? {} : { retentionSeconds: options.retentionSeconds }),
+      logger,
+    });
   } catch (error) {
+    await wakeups?.close();
     await db.close();
     throw error;
   }
-
-  const budget = new DrainBudget(Number.POSITIVE_INFINITY);
-  const jobs = runJobs(db, registry, {
-    workerId,
-    concurrency,
-    claimBatchSize: options.claimBatchSize ?? concurrency,
-    budget,
-    logger,
-    handBackDelaySeconds: 1,
-    waitForWork: (signal) => wakeups.next(signal),
+  const done = drain.done.finally(async () => {
+    await wakeups.close();
+    await db.close();
   });
-  const housekeeping = keepHouse(db, {
-    intervalMs: options.housekeepingIntervalMs ?? 5000,
-    retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
-    budget,
-    logger,
-  });
-  const done = Promise.all([jobs, housekeeping])
-    .then(() => undefined)
-    .finally(async () => {
-      budget.dispose();
-      await wakeups.close();
-      await db.close();
-    });
   return {
     workerId,
     stop: () => {
-      budget.stop(options.shutdownGraceMs ?? 20_000);
+      void drain.stop(options.shutdownGraceMs ?? 20_000);
       return done;
     },
     done,
   };
-}
-
-/** Housekeeping every `intervalMs` until the worker stops; a failed round is logged and tried again next time. */
-async function keepHouse(
-  db: Queryable,
-  options: { intervalMs: number; retentionSeconds: number; budget: DrainBudget; logger: Logger },
-): Promise<void> {
-  const { budget, logger } = options;
-  if (options.intervalMs <= 0) return;
-  while (!budget.stopped.aborted) {
-    try {
-      const counts = await runHousekeeping(db, options);
-      if (Object.values(counts).some((count) => count > 0)) logger.info('housekeeping', { ...counts });
-    } catch (error) {
-      logger.error('housekeeping failed; trying again later', errorFields(error));
-    }
-    await sleep(options.intervalMs, budget.stopped);
-  }
 }

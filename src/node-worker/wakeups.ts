@@ -1,6 +1,5 @@
 import pg from 'pg';
-import { errorFields, type Logger } from '../drain/logger.js';
-import { sleep } from '../drain/sleep.js';
+import { errorFields, sleep, type Logger } from '../drain/index.js';
 
 /** The channel migration 0003 notifies on every statement that inserts jobs. */
 export const JOBS_CHANNEL = 'skiplock_jobs';

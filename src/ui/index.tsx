@@ -12,5 +12,5 @@ import type { UiEnv } from './ui-env.js';
 export function uiRoutes(deps: AppDeps) {
   return new Hono<UiEnv>()
     .get('/', dashboardHeaders, (c) => c.html(<DashboardPage nonce={cspNonce(c)} />))
-    .get('/status/:id', statusPageHeaders, statusPage(deps));
+    .get('/status/:id', statusPageHeaders(deps), statusPage(deps));
 }

@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { NONCE, secureHeaders } from 'hono/secure-headers';
+import type { AppDeps } from '../http/context.js';
 import type { UiEnv } from './ui-env.js';
 
 interface Framing {
@@ -47,26 +48,21 @@ export const dashboardHeaders = pageHeaders({
 });
 
 /**
- * A status page may be framed by this origin and by the origins in
- * CORS_ORIGINS: the products that link to it are the ones trusted to read its
+ * A status page may be framed by this origin and by the configured CORS
+ * origins: the products that link to it are the ones trusted to read its
  * job from their pages, so the same list decides who may embed it. No
  * X-Frame-Options, which cannot name origins (frame-ancestors supersedes it),
  * and CORP cross-origin, so an embedder that requires CORP (COEP) can frame it.
  */
-export const statusPageHeaders = pageHeaders({
-  frameAncestors: (c) => ["'self'", ...framingOrigins((c.env as UiEnv['Bindings']).CORS_ORIGINS)].join(' '),
-  xFrameOptions: false,
-  crossOriginResourcePolicy: 'cross-origin',
-});
-
-/** The entries of CORS_ORIGINS that are plain origins, so nothing else can reach the CSP header. */
-function framingOrigins(configured: string | undefined): string[] {
-  return (configured ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(isOrigin);
+export function statusPageHeaders(deps: AppDeps) {
+  return pageHeaders({
+    frameAncestors: (c) => ["'self'", ...deps.settings(c.env).corsOrigins.filter(isOrigin)].join(' '),
+    xFrameOptions: false,
+    crossOriginResourcePolicy: 'cross-origin',
+  });
 }
 
+/** Only plain origins reach the CSP header, whatever else the configured list holds. */
 function isOrigin(text: string): boolean {
   try {
     return new URL(text).origin === text;

@@ -1,25 +1,42 @@
 import { neonConfig } from '@neondatabase/serverless';
 import { neonHttpDb } from '../db/neon-http.js';
+import { applyLocalNeonConfig } from '../db/neon-local.js';
 import { neonPoolDb } from '../db/neon-ws.js';
+import { pgConnectionPerStatementDb, pgDb } from '../db/pg.js';
 import type { Db, SessionDb } from '../db/types.js';
-import { applyLocalNeonConfig } from '../local/neon-config.js';
-import type { Env } from './env.js';
+import type { DatabaseSource } from './settings.js';
 
-function configureDriver(env: Env): void {
-  if (env.LOCAL_NEON_PROXY) applyLocalNeonConfig(neonConfig, env.LOCAL_NEON_PROXY);
-}
-
-/** Single statements and batches: Neon's HTTP driver, one request each, nothing to close. */
-export function httpDatabase(env: Env): Db {
-  configureDriver(env);
-  return neonHttpDb(env.DATABASE_URL);
+function configureNeon(source: DatabaseSource & { kind: 'neon' }): void {
+  if (source.localProxy !== undefined) applyLocalNeonConfig(neonConfig, source.localProxy);
 }
 
 /**
- * Interactive transactions: Neon's WebSocket Pool. Workers forbid reusing a
- * socket across invocations, so the caller closes it before the event ends.
+ * Single statements and batches for a request: Neon's HTTP driver (one
+ * subrequest each), or over Hyperdrive a connection per statement. Nothing to close.
  */
-export function sessionDatabase(env: Env): SessionDb {
-  configureDriver(env);
-  return neonPoolDb(env.DATABASE_URL);
+export function requestDatabase(source: DatabaseSource): Db {
+  if (source.kind === 'hyperdrive') return pgConnectionPerStatementDb(source.connectionString);
+  configureNeon(source);
+  return neonHttpDb(source.url);
+}
+
+/**
+ * Interactive transactions: Neon's WebSocket Pool, or node-postgres over
+ * Hyperdrive. Workers forbid reusing a socket across invocations, so the
+ * caller closes it before the event ends.
+ */
+export function sessionDatabase(source: DatabaseSource): SessionDb {
+  if (source.kind === 'hyperdrive') return pgDb(source.connectionString, { max: 1 });
+  configureNeon(source);
+  return neonPoolDb(source.url);
+}
+
+/**
+ * A drain's statements: Neon HTTP, or over Hyperdrive a pool of at most
+ * `connections` (Workers allow 6 open at once). The caller closes it when the drain ends.
+ */
+export function drainDatabase(source: DatabaseSource, connections: number): Db {
+  if (source.kind === 'hyperdrive') return pgDb(source.connectionString, { max: Math.min(connections, 5) });
+  configureNeon(source);
+  return neonHttpDb(source.url);
 }

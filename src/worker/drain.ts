@@ -1,17 +1,14 @@
 import { drainOnce, type DrainCounts } from '../drain/drain-once.js';
-import { builtInJobs } from '../drain/handlers/built-in.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
-import { createRegistry, type JobRegistry } from '../drain/registry.js';
-import { httpDatabase } from './database.js';
-import { readWorkerDrainSettings, type WorkerDrainSettings } from './drain-settings.js';
-import type { Env } from './env.js';
+import type { JobRegistry } from '../drain/registry.js';
+import type { WaitUntil } from '../http/context.js';
+import { drainDatabase } from './database.js';
+import type { ResolvedSettings } from './settings.js';
 
-/**
- * The job types this Worker runs: the built-in ones (plus the demo jobs in
- * dev mode). Add your own `defineJob(...)` definitions here.
- */
-function workerRegistry(settings: WorkerDrainSettings): JobRegistry {
-  return createRegistry(builtInJobs(settings));
+/** What a drain of one Worker environment runs with. */
+export interface DrainRuntime {
+  settings: ResolvedSettings;
+  registry: JobRegistry;
 }
 
 function invocationId(kind: string): string {
@@ -19,47 +16,45 @@ function invocationId(kind: string): string {
 }
 
 /**
- * The Cron Trigger's drain: housekeeping, then jobs until the queue is empty
- * or the budget ends, over Neon's HTTP driver (one subrequest per statement,
- * nothing to close). Logs one JSON line with the counts.
+ * The Cron Trigger's drain: housekeeping (periodic jobs included), then jobs
+ * until the queue is empty or the budget ends. Logs one JSON line with the counts.
  */
-export async function scheduledDrain(env: Env, cron: string): Promise<DrainCounts> {
-  const settings = readWorkerDrainSettings(env);
-  const counts = await drainOnce(httpDatabase(env), workerRegistry(settings), {
-    budgetSeconds: settings.budgetSeconds,
-    concurrency: settings.concurrency,
-    retentionSeconds: settings.retentionSeconds,
-    workerId: invocationId('cron'),
-  });
-  console.log(JSON.stringify({ event: 'drain', cron, ...counts }));
-  return counts;
+export async function scheduledDrain({ settings, registry }: DrainRuntime, cron: string): Promise<DrainCounts> {
+  const db = drainDatabase(settings.database, settings.drain.concurrency + 1);
+  try {
+    const counts = await drainOnce(db, registry, {
+      budgetSeconds: settings.drain.budgetSeconds,
+      concurrency: settings.drain.concurrency,
+      retentionSeconds: settings.jobs.retentionSeconds,
+      workerId: invocationId('cron'),
+    });
+    console.log(JSON.stringify({ event: 'drain', cron, ...counts }));
+    return counts;
+  } finally {
+    await db.close();
+  }
 }
 
 /**
  * Call after an enqueue: drains at once inside the request's `waitUntil`, so
  * an idle system starts the new job within milliseconds instead of at the
  * next cron tick. Jobs only, no housekeeping (the cron drain does that), with
- * a budget that fits in `waitUntil`. FAST_PATH=off turns it off. Never
- * throws: the cron drain is the safety net.
+ * a budget that fits in `waitUntil`. Never throws: the cron drain is the safety net.
  */
-export function fastPathDrain(env: Env, ctx: Pick<ExecutionContext, 'waitUntil'>): void {
-  let settings: WorkerDrainSettings;
-  try {
-    settings = readWorkerDrainSettings(env);
-  } catch (error) {
-    jsonConsoleLogger.error('fast-path drain not started: bad settings', errorFields(error));
-    return;
-  }
-  if (!settings.fastPath) return;
+export function fastPathDrain({ settings, registry }: DrainRuntime, ctx: WaitUntil): void {
+  if (!settings.drain.fastPath || registry.types.length === 0) return;
+  const db = drainDatabase(settings.database, settings.drain.concurrency + 1);
   ctx.waitUntil(
-    drainOnce(httpDatabase(env), workerRegistry(settings), {
-      budgetSeconds: settings.fastPathBudgetSeconds,
-      concurrency: settings.concurrency,
+    drainOnce(db, registry, {
+      budgetSeconds: settings.drain.fastPathBudgetSeconds,
+      concurrency: settings.drain.concurrency,
       housekeeping: false,
       workerId: invocationId('fast'),
-    }).then(
-      (counts) => console.log(JSON.stringify({ event: 'fast-path-drain', ...counts })),
-      (error: unknown) => jsonConsoleLogger.error('fast-path drain failed', errorFields(error)),
-    ),
+    })
+      .then(
+        (counts) => console.log(JSON.stringify({ event: 'fast-path-drain', ...counts })),
+        (error: unknown) => jsonConsoleLogger.error('fast-path drain failed', errorFields(error)),
+      )
+      .finally(() => db.close()),
   );
 }

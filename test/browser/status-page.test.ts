@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusTokenSecret, statusTokenSigner } from '../../src/http/auth/status-token';
-import type { Env } from '../../src/worker/env';
 import { hasChromium, openPage } from './support/chromium';
 import { startEmbedder, type Embedder } from './support/embedder';
 import { claimNext, completeJob, enqueueManual, reportProgress } from './support/jobs';
@@ -15,7 +14,13 @@ function statusPagePath(statusUrl: string | null): string {
 
 /** A correctly signed token that expired an hour ago, signed with the secret `npm start` derives. */
 async function expiredToken(jobId: string): Promise<string> {
-  const secret = await statusTokenSecret({ SKIPLOCK_DEV: '1', ADMIN_TOKEN } as Env);
+  const secret = await statusTokenSecret({
+    devMode: true,
+    adminToken: ADMIN_TOKEN,
+    statusTokenSecret: undefined,
+    corsOrigins: [],
+    maxBodyBytes: 1,
+  });
   const sign = await statusTokenSigner(secret!);
   return sign(jobId, Math.floor(Date.now() / 1000) - 3600);
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { pgDb } from '../../src/db/pg';
 import { defineJob } from '../../src/drain/define-job';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { enqueueBatch } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain } from './support/drain';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/drain/define-job';
 import { AttemptInterrupted } from '../../src/drain/job-errors';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { enqueue } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, eventKinds, jobById } from './support/drain';

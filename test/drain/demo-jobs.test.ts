@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtInJobs } from '../../src/drain/handlers/built-in';
 import { demoJobs } from '../../src/drain/handlers/demo';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { enqueue, getJobEvents } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, jobById } from './support/drain';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { defineJob, type JobContext } from '../../src/drain/define-job';
 import { AttemptInterrupted, PermanentFailure, RetryAfter } from '../../src/drain/job-errors';
 import { MAX_RESULT_BYTES } from '../../src/drain/job-result';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { cancel, enqueue } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, eventKinds, jobById } from './support/drain';

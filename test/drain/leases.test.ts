@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Db } from '../../src/db/types';
 import { defineJob } from '../../src/drain/define-job';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { claimBatch, enqueue, getJobEvents, reapExpiredLeases, type ClaimedJob } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, eventKinds, gate, jobById, untilStatus } from './support/drain';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { claimBatch, enqueue, enqueueBatch, queueHealth, reapExpiredLeases } from '../../src/engine';
 import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';

@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/types';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { engineDatabases } from '../support/engine-db';
 import { runHistory, settledCount, untilAllSucceeded } from './support/history';
 import { enqueueMany, jobs } from './support/load';

@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { runHistory, untilAllSucceeded } from './support/history';
 import { enqueueMany, jobs } from './support/load';
 import { restartablePostgres, STACK_ADMIN_TOKEN, startWorkerStack, type RestartablePostgres, type WorkerStack } from './support/local-stack';

@@ -4,7 +4,7 @@ import { neonPoolDb } from '../../src/db/neon-ws';
 import { pgDb } from '../../src/db/pg';
 import type { Db } from '../../src/db/types';
 import { demoJobs } from '../../src/drain/handlers/demo';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { claimBatch, completeMany } from '../../src/engine';
 import { createTestDatabase } from '../support/database';
 import { startConfiguredNeonProxy } from '../support/drivers';

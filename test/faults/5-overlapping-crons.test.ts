@@ -4,7 +4,7 @@ import { pgDb } from '../../src/db/pg';
 import { defineJob } from '../../src/drain/define-job';
 import { demoJobs } from '../../src/drain/handlers/demo';
 import { definePeriodicJob } from '../../src/drain/periodic';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { engineDatabases } from '../support/engine-db';
 import { drain } from '../drain/support/drain';
 import { drainUntilAllSucceeded, runHistory } from './support/history';

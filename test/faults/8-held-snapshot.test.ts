@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import type { Queryable } from '../../src/db/types';
 import { demoJobs } from '../../src/drain/handlers/demo';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { enqueueBatch, queueHealth, type QueueHealth } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain } from '../drain/support/drain';

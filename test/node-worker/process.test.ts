@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/types';
 import { demoJobs } from '../../src/drain/handlers/demo';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { enqueueBatch } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain } from '../drain/support/drain';

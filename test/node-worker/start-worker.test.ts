@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/drain/define-job';
-import { sleep } from '../../src/drain/sleep';
+import { sleep } from '../../src/engine/sleep';
 import { enqueue, enqueueBatch, getJobEvents } from '../../src/engine';
 import { startWorker, type RunningWorker } from '../../src/node-worker/start-worker';
 import { engineDatabases } from '../support/engine-db';

@@ -4,7 +4,7 @@ import { neonHttpDb } from '../../src/db/neon-http';
 import { neonPoolDb } from '../../src/db/neon-ws';
 import { pgDb } from '../../src/db/pg';
 import type { Db } from '../../src/db/types';
-import { applyLocalNeonConfig } from '../../src/local/neon-config';
+import { applyLocalNeonConfig } from '../../src/db/neon-local';
 import { startNeonProxy, type NeonProxy } from '../../src/local/neon-proxy';
 import { postgresAddressOf } from './postgres-address';
 

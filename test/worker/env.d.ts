@@ -1,10 +1,17 @@
 /// <reference types="@cloudflare/vitest-pool-workers/types" />
-import type { Env as WorkerEnv } from '../../src/worker/env';
+import type { SkiplockEnv } from '../../src/worker/env';
 
-// What `env` and `exports` from `cloudflare:workers` hold in the Worker tests.
+// What `env` and `exports` from `cloudflare:workers` hold in the Worker tests
+// (vitest.workers.config.ts sets each of these bindings).
 declare global {
   namespace Cloudflare {
-    interface Env extends WorkerEnv {}
+    interface Env extends SkiplockEnv {
+      DATABASE_URL: string;
+      LOCAL_NEON_PROXY: string;
+      ADMIN_TOKEN: string;
+      STATUS_TOKEN_SECRET: string;
+      CORS_ORIGINS: string;
+    }
     interface GlobalProps {
       mainModule: typeof import('../../src/worker');
     }

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { enqueueBatch, getJobEvents } from '../../src/engine';
 import worker from '../../src/worker';
-import { httpDatabase } from '../../src/worker/database';
+import { httpDatabase } from './support/databases';
 import { runScheduled } from './support/run-scheduled';
 
 /** A running job whose lease ends `leaseEndsInSeconds` from now (in the past when negative). */

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/types';
-import { sessionDatabase } from '../../src/worker/database';
+import { sessionDatabase } from './support/databases';
 
 /** Thrown inside a transaction to make withTransaction roll it back. */
 class Rollback extends Error {}

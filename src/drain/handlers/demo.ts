@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob, type JobDefinition } from '../define-job.js';
-import { sleep } from '../sleep.js';
+import { sleep } from '../../engine/sleep.js';
 
 /** `sleep` saves how long it has slept this often, so a job cut off by a deadline continues where it was. */
 const SLEEP_PROGRESS_EVERY_MS = 1000;

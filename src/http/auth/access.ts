@@ -36,14 +36,14 @@ async function authenticate(c: Context<AppEnv>, deps: AppDeps, rule: AccessRule)
   if (authorization !== undefined) {
     const bearer = BEARER.exec(authorization)?.[1];
     if (bearer === undefined) throw unauthorized('send the key as Authorization: Bearer <key>');
-    const holder = await keyHolderFor(bearer, c.env.ADMIN_TOKEN, () => deps.database(c.env));
+    const holder = await keyHolderFor(bearer, deps.settings(c.env).adminToken, () => deps.database(c.env));
     if (holder === undefined) throw unauthorized('the API key is unknown or revoked');
     return holder;
   }
   const token = c.req.query('token');
   if (rule.statusToken && token !== undefined) {
     const jobId = c.req.param('id');
-    const secret = await statusTokenSecret(c.env);
+    const secret = await statusTokenSecret(deps.settings(c.env));
     if (jobId !== undefined && secret !== undefined && (await verifyStatusToken(secret, jobId, token))) {
       return { kind: 'status-token', jobId };
     }

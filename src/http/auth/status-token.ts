@@ -1,4 +1,4 @@
-import type { Env } from '../../worker/env.js';
+import type { ApiSettings } from '../context.js';
 import { base64url, fromBase64url, hmacSha256Matches, hmacSha256Signer } from './crypto.js';
 
 /**
@@ -45,11 +45,11 @@ export async function verifyStatusToken(
  * from ADMIN_TOKEN, so local development needs no extra secret. Undefined when
  * neither applies: then no status token can be made or accepted.
  */
-export async function statusTokenSecret(env: Env): Promise<string | undefined> {
-  if (env.STATUS_TOKEN_SECRET) return env.STATUS_TOKEN_SECRET;
-  if (env.SKIPLOCK_DEV === '1' && env.ADMIN_TOKEN) {
+export async function statusTokenSecret(settings: ApiSettings): Promise<string | undefined> {
+  if (settings.statusTokenSecret) return settings.statusTokenSecret;
+  if (settings.devMode && settings.adminToken) {
     // Derived, not ADMIN_TOKEN itself: a leaked signing secret must not be an admin key.
-    const sign = await hmacSha256Signer(env.ADMIN_TOKEN);
+    const sign = await hmacSha256Signer(settings.adminToken);
     return base64url(await sign('skiplock status token secret'));
   }
   return undefined;

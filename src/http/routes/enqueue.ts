@@ -12,7 +12,7 @@ import {
 import { EnqueuedJobSchema } from '../schemas/job.js';
 import { router } from '../validation.js';
 
-const ENQUEUE_PROBLEMS = problemResponses(400, 401, 403, 409, 413, 503);
+const ENQUEUE_PROBLEMS = problemResponses(400, 401, 403, 409, 413, 422, 503);
 
 export function enqueueRoutes(deps: AppDeps) {
   const enqueueRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { localNeonConfig } from '../neon-config.js';
+import { localNeonConfig } from '../../db/neon-local.js';
 import { createSqlOverHttpHandler } from './sql-over-http.js';
 import { createWebSocketPipe, refuseUpgrade, type PostgresAddress } from './ws-pipe.js';
 

@@ -8,8 +8,8 @@ import type { UiEnv } from '../ui-env.js';
 import { JobGonePage, LinkInvalidPage, StatusPage } from './pages.js';
 
 /** Whether `token` is the status token of job `id`, signed by this Worker and not expired. */
-async function tokenOpensJob(c: Context<UiEnv>, id: string, token: string | undefined): Promise<boolean> {
-  const secret = await statusTokenSecret(c.env);
+async function tokenOpensJob(deps: AppDeps, c: Context<UiEnv>, id: string, token: string | undefined): Promise<boolean> {
+  const secret = await statusTokenSecret(deps.settings(c.env));
   if (secret === undefined || token === undefined || !UuidSchema.safeParse(id).success) return false;
   return verifyStatusToken(secret, id, token);
 }
@@ -19,7 +19,7 @@ export function statusPage(deps: AppDeps) {
   return async (c: Context<UiEnv, '/status/:id'>) => {
     const id = c.req.param('id');
     const page = { nonce: cspNonce(c), embed: c.req.query('embed') === '1' };
-    if (!(await tokenOpensJob(c, id, c.req.query('token')))) return c.html(<LinkInvalidPage {...page} />, 401);
+    if (!(await tokenOpensJob(deps, c, id, c.req.query('token')))) return c.html(<LinkInvalidPage {...page} />, 401);
     const job = await getJob(deps.database(c.env), id);
     if (job === undefined) return c.html(<JobGonePage {...page} />, 404);
     return c.html(<StatusPage job={job} {...page} />, 200);

@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot } from '../../../src/cli/local-paths';
-import { startWorker } from '../../../src/cli/start-worker';
+import { projectRoot } from '../../../src/local/start/local-paths';
+import { startWorker } from '../../../src/local/start/start-worker';
 import { skiplockClient, type SkiplockClient } from '../../../src/http/client';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startNeonProxy } from '../../../src/local/neon-proxy';

@@ -2,7 +2,7 @@ import type { Db } from '../../../src/db/types';
 import { drainOnce, type DrainCounts, type DrainOptions } from '../../../src/drain/drain-once';
 import type { JobDefinition } from '../../../src/drain/define-job';
 import type { Logger } from '../../../src/drain/logger';
-import { sleep } from '../../../src/drain/sleep';
+import { sleep } from '../../../src/engine/sleep';
 import type { PeriodicJob } from '../../../src/drain/periodic';
 import { createRegistry } from '../../../src/drain/registry';
 import { getJob, getJobEvents, type Job, type JobEventKind, type JobStatus } from '../../../src/engine';

@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot } from '../../../src/cli/local-paths';
-import { startWorker } from '../../../src/cli/start-worker';
+import { projectRoot } from '../../../src/local/start/local-paths';
+import { startWorker } from '../../../src/local/start/start-worker';
 import { pgDb } from '../../../src/db/pg';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startEmbeddedPostgres, type LocalPostgres } from '../../../src/local/embedded-postgres';

@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { projectRoot } from '../../../src/cli/local-paths';
+import { projectRoot } from '../../../src/local/start/local-paths';
 import { spawnProcessGroup, type ProcessGroup } from '../../../src/local/processes';
 
 export interface Spawned extends ProcessGroup {
@@ -21,10 +21,10 @@ export function processes(logFile: string) {
     await Promise.all(started.splice(0).map((child) => child.kill()));
   });
 
-  async function spawnEntry(entry: string, workerId: string, env: Record<string, string>): Promise<Spawned> {
+  async function spawnEntry(entry: string, args: string[], workerId: string, env: Record<string, string>): Promise<Spawned> {
     const log = await open(logFile, 'a');
     try {
-      const group = await spawnProcessGroup(process.execPath, ['--import', 'tsx', join(projectRoot, entry)], {
+      const group = await spawnProcessGroup(process.execPath, ['--import', 'tsx', join(projectRoot, entry), ...args], {
         cwd: projectRoot,
         env: { ...process.env, WORKER_ID: workerId, ...env },
         output: log.fd,
@@ -51,9 +51,9 @@ export function processes(logFile: string) {
   return {
     /** `npm run work` with the demo jobs on. */
     nodeWorker: (databaseUrl: string, workerId: string, env: Record<string, string> = {}) =>
-      spawnEntry('src/node-worker/main.ts', workerId, { DATABASE_URL: databaseUrl, SKIPLOCK_DEV: '1', ...env }),
+      spawnEntry('src/cli/main.ts', ['work'], workerId, { DATABASE_URL: databaseUrl, SKIPLOCK_DEV: '1', ...env }),
     /** A pull worker (test/faults/support/pull-worker.ts). */
     pullWorker: (databaseUrl: string, workerId: string, env: Record<string, string> = {}) =>
-      spawnEntry('test/faults/support/pull-worker.ts', workerId, { DATABASE_URL: databaseUrl, ...env }),
+      spawnEntry('test/faults/support/pull-worker.ts', [], workerId, { DATABASE_URL: databaseUrl, ...env }),
   };
 }

@@ -7,7 +7,7 @@
  * LEASE_SECONDS, WORK_MS.
  */
 import { pgDb } from '../../../src/db/pg';
-import { sleep } from '../../../src/drain/sleep';
+import { sleep } from '../../../src/engine/sleep';
 import { claimBatch, completeMany } from '../../../src/engine';
 
 const db = pgDb(process.env.DATABASE_URL!, { max: 1 });

@@ -3,6 +3,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import worker from '../../../src/worker';
 import { fastPathDrain } from '../../../src/worker/drain';
+import { drainRuntime } from '../support/databases';
 import { runScheduled } from '../support/run-scheduled';
 import { DEV, enqueueJob, eventKinds, jobById } from './support/jobs';
 
@@ -46,7 +47,7 @@ describe('the Worker drain', () => {
     const job = await enqueueJob({ type: 'noop' });
     const ctx = createExecutionContext();
 
-    fastPathDrain({ ...env, ...DEV }, ctx);
+    fastPathDrain(drainRuntime(DEV), ctx);
     await waitOnExecutionContext(ctx);
 
     const done = await jobById(job.id);
@@ -60,7 +61,7 @@ describe('the Worker drain', () => {
   it('fast path: FAST_PATH=off starts nothing', () => {
     const started: Array<Promise<unknown>> = [];
 
-    fastPathDrain({ ...env, ...DEV, FAST_PATH: 'off' }, { waitUntil: (promise) => void started.push(promise) });
+    fastPathDrain(drainRuntime({ ...DEV, FAST_PATH: 'off' }), { waitUntil: (promise) => void started.push(promise) });
 
     expect(started).toEqual([]);
   });

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it, vi } from 'vitest';
 import { createApp } from '../../../src/http/app';
-import { httpDatabase, sessionDatabase } from '../../../src/worker/database';
+import { appDeps } from '../support/databases';
 import {
   ADMIN_TOKEN,
   BASE_URL,
@@ -265,7 +265,7 @@ describe('POST /v1/queues/{queue}/jobs/batch', () => {
 describe('the fast-path hook', () => {
   it('runs after an enqueue that created a job, and not after a dedup hit', async () => {
     const onEnqueued = vi.fn();
-    const app = createApp({ database: httpDatabase, sessionDatabase, onEnqueued });
+    const app = createApp(appDeps({ onEnqueued }));
     const queue = uniqueName('fast-path');
     const enqueue = async () => {
       const response = await fetchApp(

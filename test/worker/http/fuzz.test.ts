@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { httpDatabase } from '../../../src/worker/database';
+import { httpDatabase } from '../support/databases';
 import { ADMIN_TOKEN, BASE_URL, type EnqueuedJob } from './support/api';
 import { createOwnDatabase } from './support/database';
 import { fetchWithEnv } from './support/invoke';

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { toDatabaseError } from '../../../src/db/errors';
 import type { Db } from '../../../src/db/types';
 import { createApp } from '../../../src/http/app';
-import { sessionDatabase } from '../../../src/worker/database';
+import { appDeps } from '../support/databases';
 import {
   ADMIN_TOKEN,
   BASE_URL,
@@ -145,7 +145,7 @@ describe('failures', () => {
   it('answers 503 with Retry-After when the database is unreachable', async () => {
     // What every driver throws when it cannot reach the server.
     const unreachable = toDatabaseError(new TypeError('fetch failed'));
-    const app = createApp({ database: () => failingDatabase(unreachable), sessionDatabase });
+    const app = createApp(appDeps({ database: () => failingDatabase(unreachable) }));
 
     const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
 
@@ -155,7 +155,7 @@ describe('failures', () => {
 
   it('answers an unexpected error with a 500 problem carrying the request id, and logs it', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const app = createApp({ database: () => failingDatabase(new TypeError('a bug')), sessionDatabase });
+    const app = createApp(appDeps({ database: () => failingDatabase(new TypeError('a bug')) }));
 
     const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': 'bug-1' };
     const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers }));

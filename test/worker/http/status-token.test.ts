@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { statusTokenSigner } from '../../../src/http/auth/status-token';
 import { ADMIN_TOKEN, BASE_URL, enqueueJob, problemOf, request, uniqueName, type EnqueuedJob } from './support/api';
 import { fetchWithEnv } from './support/invoke';
@@ -70,7 +70,7 @@ describe('status tokens', () => {
     expect((await request(`/v1/jobs/${job.id}?token=${token}`, { apiKey: ADMIN_TOKEN })).status).toBe(200);
   });
 
-  it('under npm start are signed with a secret derived from ADMIN_TOKEN, and absent without any secret', async () => {
+  it('under npm start are signed with a secret derived from ADMIN_TOKEN; outside dev the Worker refuses to start without one', async () => {
     const queue = uniqueName('status-dev');
     const enqueue = (overrides: Record<string, string | undefined>) =>
       fetchWithEnv(overrides, `${BASE_URL}/v1/queues/${queue}/jobs`, {
@@ -79,13 +79,17 @@ describe('status tokens', () => {
         body: '{}',
       }).then((response) => response.json<EnqueuedJob>());
 
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const dev = await enqueue({ STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: '1' });
-    const unconfigured = await enqueue({ STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: undefined });
+    const unconfigured = await fetchWithEnv({ STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: undefined }, `${BASE_URL}/healthz`);
     const devRead = await fetchWithEnv({ STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: '1' }, dev.statusUrl!);
 
     expect(devRead.status).toBe(200);
     expect((await request(new URL(dev.statusUrl!).pathname + new URL(dev.statusUrl!).search)).status).toBe(401);
-    expect(unconfigured.statusUrl).toBeNull();
+    expect(unconfigured.status).toBe(503);
+    expect(await unconfigured.json()).toMatchObject({ type: expect.stringMatching(/misconfigured$/) });
+    expect(log).toHaveBeenCalledWith(expect.stringMatching(/^skiplock: STATUS_TOKEN_SECRET is not set: .*wrangler secret put STATUS_TOKEN_SECRET/));
+    log.mockRestore();
   });
 });
 

@@ -1,6 +1,5 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import type { Env } from '../../../src/worker/env';
 
 /**
  * Runs a Worker's `scheduled()` as the Cron Trigger `cron` would at
@@ -9,10 +8,10 @@ import type { Env } from '../../../src/worker/env';
  * variables (SKIPLOCK_DEV, DRAIN_BUDGET_SECONDS...).
  */
 export async function runScheduled(
-  worker: ExportedHandler<Env>,
+  worker: ExportedHandler<Cloudflare.Env>,
   cron: string,
   scheduledTime = new Date(),
-  vars: Partial<Env> = {},
+  vars: Partial<Cloudflare.Env> = {},
 ): Promise<void> {
   if (worker.scheduled === undefined) throw new Error('the Worker has no scheduled() handler');
   const ctx = createExecutionContext();

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { enqueue, getJob, getJobEvents, type EnqueueInput, type Job, type JobEventKind } from '../../../../src/engine';
-import { httpDatabase } from '../../../../src/worker/database';
+import { httpDatabase } from '../../support/databases';
 
 /** The Worker tests share one database: names of its own keep each test's rows apart. */
 export function uniqueName(prefix: string): string {

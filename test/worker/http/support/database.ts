@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { inject } from 'vitest';
 import type { Queryable } from '../../../../src/db/types';
-import { httpDatabase } from '../../../../src/worker/database';
+import { httpDatabase } from '../../support/databases';
 
 /** The Worker tests' shared database, straight through the Neon HTTP driver. */
 export function sharedDatabase(): Queryable {

@@ -2,11 +2,10 @@ import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
 import { env } from 'cloudflare:workers';
 import type { createApp } from '../../../../src/http/app';
 import worker from '../../../../src/worker';
-import type { Env } from '../../../../src/worker/env';
 
 /** The Worker's fetch with bindings changed: another database, another secret. */
 export async function fetchWithEnv(
-  overrides: Partial<Env>,
+  overrides: Partial<Cloudflare.Env>,
   url: string,
   init?: RequestInit<IncomingRequestCfProperties>,
 ): Promise<Response> {

@@ -1,4 +1,4 @@
-import { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
+import { parseDatabaseUrl, type DatabaseTarget } from '../../cli/database-url.js';
 
 /** A port that an environment variable may fix; otherwise `npm start` picks one. */
 export interface PortSetting {

@@ -1,7 +1,7 @@
-import { startEmbeddedPostgres } from '../local/embedded-postgres.js';
-import { runningPostmasterPid } from '../local/postmaster-pid.js';
-import { waitUntilGone } from '../local/processes.js';
-import { parseDatabaseUrl, withoutPassword, type DatabaseTarget } from './database-url.js';
+import { startEmbeddedPostgres } from '../embedded-postgres.js';
+import { runningPostmasterPid } from '../postmaster-pid.js';
+import { waitUntilGone } from '../processes.js';
+import { parseDatabaseUrl, withoutPassword, type DatabaseTarget } from '../../cli/database-url.js';
 import { shownPath } from './local-paths.js';
 
 /** The Postgres that `npm start` runs against. */

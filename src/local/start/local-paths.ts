@@ -2,7 +2,7 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root: `npm start` works on its own checkout wherever it was started from. */
-export const projectRoot = resolve(fileURLToPath(import.meta.url), '../../..');
+export const projectRoot = resolve(fileURLToPath(import.meta.url), '../../../..');
 
 const dataDir = join(projectRoot, '.data');
 

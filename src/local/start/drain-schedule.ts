@@ -1,4 +1,4 @@
-import type { DrainSchedule } from '../local/scheduled-trigger.js';
+import type { DrainSchedule } from '../scheduled-trigger.js';
 
 /** The wrangler.toml cron triggers, on their own schedule or all of them every DRAIN_EVERY_SECONDS. */
 export function chooseDrainSchedule(crons: readonly string[], drainEverySeconds: number | undefined): DrainSchedule {

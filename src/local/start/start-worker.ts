@@ -1,7 +1,7 @@
-import { waitForHealthy } from '../local/health.js';
-import { firstFreePort, isPortFree, LOOPBACK } from '../local/ports.js';
-import type { ProcessExit } from '../local/processes.js';
-import { startWranglerDev, type WranglerDev, type WranglerDevOptions } from '../local/wrangler-dev.js';
+import { waitForHealthy } from '../health.js';
+import { firstFreePort, isPortFree, LOOPBACK } from '../ports.js';
+import type { ProcessExit } from '../processes.js';
+import { startWranglerDev, type WranglerDev, type WranglerDevOptions } from '../wrangler-dev.js';
 import { choosePort } from './choose-port.js';
 import type { PortSetting } from './start-config.js';
 

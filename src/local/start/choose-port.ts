@@ -1,4 +1,4 @@
-import { isPortFree } from '../local/ports.js';
+import { isPortFree } from '../ports.js';
 import type { PortSetting } from './start-config.js';
 
 /** The port the setting asks for, which must be free, or else `pick()`'s choice. */

@@ -4,7 +4,7 @@ import type { NeonConfig } from '@neondatabase/serverless';
  * The `neonConfig` settings that point `@neondatabase/serverless` at the local
  * Neon proxy (src/local/neon-proxy) instead of Neon's cloud endpoints.
  *
- * This module runs inside the Workers runtime too, so it imports nothing from
+ * This module runs inside the Workers runtime too (the Worker factory applies it when LOCAL_NEON_PROXY is set), so it imports nothing from
  * Node. Node callers must also set `neonConfig.webSocketConstructor = ws`,
  * because Node 20 has no global WebSocket.
  */

@@ -1,0 +1,90 @@
+import type { Queryable } from '../db/types.js';
+import { sleep } from '../engine/sleep.js';
+import { DrainBudget } from './budget.js';
+import { DEFAULT_RETENTION_SECONDS, runHousekeeping } from './housekeeping.js';
+import { runJobs } from './job-loop.js';
+import { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
+import { syncPeriodicJobs } from './periodic.js';
+import type { JobRegistry } from './registry.js';
+
+export interface RunUntilStoppedOptions {
+  workerId: string;
+  /** Attempts running at once. */
+  concurrency: number;
+  /** The most jobs one claim takes; default the free slots. */
+  claimBatchSize?: number;
+  /**
+   * Resolves when there may be work: a notification, a poll interval, or
+   * `signal` (the worker stopping). Called after a claim that found nothing.
+   */
+  waitForWork(signal: AbortSignal): Promise<void>;
+  /** Reaping, expiry, periodic jobs and pruning run this often; 0 turns them off. Default 5000 ms. */
+  housekeepingIntervalMs?: number;
+  /** Default 7 days. */
+  retentionSeconds?: number;
+  logger?: Logger;
+}
+
+export interface RunningDrain {
+  /** Claims nothing more; running jobs get `graceMs` to finish, then are handed back. Settles when all stopped. */
+  stop(graceMs: number): Promise<void>;
+  /** Settles once every job has finished or been handed back. */
+  readonly done: Promise<void>;
+}
+
+/**
+ * The drain for a process that runs until it is stopped (a Node worker, a
+ * container): the same job loop as a Worker's bounded drain, with no time
+ * budget, waking on `waitForWork`, and housekeeping on a timer beside it.
+ * The caller owns the database and closes it after `done`.
+ */
+export async function runUntilStopped(
+  db: Queryable,
+  registry: JobRegistry,
+  options: RunUntilStoppedOptions,
+): Promise<RunningDrain> {
+  const logger = options.logger ?? jsonConsoleLogger;
+  await syncPeriodicJobs(db, registry.schedules);
+  const budget = new DrainBudget(Number.POSITIVE_INFINITY);
+  const jobs = runJobs(db, registry, {
+    workerId: options.workerId,
+    concurrency: options.concurrency,
+    claimBatchSize: options.claimBatchSize ?? options.concurrency,
+    budget,
+    logger,
+    handBackDelaySeconds: 1,
+    waitForWork: options.waitForWork,
+  });
+  const housekeeping = keepHouse(db, {
+    intervalMs: options.housekeepingIntervalMs ?? 5000,
+    retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
+    budget,
+    logger,
+  });
+  const done = Promise.all([jobs, housekeeping]).then(() => budget.dispose());
+  return {
+    stop: (graceMs) => {
+      budget.stop(graceMs);
+      return done;
+    },
+    done,
+  };
+}
+
+/** Housekeeping every `intervalMs` until the drain stops; a failed round is logged and tried again next time. */
+async function keepHouse(
+  db: Queryable,
+  options: { intervalMs: number; retentionSeconds: number; budget: DrainBudget; logger: Logger },
+): Promise<void> {
+  const { budget, logger } = options;
+  if (options.intervalMs <= 0) return;
+  while (!budget.stopped.aborted) {
+    try {
+      const counts = await runHousekeeping(db, options);
+      if (Object.values(counts).some((count) => count > 0)) logger.info('housekeeping', { ...counts });
+    } catch (error) {
+      logger.error('housekeeping failed; trying again later', errorFields(error));
+    }
+    await sleep(options.intervalMs, budget.stopped);
+  }
+}

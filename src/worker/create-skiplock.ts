@@ -1,0 +1,128 @@
+import type { ExecutionContext, Hono } from 'hono';
+import type { JobDefinition } from '../drain/define-job.js';
+import { builtInJobs } from '../drain/handlers/built-in.js';
+import type { PeriodicJob } from '../drain/periodic.js';
+import { createRegistry, type JobRegistry } from '../drain/registry.js';
+import { createApp } from '../http/app.js';
+import type { AppDeps, AppEnv, Bindings } from '../http/context.js';
+import { notFound, Problem, problemResponse } from '../http/problem.js';
+import { uiRoutes } from '../ui/index.js';
+import { requestDatabase, sessionDatabase } from './database.js';
+import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
+import type { SkiplockEnv } from './env.js';
+import { ConfigurationError, resolveSettings, type SkiplockSettings } from './settings.js';
+
+export interface SkiplockOptions extends SkiplockSettings {
+  /** Your job types (`defineJob`): the drains run these, and enqueue checks their payloads (422). */
+  jobs?: readonly JobDefinition[];
+  /** Periodic jobs (`definePeriodicJob`), enqueued once per tick by the cron drain; each names one of the job types. */
+  schedules?: readonly PeriodicJob[];
+  /** Serve the HTTP API under `/v1` and `/healthz` from `fetch`. Default true; false makes a drain-only Worker. */
+  api?: boolean;
+  /** The dashboard at `/` and the status pages at `/status/{id}`. Default true; needs the API. */
+  dashboard?: boolean;
+  /** The built-in `http` job (deliveries to HTTP_ALLOWED_HOSTS). Default true. */
+  httpJob?: boolean;
+}
+
+/** The part of Workers' `ScheduledController` a drain uses. */
+export interface ScheduledEvent {
+  readonly cron: string;
+}
+
+/** A Worker: export it as the module's default (`export default createSkiplock({ ... })`). */
+export interface Skiplock<Env extends SkiplockEnv = SkiplockEnv> {
+  /** The HTTP API, dashboard and status pages; with `api: false`, 404 for every request. */
+  fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response>;
+  /** The Cron Trigger: housekeeping and periodic jobs, then jobs until the queue is empty or the budget ends. */
+  scheduled(event: ScheduledEvent, env: Env): Promise<void>;
+  /**
+   * The Hono app behind `fetch` (API, and the pages unless `dashboard: false`),
+   * to mount in your own: `app.route('/queue', skiplock.app)`.
+   */
+  readonly app: Hono<AppEnv>;
+}
+
+/** The demo types' names: a schedule may name them, since dev mode registers them. */
+const DEMO_TYPES = ['noop', 'sleep', 'fail'];
+
+/**
+ * Makes a Worker from your job types and settings: `fetch` serves the HTTP
+ * API, the dashboard and the status pages; `scheduled` drains. Settings left
+ * out of `options` come from the Worker's variables and secrets. A mistake
+ * in the job definitions (two types with one name, a schedule naming a type
+ * that none defines) throws here, at start; a missing or unreadable setting
+ * is logged as one line and answered 503 until it is fixed.
+ */
+export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: SkiplockOptions = {}): Skiplock<Env> {
+  const api = options.api ?? true;
+  const dashboard = options.dashboard ?? true;
+  checkDefinitions(options);
+
+  const runtimes = new WeakMap<object, DrainRuntime>();
+  /** Settings are read once per environment object (one per isolate on Workers). */
+  const runtimeOf = (env: Bindings): DrainRuntime => {
+    let runtime = runtimes.get(env);
+    if (runtime === undefined) {
+      const settings = resolveSettings(options, env as SkiplockEnv, { api });
+      const builtIn = builtInJobs(settings.jobs).filter((job) => options.httpJob !== false || job.type !== 'http');
+      const registry = createRegistry([...builtIn, ...(options.jobs ?? [])], options.schedules, { knownTypes: DEMO_TYPES });
+      runtime = { settings, registry };
+      runtimes.set(env, runtime);
+    }
+    return runtime;
+  };
+
+  const deps: AppDeps = {
+    settings: (env) => runtimeOf(env).settings.api,
+    database: (env) => requestDatabase(runtimeOf(env).settings.database),
+    sessionDatabase: (env) => sessionDatabase(runtimeOf(env).settings.database),
+    onEnqueued: (ctx, env) => fastPathDrain(runtimeOf(env), ctx),
+    jobType: (env, type) => runtimeOf(env).registry.definitionOf(type),
+  };
+  const app = createApp(deps);
+  if (dashboard) app.route('/', uiRoutes(deps));
+  const reported = new WeakSet<object>();
+
+  return {
+    app,
+    async fetch(request, env, ctx) {
+      try {
+        runtimeOf(env);
+      } catch (error) {
+        if (!(error instanceof ConfigurationError)) throw error;
+        if (!reported.has(env)) console.error(error.message);
+        reported.add(env);
+        const problem = new Problem(503, 'misconfigured', 'Misconfigured', 'this Worker is not configured: see its log');
+        return problemResponse(problem, crypto.randomUUID());
+      }
+      if (!api) return problemResponse(notFound('this Worker serves no HTTP API'), crypto.randomUUID());
+      return app.fetch(request, env, ctx);
+    },
+    async scheduled(event, env) {
+      let runtime: DrainRuntime;
+      try {
+        runtime = runtimeOf(env);
+      } catch (error) {
+        if (error instanceof ConfigurationError) console.error(error.message);
+        throw error;
+      }
+      await scheduledDrain(runtime, event.cron);
+    },
+  };
+}
+
+/** The definitions' own mistakes, which no setting can fix: refused when the Worker starts. */
+function checkDefinitions(options: SkiplockOptions): void {
+  const jobs = options.jobs ?? [];
+  const reserved = new Set(['http', ...DEMO_TYPES]);
+  for (const job of jobs) {
+    if (typeof job?.run !== 'function') {
+      throw new TypeError(`skiplock: jobs must be defineJob(...) definitions; got ${JSON.stringify(job)}`);
+    }
+    if (reserved.has(job.type) && !(job.type === 'http' && options.httpJob === false)) {
+      throw new Error(`skiplock: job type "${job.type}" is built in; pick another name${job.type === 'http' ? ' or pass httpJob: false' : ''}`);
+    }
+  }
+  createRegistry([...jobs], options.schedules, { knownTypes: [...reserved] });
+}

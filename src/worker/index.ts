@@ -1,0 +1,10 @@
+/**
+ * `skiplock/worker`: the Cloudflare Workers factory. Your jobs, your
+ * settings, one default export:
+ *
+ *   export default createSkiplock({ jobs: [sendWelcome], schedules: [nightly] });
+ */
+export { createSkiplock, type ScheduledEvent, type Skiplock, type SkiplockOptions } from './create-skiplock.js';
+export { ConfigurationError, type SkiplockSettings } from './settings.js';
+export type { SkiplockEnv } from './env.js';
+export { defineJob, definePeriodicJob, PermanentFailure, RetryAfter } from '../drain/index.js';

@@ -1,0 +1,174 @@
+import { DEFAULT_DRAIN_BUDGET_SECONDS, DEFAULT_DRAIN_CONCURRENCY } from '../drain/drain-once.js';
+import { readJobSettings, readNumber, readSwitch, type JobSettings } from '../drain/settings.js';
+import type { ApiSettings } from '../http/context.js';
+import { LIMITS } from '../http/limits.js';
+import type { SkiplockEnv } from './env.js';
+
+/**
+ * Every setting of the Worker, as a `createSkiplock` option. Each one left
+ * out is read from its variable (named beside it), so the same deploy can be
+ * configured in code, in wrangler's vars and secrets, or both.
+ */
+export interface SkiplockSettings {
+  /** DATABASE_URL. A HYPERDRIVE binding wins over it. */
+  databaseUrl?: string;
+  /** ADMIN_TOKEN: the first admin API key. Required outside dev while the API is on. */
+  adminToken?: string;
+  /** STATUS_TOKEN_SECRET: signs status URLs. Required outside dev while the API is on. */
+  statusTokenSecret?: string;
+  /** CORS_ORIGINS. */
+  corsOrigins?: readonly string[];
+  /** MAX_BODY_BYTES. */
+  maxBodyBytes?: number;
+  /** SKIPLOCK_DEV=1: demo jobs, a status-token secret derived from the admin token, no required secrets. */
+  devMode?: boolean;
+  /** DRAIN_BUDGET_SECONDS: wall time of one cron drain (at most 900). */
+  drainBudgetSeconds?: number;
+  /** DRAIN_CONCURRENCY: jobs one drain runs at once (1 to 50). */
+  drainConcurrency?: number;
+  /** FAST_PATH: drain right after an enqueue, inside the request's waitUntil. */
+  fastPath?: boolean;
+  /** FAST_PATH_BUDGET_SECONDS: wall time of one fast-path drain (at most 25). */
+  fastPathBudgetSeconds?: number;
+  /** RETENTION_SECONDS: how long finished jobs are kept. */
+  retentionSeconds?: number;
+  /** HTTP_ALLOWED_HOSTS: hosts the built-in `http` job may call. */
+  httpAllowedHosts?: readonly string[];
+  /** HTTP_SIGNING_SECRET: signs `http` job deliveries. */
+  httpSigningSecret?: string;
+}
+
+const VARIABLE_OF = {
+  databaseUrl: 'DATABASE_URL',
+  adminToken: 'ADMIN_TOKEN',
+  statusTokenSecret: 'STATUS_TOKEN_SECRET',
+  corsOrigins: 'CORS_ORIGINS',
+  maxBodyBytes: 'MAX_BODY_BYTES',
+  devMode: 'SKIPLOCK_DEV',
+  drainBudgetSeconds: 'DRAIN_BUDGET_SECONDS',
+  drainConcurrency: 'DRAIN_CONCURRENCY',
+  fastPath: 'FAST_PATH',
+  fastPathBudgetSeconds: 'FAST_PATH_BUDGET_SECONDS',
+  retentionSeconds: 'RETENTION_SECONDS',
+  httpAllowedHosts: 'HTTP_ALLOWED_HOSTS',
+  httpSigningSecret: 'HTTP_SIGNING_SECRET',
+} as const satisfies Record<keyof SkiplockSettings, keyof SkiplockEnv>;
+
+type Variables = { -readonly [Name in (typeof VARIABLE_OF)[keyof SkiplockSettings]]?: string | undefined };
+
+/** Cron drains: at most the 15 minutes of wall time a Cron Trigger gets. */
+const MAX_DRAIN_BUDGET_SECONDS = 900;
+/** Fast-path drains live in `waitUntil`, which ends 30 s after the response: leave room to hand back. */
+const MAX_FAST_PATH_BUDGET_SECONDS = 25;
+const DEFAULT_FAST_PATH_BUDGET_SECONDS = 20;
+
+/** Where the queue's Postgres is. */
+export type DatabaseSource =
+  | { kind: 'hyperdrive'; connectionString: string }
+  | { kind: 'neon'; url: string; localProxy: string | undefined };
+
+export interface WorkerDrainSettings {
+  budgetSeconds: number;
+  concurrency: number;
+  fastPath: boolean;
+  fastPathBudgetSeconds: number;
+}
+
+export interface ResolvedSettings {
+  database: DatabaseSource;
+  api: ApiSettings;
+  drain: WorkerDrainSettings;
+  jobs: JobSettings;
+}
+
+/** A setting that is missing or unreadable: its message is the one line the Worker's log shows. */
+export class ConfigurationError extends Error {
+  override readonly name = 'ConfigurationError';
+  constructor(problem: string) {
+    super(`skiplock: ${problem}`);
+  }
+}
+
+/**
+ * The settings of one Worker environment: each option, else its variable,
+ * else its default. Throws ConfigurationError naming what to fix.
+ */
+export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, needs: { api: boolean }): ResolvedSettings {
+  const vars = variables(options, env);
+  try {
+    const jobs = readJobSettings(vars);
+    return {
+      database: databaseSource(vars, env),
+      api: apiSettings(vars, jobs.devMode, needs.api),
+      drain: {
+        budgetSeconds: readNumber(vars, 'DRAIN_BUDGET_SECONDS', DEFAULT_DRAIN_BUDGET_SECONDS, {
+          min: 1,
+          max: MAX_DRAIN_BUDGET_SECONDS,
+        }),
+        concurrency: readNumber(vars, 'DRAIN_CONCURRENCY', DEFAULT_DRAIN_CONCURRENCY, { min: 1, max: 50, integer: true }),
+        fastPath: readSwitch(vars, 'FAST_PATH', true),
+        fastPathBudgetSeconds: readNumber(vars, 'FAST_PATH_BUDGET_SECONDS', DEFAULT_FAST_PATH_BUDGET_SECONDS, {
+          min: 1,
+          max: MAX_FAST_PATH_BUDGET_SECONDS,
+        }),
+      },
+      jobs,
+    };
+  } catch (error) {
+    if (error instanceof ConfigurationError) throw error;
+    throw new ConfigurationError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** The variables, with each option given in code written over its variable in the variables' own text form. */
+function variables(options: SkiplockSettings, env: SkiplockEnv): Variables {
+  const vars: Variables = {};
+  for (const [option, name] of Object.entries(VARIABLE_OF) as [keyof SkiplockSettings, keyof Variables][]) {
+    const value = options[option];
+    vars[name] =
+      value === undefined
+        ? (env[name] as string | undefined)
+        : Array.isArray(value)
+          ? value.join(',')
+          : typeof value === 'boolean'
+            ? (name === 'SKIPLOCK_DEV' ? (value ? '1' : '0') : value ? 'on' : 'off')
+            : String(value);
+  }
+  return vars;
+}
+
+function databaseSource(vars: Variables, env: SkiplockEnv): DatabaseSource {
+  if (env.HYPERDRIVE !== undefined) return { kind: 'hyperdrive', connectionString: env.HYPERDRIVE.connectionString };
+  const url = vars.DATABASE_URL?.trim();
+  if (!url) {
+    throw new ConfigurationError(
+      'no database: set DATABASE_URL (`npx wrangler secret put DATABASE_URL`), bind HYPERDRIVE, or pass databaseUrl',
+    );
+  }
+  return { kind: 'neon', url, localProxy: env.LOCAL_NEON_PROXY?.trim() || undefined };
+}
+
+function apiSettings(vars: Variables, devMode: boolean, apiOn: boolean): ApiSettings {
+  const adminToken = vars.ADMIN_TOKEN?.trim() || undefined;
+  const statusTokenSecret = vars.STATUS_TOKEN_SECRET?.trim() || undefined;
+  if (apiOn && !devMode) {
+    const missing = [
+      adminToken === undefined && 'ADMIN_TOKEN',
+      statusTokenSecret === undefined && 'STATUS_TOKEN_SECRET',
+    ].filter((name) => name !== false);
+    if (missing.length > 0) {
+      const names = missing.join(' and ');
+      throw new ConfigurationError(
+        `${names} ${missing.length > 1 ? 'are' : 'is'} not set: the HTTP API needs ${missing.length > 1 ? 'them' : 'it'} ` +
+          `outside dev (\`npx wrangler secret put ${missing[0]}\`, any long random string)`,
+      );
+    }
+  }
+  return {
+    adminToken,
+    statusTokenSecret,
+    devMode,
+    corsOrigins: (vars.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''),
+    maxBodyBytes: readNumber(vars, 'MAX_BODY_BYTES', LIMITS.defaultMaxBodyBytes, { min: 1, integer: true }),
+  };
+}
