@@ -12,9 +12,11 @@ export default defineConfig({
   resolve: {
     alias: [
       ...packageAliases,
-      // node-postgres (the Hyperdrive driver) requires pg-protocol from CommonJS, and the pool's module
-      // loader resolves it to its ESM build: point it at the CommonJS one (node-postgres issue 3700).
+      // node-postgres (the Hyperdrive driver) requires these from CommonJS, and the pool's module loader
+      // resolves them to their ESM builds or, without the workerd condition, to an empty socket module:
+      // point them at the CommonJS builds that wrangler's bundle uses (node-postgres issue 3700).
       { find: /^pg-protocol$/, replacement: fileURLToPath(new URL('./node_modules/pg-protocol/dist/index.js', import.meta.url)) },
+      { find: /^pg-cloudflare$/, replacement: fileURLToPath(new URL('./node_modules/pg-cloudflare/dist/index.js', import.meta.url)) },
     ],
   },
   plugins: [
@@ -30,6 +32,8 @@ export default defineConfig({
           STATUS_TOKEN_SECRET: 'test-status-token-secret',
           CORS_ORIGINS: 'https://app.example.test,https://admin.example.test',
         },
+        // The same database through Miniflare's local Hyperdrive: tests bind it as HYPERDRIVE where they want it.
+        hyperdrives: { TEST_HYPERDRIVE: inject('workerDatabaseUrl') },
       },
     })),
   ],

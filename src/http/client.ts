@@ -1,8 +1,21 @@
 import { hc } from 'hono/client';
 import type { AppType } from './app.js';
 
+export {
+  createClient,
+  JobClient,
+  SkiplockApiError,
+  type ClientEnqueueOptions,
+  type ClientJobHandle,
+  type EnqueuedJob,
+  type JobClientOptions,
+} from './job-client.js';
+export { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';
+export type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';
+export type { Job, JobStatus } from '../engine/types.js';
+
 /**
- * A typed client of the skiplock HTTP API: Hono's RPC client over the app's
+ * The whole HTTP API as Hono's RPC client over the app's
  * own route types, so paths, bodies, queries and each status's response are
  * the zod schemas' types. For example:
  *

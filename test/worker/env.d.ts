@@ -11,6 +11,7 @@ declare global {
       ADMIN_TOKEN: string;
       STATUS_TOKEN_SECRET: string;
       CORS_ORIGINS: string;
+      TEST_HYPERDRIVE: Hyperdrive;
     }
     interface GlobalProps {
       mainModule: typeof import('../../src/worker');

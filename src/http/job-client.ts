@@ -1,0 +1,176 @@
+import type { z } from '@hono/zod-openapi';
+import { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';
+import type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';
+import { FINAL_STATUSES, type Job } from '../engine/types.js';
+import type { ProblemDocument } from './problem.js';
+import type { EnqueueBodySchema } from './schemas/enqueue.js';
+
+/** A job as an enqueue answers it: the job, its browser status URL, and whether a dedup key matched. */
+export interface EnqueuedJob extends Job {
+  statusUrl: string | null;
+  deduplicated: boolean;
+}
+
+/** Everything of an enqueue request but the type and payload, which the job type's form gives. */
+export type ClientEnqueueOptions = Omit<z.input<typeof EnqueueBodySchema>, 'type' | 'payload'> & {
+  /** Defaults to the job type's name. */
+  queue?: string;
+  /** Sent as the Idempotency-Key header: a retried request gets the first one's job back. */
+  idempotencyKey?: string;
+};
+
+/** The API refused a request: its status and problem document. */
+export class SkiplockApiError extends Error {
+  override readonly name = 'SkiplockApiError';
+  constructor(
+    readonly status: number,
+    readonly problem: Partial<ProblemDocument>,
+  ) {
+    super(`${status} ${problem.title ?? 'error'}${problem.detail ? `: ${problem.detail}` : ''}`);
+  }
+}
+
+/** One job over HTTP, typed by what its handler returns. */
+export interface ClientJobHandle<Result = unknown> {
+  readonly id: string;
+  /** The job as the enqueue answered it; undefined for a handle made from an id alone. */
+  readonly enqueued: EnqueuedJob | undefined;
+  /** The job as it is now. */
+  status(): Promise<Job>;
+  /** Waits (long-polling `?wait`) for the job to end: its result when it succeeded, else JobNotSucceededError. */
+  result(options?: ResultOptions): Promise<Result>;
+  /** Cancels it: at once while it waits, at its next heartbeat while it runs. */
+  cancel(): Promise<Job>;
+}
+
+export interface JobClientOptions {
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Another fetch: a service binding's, or a test's. */
+  fetch?: typeof fetch;
+}
+
+/** The longest `?wait` the API takes, in seconds. */
+const MAX_WAIT_SECONDS = 30;
+
+/**
+ * Typed jobs over the HTTP API. With only a type import of a job definition
+ * (`import type { sendWelcome } from './jobs'`), a wrong payload fails to compile:
+ *
+ *   const job = await client.enqueue<typeof sendWelcome>('send-welcome', { userId: 42 });
+ *   const result = await job.result({ timeoutMs: 30_000 });   // typed by the handler's return type
+ *
+ * With the definition itself at hand, `client.enqueue(sendWelcome, { userId: 42 })`.
+ */
+export class JobClient {
+  private readonly baseUrl: string;
+  private readonly fetch: typeof fetch;
+  private readonly headers: Record<string, string>;
+
+  constructor(baseUrl: string, options: JobClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.headers = options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` };
+  }
+
+  async enqueue<J extends JobType>(
+    job: J | J['type'],
+    payload: PayloadOf<J>,
+    options: ClientEnqueueOptions = {},
+  ): Promise<ClientJobHandle<ResultOf<J>>> {
+    const { queue, idempotencyKey, ...rest } = options;
+    const type = typeof job === 'string' ? job : job.type;
+    const enqueued = await this.request<EnqueuedJob>(
+      'POST',
+      `/v1/queues/${encodeURIComponent(queue ?? type)}/jobs`,
+      { ...rest, type, payload },
+      idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey },
+    );
+    return this.handle(enqueued.id, enqueued);
+  }
+
+  /** Up to 1,000 jobs of one type in one request and one transaction. */
+  async enqueueBatch<J extends JobType>(
+    job: J | J['type'],
+    payloads: readonly PayloadOf<J>[],
+    options: ClientEnqueueOptions = {},
+  ): Promise<ClientJobHandle<ResultOf<J>>[]> {
+    const { queue, idempotencyKey, ...rest } = options;
+    const type = typeof job === 'string' ? job : job.type;
+    const { jobs } = await this.request<{ jobs: EnqueuedJob[] }>(
+      'POST',
+      `/v1/queues/${encodeURIComponent(queue ?? type)}/jobs/batch`,
+      { jobs: payloads.map((payload) => ({ ...rest, type, payload })) },
+      idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey },
+    );
+    return jobs.map((enqueued) => this.handle(enqueued.id, enqueued));
+  }
+
+  /** A handle on a job enqueued earlier, by its id. */
+  job<Result = unknown>(id: string): ClientJobHandle<Result> {
+    return this.handle(id, undefined);
+  }
+
+  private handle<Result>(id: string, enqueued: EnqueuedJob | undefined): ClientJobHandle<Result> {
+    const path = `/v1/jobs/${encodeURIComponent(id)}`;
+    return {
+      id,
+      enqueued,
+      status: () => this.request<Job>('GET', path),
+      result: async (options = {}) => {
+        const ended = await this.waitUntilFinal(path, options);
+        if (ended.status !== 'succeeded') throw new JobNotSucceededError(ended);
+        return ended.result as Result;
+      },
+      cancel: () => this.request<Job>('POST', `${path}/cancel`),
+    };
+  }
+
+  /** Long-polls the job: each `?wait` answers at its first change, or 304 when none came. */
+  private async waitUntilFinal(path: string, options: ResultOptions): Promise<Job> {
+    const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
+    let { value: job, etag } = await this.exchange<Job>('GET', path);
+    while (!FINAL_STATUSES.includes(job!.status)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new JobWaitTimeoutError(job!, options.timeoutMs!);
+      options.signal?.throwIfAborted();
+      const wait = Math.max(1, Math.min(MAX_WAIT_SECONDS, Math.floor(left / 1000)));
+      const conditional: Record<string, string> = etag === undefined ? {} : { 'if-none-match': etag };
+      const answer = await this.exchange<Job>('GET', `${path}?wait=${wait}`, undefined, conditional, options.signal);
+      if (answer.value !== undefined) ({ value: job, etag } = answer);
+    }
+    return job!;
+  }
+
+  private async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    return (await this.exchange<T>(method, path, body, headers)).value!;
+  }
+
+  /** One request; a refusal throws SkiplockApiError, a 304 answers no value. */
+  private async exchange<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<{ value: T | undefined; etag: string | undefined }> {
+    const response = await this.fetch(this.baseUrl + path, {
+      method,
+      headers: { ...this.headers, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    const etag = response.headers.get('etag') ?? undefined;
+    if (response.status === 304) return { value: undefined, etag };
+    if (!response.ok) {
+      const problem = (await response.json().catch(() => ({}))) as Partial<ProblemDocument>;
+      throw new SkiplockApiError(response.status, problem);
+    }
+    return { value: (await response.json()) as T, etag };
+  }
+}
+
+/** A typed job client of a skiplock deployment. */
+export function createClient(baseUrl: string, options: JobClientOptions = {}): JobClient {
+  return new JobClient(baseUrl, options);
+}

@@ -1,0 +1,133 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { Hono } from 'hono';
+import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { createClient, SkiplockApiError } from 'skiplock/client';
+import { createSkiplock, defineJob, definePeriodicJob, type Skiplock } from 'skiplock/worker';
+
+/** Job types of a user's own Worker: one checked by the API at enqueue, one run on a schedule. */
+const greet = defineJob('factory-greet', z.object({ name: z.string().min(1) }), ({ name }) => ({ greeting: `hello ${name}` }));
+const tick = defineJob('factory-tick', z.object({ from: z.string() }), ({ from }) => ({ ticked: from }));
+const everySecond = definePeriodicJob({ name: 'factory-every-second', cron: '* * * * * *', type: 'factory-tick', payload: { from: 'cron' } });
+
+const worker = createSkiplock({ jobs: [greet, tick], schedules: [everySecond], fastPath: false });
+
+/** A typed client whose fetch is the Worker's own, inside workerd. */
+function clientOf(skiplock: Skiplock, bindings: object = env) {
+  return createClient('http://skiplock.test', {
+    apiKey: env.ADMIN_TOKEN,
+    fetch: async (input, init) => {
+      const ctx = createExecutionContext();
+      const response = await skiplock.fetch(new Request(input, init), bindings as typeof env, ctx);
+      await waitOnExecutionContext(ctx);
+      return response;
+    },
+  });
+}
+
+async function runCron(skiplock: Skiplock, bindings: object = env): Promise<void> {
+  await skiplock.scheduled(createScheduledController({ cron: '* * * * *' }), bindings as typeof env);
+}
+
+describe('createSkiplock in workerd', () => {
+  it("enqueues the user's job over HTTP, drains it in scheduled(), and the client reads its typed result", async () => {
+    const client = clientOf(worker);
+
+    const job = await client.enqueue(greet, { name: 'Ada' }, { tenant: `factory-${crypto.randomUUID()}` });
+    await runCron(worker);
+
+    const result = await job.result({ timeoutMs: 10_000 });
+    const greeting: string = result.greeting;
+    expect(greeting).toBe('hello Ada');
+  });
+
+  it("refuses with 422, naming the field, a payload that fails a known type's schema, and stores nothing", async () => {
+    const client = clientOf(worker);
+    const queue = `factory-${crypto.randomUUID()}`;
+
+    // @ts-expect-error -- name must be a string: this must not compile.
+    const refused = client.enqueue<typeof greet>('factory-greet', { name: 42 }, { queue });
+    await expect(refused).rejects.toBeInstanceOf(SkiplockApiError);
+    await expect(refused).rejects.toMatchObject({
+      status: 422,
+      problem: { type: expect.stringMatching(/invalid-payload$/), errors: [{ path: 'payload.name' }] },
+    });
+    const listed = await worker.fetch(
+      new Request(`http://skiplock.test/v1/jobs?queue=${queue}`, { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } }),
+      env,
+      createExecutionContext(),
+    );
+    expect((await listed.json<{ jobs: unknown[] }>()).jobs).toEqual([]);
+  });
+
+  it('enqueues its periodic jobs in the cron drain and runs them', async () => {
+    await runCron(worker);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await runCron(worker);
+
+    const response = await worker.fetch(
+      new Request('http://skiplock.test/v1/jobs?queue=factory-tick&status=succeeded', {
+        headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+      }),
+      env,
+      createExecutionContext(),
+    );
+    const { jobs } = await response.json<{ jobs: Array<{ result: unknown }> }>();
+    expect(jobs.length).toBeGreaterThanOrEqual(1);
+    expect(jobs[0]!.result).toEqual({ ticked: 'cron' });
+  });
+
+  it('mounts under a path of the user\'s own Hono app', async () => {
+    const app = new Hono().route('/queue', worker.app).get('/', (c) => c.text('my app'));
+
+    const health = await app.fetch(new Request('http://skiplock.test/queue/healthz'), env, createExecutionContext());
+    const own = await app.fetch(new Request('http://skiplock.test/'), env, createExecutionContext());
+
+    expect(health.status).toBe(200);
+    expect(await own.text()).toBe('my app');
+  });
+
+  it('reaches a Postgres through a Hyperdrive binding with node-postgres, for requests and drains', async () => {
+    const { DATABASE_URL: _neon, ...rest } = env;
+    const overHyperdrive = { ...rest, HYPERDRIVE: env.TEST_HYPERDRIVE };
+    const client = clientOf(worker, overHyperdrive);
+
+    const job = await client.enqueue(greet, { name: 'Grace' });
+    await runCron(worker, overHyperdrive);
+
+    expect(await job.result({ timeoutMs: 10_000 })).toEqual({ greeting: 'hello Grace' });
+  });
+
+  it('refuses to start with job definitions that cannot work, naming what to fix', () => {
+    expect(() => createSkiplock({ jobs: [greet, greet] })).toThrow(/job type "factory-greet" is defined twice/);
+    expect(() =>
+      createSkiplock({ jobs: [greet], schedules: [definePeriodicJob({ name: 'n', cron: '* * * * *', type: 'nobody' })] }),
+    ).toThrow(/periodic job "n" names job type "nobody", which no job definition has/);
+    expect(() => createSkiplock({ jobs: [defineJob('http', z.unknown(), () => null)] })).toThrow(/built in/);
+  });
+
+  it('logs one line and answers 503 when the database or a setting is missing, and the drain refuses too', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const { DATABASE_URL: _missing, ...withoutDatabase } = env;
+    const fresh = createSkiplock({ jobs: [greet] });
+
+    const response = await fresh.fetch(new Request('http://skiplock.test/healthz'), withoutDatabase as typeof env, createExecutionContext());
+    await expect(runCron(fresh, withoutDatabase)).rejects.toThrow(/^skiplock: no database: set DATABASE_URL/);
+    const badNumber = await fresh.fetch(
+      new Request('http://skiplock.test/healthz'),
+      { ...env, DRAIN_CONCURRENCY: 'lots' },
+      createExecutionContext(),
+    );
+
+    expect(response.status).toBe(503);
+    expect(badNumber.status).toBe(503);
+    expect(log.mock.calls.map((call) => String(call[0]))).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^skiplock: no database: set DATABASE_URL/),
+        'skiplock: DRAIN_CONCURRENCY must be a whole number from 1 to 50, not "lots"',
+      ]),
+    );
+    log.mockRestore();
+  });
+});
