@@ -8,6 +8,13 @@ import { packageAliases } from './test/support/package-aliases';
  * Worker from wrangler.toml, and reach the run's real Postgres through the real
  * Neon drivers and the local Neon proxy that the global setup starts.
  */
+/** Miniflare's Hyperdrive insists on a password; a server that trusts local logins ignores it. */
+function withPassword(url: string): string {
+  const parsed = new URL(url);
+  parsed.password ||= 'unused';
+  return parsed.href;
+}
+
 export default defineConfig({
   resolve: {
     alias: [
@@ -33,7 +40,7 @@ export default defineConfig({
           CORS_ORIGINS: 'https://app.example.test,https://admin.example.test',
         },
         // The same database through Miniflare's local Hyperdrive: tests bind it as HYPERDRIVE where they want it.
-        hyperdrives: { TEST_HYPERDRIVE: inject('workerDatabaseUrl') },
+        hyperdrives: { TEST_HYPERDRIVE: withPassword(inject('workerDatabaseUrl')) },
       },
     })),
   ],

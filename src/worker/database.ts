@@ -2,9 +2,12 @@ import { neonConfig } from '@neondatabase/serverless';
 import { neonHttpDb } from '../db/neon-http.js';
 import { applyLocalNeonConfig } from '../db/neon-local.js';
 import { neonPoolDb } from '../db/neon-ws.js';
-import { pgConnectionPerStatementDb, pgDb } from '../db/pg.js';
+import { deferredDb } from '../db/deferred.js';
 import type { Db, SessionDb } from '../db/types.js';
 import type { DatabaseSource } from './settings.js';
+
+/** node-postgres, loaded only where a Hyperdrive binding asks for it. */
+const loadPg = () => import('../db/pg.js');
 
 function configureNeon(source: DatabaseSource & { kind: 'neon' }): void {
   if (source.localProxy !== undefined) applyLocalNeonConfig(neonConfig, source.localProxy);
@@ -15,7 +18,9 @@ function configureNeon(source: DatabaseSource & { kind: 'neon' }): void {
  * subrequest each), or over Hyperdrive a connection per statement. Nothing to close.
  */
 export function requestDatabase(source: DatabaseSource): Db {
-  if (source.kind === 'hyperdrive') return pgConnectionPerStatementDb(source.connectionString);
+  if (source.kind === 'hyperdrive') {
+    return deferredDb(async () => (await loadPg()).pgConnectionPerStatementDb(source.connectionString));
+  }
   configureNeon(source);
   return neonHttpDb(source.url);
 }
@@ -26,7 +31,7 @@ export function requestDatabase(source: DatabaseSource): Db {
  * caller closes it before the event ends.
  */
 export function sessionDatabase(source: DatabaseSource): SessionDb {
-  if (source.kind === 'hyperdrive') return pgDb(source.connectionString, { max: 1 });
+  if (source.kind === 'hyperdrive') return deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max: 1 }));
   configureNeon(source);
   return neonPoolDb(source.url);
 }
@@ -36,7 +41,10 @@ export function sessionDatabase(source: DatabaseSource): SessionDb {
  * `connections` (Workers allow 6 open at once). The caller closes it when the drain ends.
  */
 export function drainDatabase(source: DatabaseSource, connections: number): Db {
-  if (source.kind === 'hyperdrive') return pgDb(source.connectionString, { max: Math.min(connections, 5) });
+  if (source.kind === 'hyperdrive') {
+    const max = Math.min(connections, 5);
+    return deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max }));
+  }
   configureNeon(source);
   return neonHttpDb(source.url);
 }

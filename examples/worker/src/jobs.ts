@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { defineJob, definePeriodicJob, RetryAfter } from 'skiplock/worker';
+
+/** Sends the welcome email of a new user (here: composes it). */
+export const sendWelcome = defineJob(
+  'send-welcome',
+  z.object({ userId: z.number().int().positive(), locale: z.enum(['en', 'fr']).default('en') }),
+  async ({ userId, locale }) => ({
+    userId,
+    subject: locale === 'fr' ? 'Bienvenue !' : 'Welcome!',
+  }),
+  { maxAttempts: 5, leaseSeconds: 30 },
+);
+
+/** Adds up an invoice's lines; asks to be retried later while the invoice is still open. */
+export const totalInvoice = defineJob(
+  'total-invoice',
+  z.object({
+    invoiceId: z.string().min(1),
+    lines: z.array(z.object({ cents: z.number().int() })).min(1),
+    open: z.boolean().default(false),
+  }),
+  ({ invoiceId, lines, open }) => {
+    if (open) throw new RetryAfter(60);
+    return { invoiceId, totalCents: lines.reduce((sum, line) => sum + line.cents, 0) };
+  },
+);
+
+/** Every night at 03:00 UTC: the report of the day before. */
+export const nightlyReport = definePeriodicJob({
+  name: 'nightly-report',
+  cron: '0 3 * * *',
+  type: 'total-invoice',
+  payload: { invoiceId: 'nightly', lines: [{ cents: 0 }] },
+});
+
+export const jobs = [sendWelcome, totalInvoice];
+export const schedules = [nightlyReport];
