@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { cp, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -54,7 +54,7 @@ describe('npm start', () => {
   });
 
   // Well under a minute on an idle machine; the margin is for a busy CI box.
-  it('migrates, serves /healthz, fires drains; SIGTERM stops all it started', { timeout: 120_000 }, async () => {
+  it('migrates, serves /healthz, fires drains, takes skiplock migrate and work against its database; SIGTERM stops all it started', { timeout: 120_000 }, async () => {
     const port = await anyFreePort();
     const npmStart = spawn('npm', ['start'], {
       cwd: checkout,
@@ -78,6 +78,7 @@ describe('npm start', () => {
       expect(output).toMatch(new RegExp(`API +http://127\\.0\\.0\\.1:${port}\\n`));
       expect(output).toMatch(/admin key +test-admin +\(from ADMIN_TOKEN\)/);
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      await expectCliWorksAgainst(checkout, database.url, `http://127.0.0.1:${port}`);
       // DRAIN_EVERY_SECONDS=1: a drain has fired by now, and a failed one prints a line.
       await sleep(1_500);
       expect(output).not.toMatch(/drain \(cron/);
@@ -99,6 +100,53 @@ describe('npm start', () => {
     }
   });
 });
+
+/** A user's job module, as `skiplock work` loads it. */
+const JOB_MODULE = `
+import { z } from 'zod';
+import { defineJob } from 'skiplock/drain';
+export const shout = defineJob('cli-shout', z.object({ word: z.string() }), ({ word }) => ({ shouted: word.toUpperCase() }));
+`;
+
+/**
+ * The package's CLI (what \`npx skiplock\` runs) against the database \`npm start\`
+ * serves: \`migrate\` finds nothing left to do, and \`work\` runs a job type that
+ * only the user's module defines, enqueued over the running Worker's API.
+ */
+async function expectCliWorksAgainst(checkout: string, databaseUrl: string, apiUrl: string): Promise<void> {
+  const cli = (args: string[]) =>
+    spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      cwd: checkout,
+      env: { ...process.env, DATABASE_URL: databaseUrl, POLL_INTERVAL_MS: '100' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  const migrate = cli(['migrate']);
+  let migrated = '';
+  migrate.stdout.on('data', (chunk: Buffer) => (migrated += chunk.toString()));
+  expect((await once(migrate, 'exit'))[0]).toBe(0);
+  expect(migrated).toMatch(/schema up to date/);
+
+  await writeFile(join(checkout, 'jobs.ts'), JOB_MODULE);
+  const work = cli(['work', './jobs.ts']);
+  const exited = once(work, 'exit');
+  try {
+    const headers = { authorization: 'Bearer test-admin', 'content-type': 'application/json' };
+    const enqueued = await fetch(`${apiUrl}/v1/queues/cli-shout/jobs`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ payload: { word: 'hello' } }),
+    });
+    const { id } = (await enqueued.json()) as { id: string };
+    let job: { status: string; result: unknown } = { status: 'queued', result: null };
+    for (let tries = 0; tries < 100 && job.status !== 'succeeded'; tries++) {
+      job = (await (await fetch(`${apiUrl}/v1/jobs/${id}?wait=1`, { headers })).json()) as typeof job;
+    }
+    expect(job).toMatchObject({ status: 'succeeded', result: { shouted: 'HELLO' } });
+  } finally {
+    work.kill('SIGTERM');
+  }
+  expect((await exited)[0]).toBe(0);
+}
 
 async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; !condition() && Date.now() < deadline; ) await sleep(200);

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { projectRoot } from '../src/local/start/local-paths';
@@ -13,12 +15,17 @@ interface CliRun {
 }
 
 /** Runs `skiplock migrate` with only the given DATABASE_URL (if any) in its environment. */
-async function runMigrate(databaseUrl: string | undefined, args: string[] = []): Promise<CliRun> {
+function runMigrate(databaseUrl: string | undefined, args: string[] = []): Promise<CliRun> {
+  return runCli(databaseUrl, ['migrate', ...args]);
+}
+
+/** Runs the package's CLI (src/cli/main.ts, the bin's source) with only the given DATABASE_URL (if any). */
+async function runCli(databaseUrl: string | undefined, args: string[]): Promise<CliRun> {
   const { DATABASE_URL: _ignored, ...env } = process.env;
   try {
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', 'migrate', ...args],
+      ['--import', 'tsx', 'src/cli/main.ts', ...args],
       { cwd: projectRoot, env: databaseUrl === undefined ? env : { ...env, DATABASE_URL: databaseUrl } },
     );
     return { code: 0, stdout, stderr };
@@ -103,5 +110,40 @@ describe('skiplock migrate', () => {
       await runMigrate(undefined, ['--databse-url', 'x']),
       /^skiplock migrate: Unknown option '--databse-url'; usage: skiplock migrate/,
     );
+  });
+});
+
+describe('skiplock work: job modules that cannot work', () => {
+  const modules = async (files: Record<string, string>): Promise<string> => {
+    // Inside the project (git-ignored), so the module resolves zod and skiplock as a user's would.
+    await mkdir(join(projectRoot, '.scratch'), { recursive: true });
+    const dir = await mkdtemp(join(projectRoot, '.scratch', 'jobs-'));
+    for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+    return dir;
+  };
+  const header = "import { z } from 'zod';\nimport { defineJob, definePeriodicJob } from 'skiplock/drain';\n";
+  const job = (type: string) => `defineJob('${type}', z.unknown(), () => null)`;
+
+  it.each([
+    ['exports no jobs', 'export const answer = 42;', /^skiplock work: .*none\.ts exports no job definitions: export defineJob/],
+    ['defines one type twice', `export const a = ${job('twice')};\nexport const b = ${job('twice')};`, /^skiplock work: job type "twice" is defined twice$/],
+    [
+      'schedules an unknown type',
+      `export const a = ${job('known')};\nexport const s = definePeriodicJob({ name: 'nightly', cron: '0 3 * * *', type: 'unknown' });`,
+      /^skiplock work: periodic job "nightly" names job type "unknown", which no job definition has$/,
+    ],
+    ['cannot be loaded', "import './missing.js';", /^skiplock work: cannot load .*none\.ts: Cannot find module/],
+  ])('refuses a module that %s, in one line', async (_case, body, message) => {
+    const dir = await modules({ 'none.ts': header + body });
+    try {
+      expectOneLineFailure(await runCli('postgres://postgres@127.0.0.1:1/unused', ['work', join(dir, 'none.ts')]), message);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to start without DATABASE_URL, and an unknown command', async () => {
+    expectOneLineFailure(await runCli(undefined, ['work']), /^skiplock work: DATABASE_URL is not set/);
+    expectOneLineFailure(await runCli(undefined, ['wrok']), /^skiplock wrok: unknown command; commands: migrate, work/);
   });
 });
