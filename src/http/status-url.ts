@@ -6,6 +6,16 @@ import type { ApiSettings, AppEnv } from './context.js';
 export type StatusUrlMaker = (jobId: string) => Promise<string | null>;
 
 /**
+ * The path a host app mounted this one under (`app.route('/queue', skiplock.app)`),
+ * read off the matched route; empty at the root.
+ */
+function mountPath(c: Context<AppEnv>): string {
+  const route = c.req.routePath;
+  const at = route.indexOf('/v1/');
+  return at > 0 ? route.slice(0, at) : '';
+}
+
+/**
  * Status URLs point at this Worker's own `GET /v1/jobs/{id}`, absolute, from
  * the origin the request came in on, with a token that opens that job for a day.
  */
@@ -15,7 +25,7 @@ export async function statusUrlMaker(c: Context<AppEnv>, settings: ApiSettings):
   const sign = await statusTokenSigner(secret);
   const expiresAtSeconds = Math.floor(Date.now() / 1000) + STATUS_TOKEN_TTL_SECONDS;
   return async (jobId) => {
-    const url = new URL(`/v1/jobs/${jobId}`, c.req.url);
+    const url = new URL(`${mountPath(c)}/v1/jobs/${jobId}`, c.req.url);
     url.searchParams.set('token', await sign(jobId, expiresAtSeconds));
     return url.href;
   };

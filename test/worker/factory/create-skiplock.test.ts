@@ -84,8 +84,23 @@ describe('createSkiplock in workerd', () => {
     const health = await app.fetch(new Request('http://skiplock.test/queue/healthz'), env, createExecutionContext());
     const own = await app.fetch(new Request('http://skiplock.test/'), env, createExecutionContext());
 
+    const enqueued = await app.fetch(
+      new Request('http://skiplock.test/queue/v1/queues/factory-greet/jobs', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ payload: { name: 'mounted' } }),
+      }),
+      env,
+      createExecutionContext(),
+    );
+    const { statusUrl } = await enqueued.json<{ statusUrl: string }>();
+    const status = await app.fetch(new Request(statusUrl), env, createExecutionContext());
+
     expect(health.status).toBe(200);
     expect(await own.text()).toBe('my app');
+    // The status URL keeps the mount path, so a browser can open it without a key.
+    expect(new URL(statusUrl).pathname).toMatch(/^\/queue\/v1\/jobs\//);
+    expect(status.status).toBe(200);
   });
 
   it('reaches a Postgres through a Hyperdrive binding with node-postgres, for requests and drains', async () => {
