@@ -4,6 +4,7 @@ import { cors } from 'hono/cors';
 import { requestId } from 'hono/request-id';
 import type { AppDeps, AppEnv } from './context.js';
 import { limitBodySize } from './limits.js';
+import { API_TAGS } from './openapi-tags.js';
 import { logError, requestLog } from './logging.js';
 import { problemFor } from './error-mapping.js';
 import { notFound, Problem, renderProblem } from './problem.js';
@@ -17,6 +18,7 @@ import { pullRoutes } from './routes/pull.js';
 import { queueRoutes } from './routes/queues.js';
 import { tenantRoutes } from './routes/tenants.js';
 import { throughputRoutes } from './routes/throughput.js';
+import { mountPath } from './status-url.js';
 import { router } from './validation.js';
 
 export type { ApiSettings, AppDeps, Bindings, WaitUntil } from './context.js';
@@ -63,19 +65,23 @@ export function createApp(deps: AppDeps) {
     scheme: 'bearer',
     description: 'An API key (or the ADMIN_TOKEN).',
   });
-  let openApiDocument: ReturnType<typeof app.getOpenAPIDocument> | undefined;
-  app.get('/v1/openapi.json', (c) =>
-    c.json(
-      (openApiDocument ??= app.getOpenAPIDocument({
-        openapi: '3.0.3',
-        info: {
-          title: 'skiplock',
-          version: '1',
-          description: 'A job queue in your own Postgres, on Cloudflare Workers.',
-        },
-      })),
-    ),
-  );
+  // OpenAPI 3.1, whose JSON Schema says "any JSON value, null included" and "a $ref or null", which 3.0's `nullable` cannot.
+  let openApiDocument: ReturnType<typeof app.getOpenAPI31Document> | undefined;
+  app.get('/v1/openapi.json', (c) => {
+    openApiDocument ??= app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: {
+        title: 'skiplock',
+        version: '1',
+        description: 'A job queue in your own Postgres, on Cloudflare Workers.',
+        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
+      },
+      tags: [...API_TAGS],
+    });
+    // The deployment that serves the document is the server its clients call, under the path a host mounted it at.
+    const server = new URL(mountPath(c) || '/', c.req.url).href.replace(/\/$/, '');
+    return c.json({ ...openApiDocument, servers: [{ url: server }] });
+  });
 
   app.notFound((c) => renderProblem(c, notFound(`no route ${c.req.method} ${c.req.path}`), c.var.requestId));
   app.onError((error, c) => {

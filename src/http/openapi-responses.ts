@@ -1,6 +1,7 @@
 import { createRoute, type RouteConfig, type z } from '@hono/zod-openapi';
 import { access, type AccessRule } from './auth/access.js';
 import type { AppDeps } from './context.js';
+import type { ApiTag } from './openapi-tags.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { ProblemSchema } from './schemas/problem.js';
 
@@ -46,6 +47,19 @@ export function problemResponses<const S extends readonly ProblemStatus[]>(
 /** Routes that take `Authorization: Bearer <key>`. */
 export const BEARER_SECURITY = [{ bearer: [] }];
 
+/** Routes open to anyone: the document says so with an empty requirement. */
+export const PUBLIC_SECURITY = [];
+
+/**
+ * What every operation of the document carries, so that SDK generators name
+ * their methods (`enqueueJob`, `claimJobs`) and group them, and never invent
+ * names from paths.
+ */
+export interface NamedOperation {
+  operationId: string;
+  tags: [ApiTag];
+}
+
 /**
  * A route that needs a key (or a status token, when the rule allows it): the
  * document's bearer security and the `access` check come together, so no
@@ -53,7 +67,7 @@ export const BEARER_SECURITY = [{ bearer: [] }];
  */
 export function authorizedRoute<
   const Path extends string,
-  Config extends Omit<RouteConfig, 'path' | 'security' | 'middleware'> & { path: Path },
+  Config extends Omit<RouteConfig, 'path' | 'security' | 'middleware'> & NamedOperation & { path: Path },
 >(
   deps: AppDeps,
   rule: AccessRule,

@@ -9,7 +9,7 @@ export type StatusUrlMaker = (jobId: string) => Promise<string | null>;
  * The path a host app mounted this one under (`app.route('/queue', skiplock.app)`),
  * read off the matched route; empty at the root.
  */
-function mountPath(c: Context<AppEnv>): string {
+export function mountPath(c: Context<AppEnv>): string {
   const route = c.req.routePath;
   const at = route.indexOf('/v1/');
   return at > 0 ? route.slice(0, at) : '';

@@ -17,6 +17,8 @@ export function apiKeyRoutes(deps: AppDeps) {
   const createKeyRoute = authorizedRoute(deps, { scopes: ['admin'] }, {
     method: 'post',
     path: '/v1/keys',
+    operationId: 'createApiKey',
+    tags: ['keys'],
     summary: 'Create an API key',
     description: 'The answer holds the secret, this once: only its SHA-256 is stored.',
     request: { body: jsonBody(CreateApiKeyBodySchema) },
@@ -29,6 +31,8 @@ export function apiKeyRoutes(deps: AppDeps) {
   const listKeysRoute = authorizedRoute(deps, { scopes: ['admin'] }, {
     method: 'get',
     path: '/v1/keys',
+    operationId: 'listApiKeys',
+    tags: ['keys'],
     summary: 'List API keys, revoked ones included, without their secrets',
     responses: { 200: jsonResponse(ApiKeyListSchema, 'Every key, newest first'), ...problemResponses(401, 403, 503) },
   });
@@ -36,6 +40,8 @@ export function apiKeyRoutes(deps: AppDeps) {
   const revokeKeyRoute = authorizedRoute(deps, { scopes: ['admin'] }, {
     method: 'delete',
     path: '/v1/keys/{id}',
+    operationId: 'revokeApiKey',
+    tags: ['keys'],
     summary: 'Revoke an API key',
     description: 'At once; revoking a revoked key changes nothing.',
     request: { params: ApiKeyParamsSchema },

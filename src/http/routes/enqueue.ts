@@ -18,6 +18,8 @@ export function enqueueRoutes(deps: AppDeps) {
   const enqueueRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
     method: 'post',
     path: '/v1/queues/{queue}/jobs',
+    operationId: 'enqueueJob',
+    tags: ['jobs'],
     summary: 'Enqueue a job',
     description:
       'Answers 201 with the new job, or 200 with `deduplicated: true` and the job that a dedupKey or ' +
@@ -33,6 +35,8 @@ export function enqueueRoutes(deps: AppDeps) {
   const enqueueBatchRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
     method: 'post',
     path: '/v1/queues/{queue}/jobs/batch',
+    operationId: 'enqueueJobs',
+    tags: ['jobs'],
     summary: 'Enqueue up to 1,000 jobs at once',
     description:
       'One transaction: one invalid job refuses the whole batch, naming its field (`jobs.3.priority`). ' +

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { AppDeps } from '../context.js';
-import { jsonResponse, problemResponses } from '../openapi-responses.js';
+import { jsonResponse, problemResponses, PUBLIC_SECURITY } from '../openapi-responses.js';
 import { Problem } from '../problem.js';
 import { router } from '../validation.js';
 
@@ -15,6 +15,9 @@ export function healthRoutes(deps: AppDeps) {
   const healthRoute = createRoute({
     method: 'get',
     path: '/healthz',
+    operationId: 'getHealth',
+    tags: ['health'],
+    security: PUBLIC_SECURITY,
     summary: 'Liveness, with a database round trip',
     responses: { 200: jsonResponse(HealthSchema, 'Up, and the database answers'), ...problemResponses(503) },
   });

@@ -29,6 +29,8 @@ export function jobEventRoutes(deps: AppDeps) {
   const jobEventsRoute = authorizedRoute(deps, { scopes: ['read'], statusToken: true }, {
     method: 'get',
     path: '/v1/jobs/{id}/events',
+    operationId: 'streamJobEvents',
+    tags: ['jobs'],
     summary: "Server-sent events of a job's changes until it ends",
     description:
       'Each change is an `event: job` whose data is the job and whose id is its ETag; `event: end` follows the ' +

@@ -25,6 +25,8 @@ export function jobHistoryRoutes(deps: AppDeps) {
   const jobHistoryRoute = createRoute({
     method: 'get',
     path: '/v1/jobs/{id}/history',
+    operationId: 'getJobHistory',
+    tags: ['jobs'],
     summary: "A job's events, oldest first",
     description: 'Every change of the job: enqueued, claimed, lease extended, failed, completed, retried… Keys only: a status token does not open it.',
     security: BEARER_SECURITY,

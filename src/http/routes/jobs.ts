@@ -35,6 +35,8 @@ export function jobRoutes(deps: AppDeps) {
   const getJobRoute = authorizedRoute(deps, { scopes: ['read'], statusToken: true }, {
     method: 'get',
     path: '/v1/jobs/{id}',
+    operationId: 'getJob',
+    tags: ['jobs'],
     summary: "A job's status and stats",
     description:
       "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token.",
@@ -49,6 +51,8 @@ export function jobRoutes(deps: AppDeps) {
   const listJobsRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/jobs',
+    operationId: 'listJobs',
+    tags: ['jobs'],
     summary: 'List jobs, newest first',
     request: { query: ListJobsQuerySchema },
     responses: { 200: jsonResponse(JobPageSchema, 'One page of jobs'), ...problemResponses(400, 401, 403, 503) },
@@ -57,6 +61,8 @@ export function jobRoutes(deps: AppDeps) {
   const cancelRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
     method: 'post',
     path: '/v1/jobs/{id}/cancel',
+    operationId: 'cancelJob',
+    tags: ['jobs'],
     summary: 'Cancel a job',
     description:
       'A waiting job is cancelled at once (200). A running one is marked (202): its worker sees ' +
@@ -72,6 +78,8 @@ export function jobRoutes(deps: AppDeps) {
   const retryRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
     method: 'post',
     path: '/v1/jobs/{id}/retry',
+    operationId: 'retryJob',
+    tags: ['jobs'],
     summary: 'Run a failed, cancelled or expired job again',
     description: 'With a fresh set of attempts. Any other status answers 409.',
     request: { params: JobIdParamsSchema },

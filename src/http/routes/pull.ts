@@ -40,6 +40,7 @@ async function changeLeasedJob<T>(
 
 interface LeaseRouteConfig<Action extends string, Body extends z.ZodType, Response extends z.ZodType> {
   action: Action;
+  operationId: string;
   summary: string;
   description: string;
   body: Body;
@@ -49,11 +50,13 @@ interface LeaseRouteConfig<Action extends string, Body extends z.ZodType, Respon
 /** A pull-API route on one claimed job: POST /v1/jobs/{id}/<action> with a lease token in the body. */
 function leaseRoute<const Action extends string, Body extends z.ZodType, Response extends z.ZodType>(
   deps: AppDeps,
-  { action, summary, description, body, response }: LeaseRouteConfig<Action, Body, Response>,
+  { action, operationId, summary, description, body, response }: LeaseRouteConfig<Action, Body, Response>,
 ) {
   return authorizedRoute(deps, { scopes: ['worker'] }, {
     method: 'post',
     path: `/v1/jobs/{id}/${action}` as const,
+    operationId,
+    tags: ['pull'],
     summary,
     description: `${description} Answers 409 when the lease token no longer holds the job.`,
     request: { params: JobIdParamsSchema, body: jsonBody(body) },
@@ -65,6 +68,8 @@ export function pullRoutes(deps: AppDeps) {
   const claimRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
     method: 'post',
     path: '/v1/queues/{queue}/claim',
+    operationId: 'claimJobs',
+    tags: ['pull'],
     summary: 'Claim jobs to run (pull API)',
     description:
       'Claims up to `max` ready jobs of the queue, fairly across tenants and within their limits; each comes ' +
@@ -77,6 +82,7 @@ export function pullRoutes(deps: AppDeps) {
   });
   const completeRoute = leaseRoute(deps, {
     action: 'complete',
+    operationId: 'completeJob',
     summary: 'Complete a claimed job',
     description: 'Stores the result; the job succeeded.',
     body: CompleteBodySchema,
@@ -84,6 +90,7 @@ export function pullRoutes(deps: AppDeps) {
   });
   const failRoute = leaseRoute(deps, {
     action: 'fail',
+    operationId: 'failJob',
     summary: 'Fail an attempt of a claimed job',
     description:
       'The job retries after its backoff (or `retryInSeconds`) unless its attempts are spent or `forGood` is set.',
@@ -92,6 +99,7 @@ export function pullRoutes(deps: AppDeps) {
   });
   const extendRoute = leaseRoute(deps, {
     action: 'extend',
+    operationId: 'extendLease',
     summary: "Extend a claimed job's lease (heartbeat)",
     description: 'Optionally saves progress. `cancelRequested` tells the worker to stop.',
     body: ExtendBodySchema,
@@ -99,6 +107,7 @@ export function pullRoutes(deps: AppDeps) {
   });
   const releaseRoute = leaseRoute(deps, {
     action: 'release',
+    operationId: 'releaseJob',
     summary: 'Hand a claimed job back',
     description: 'The job waits again, after `delaySeconds` when given.',
     body: ReleaseBodySchema,

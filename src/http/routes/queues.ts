@@ -17,6 +17,8 @@ export function queueRoutes(deps: AppDeps) {
   const queuesRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/queues',
+    operationId: 'listQueues',
+    tags: ['stats'],
     summary: 'Job counts per queue and status, and the oldest waiting age',
     responses: { 200: jsonResponse(QueueListSchema, 'Every queue with jobs'), ...problemResponses(401, 403, 503) },
   });
@@ -24,6 +26,8 @@ export function queueRoutes(deps: AppDeps) {
   const statsRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/stats',
+    operationId: 'getStats',
+    tags: ['stats'],
     summary: 'Job counts per queue, tenant and status (finished: last hour), and the queue health',
     responses: {
       200: jsonResponse(StatsResponseSchema, 'One row per queue, tenant and status, and the health view'),

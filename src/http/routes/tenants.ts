@@ -10,6 +10,8 @@ export function tenantRoutes(deps: AppDeps) {
   const putTenantRoute = authorizedRoute(deps, { scopes: ['admin'] }, {
     method: 'put',
     path: '/v1/tenants/{tenant}',
+    operationId: 'setTenant',
+    tags: ['tenants'],
     summary: "Set a tenant's concurrency, rate limit and weight",
     description: 'Replaces all three; one left out takes its default (no limit, weight 1).',
     request: { params: TenantParamsSchema, body: jsonBody(TenantSettingsBodySchema) },
@@ -22,6 +24,8 @@ export function tenantRoutes(deps: AppDeps) {
   const getTenantRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/tenants/{tenant}',
+    operationId: 'getTenant',
+    tags: ['tenants'],
     summary: "A tenant's settings (its own or the defaults) and running jobs",
     request: { params: TenantParamsSchema },
     responses: { 200: jsonResponse(TenantSchema, 'The tenant'), ...problemResponses(400, 401, 403, 404, 503) },

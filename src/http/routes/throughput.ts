@@ -11,6 +11,8 @@ export function throughputRoutes(deps: AppDeps) {
   const throughputRoute = createRoute({
     method: 'get',
     path: '/v1/stats/throughput',
+    operationId: 'getThroughput',
+    tags: ['stats'],
     summary: 'Jobs finished per queue and minute over the last hour',
     description: "A tenant-bound key counts only its own tenant's jobs.",
     security: BEARER_SECURITY,

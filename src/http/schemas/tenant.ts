@@ -1,12 +1,11 @@
 import { z } from '@hono/zod-openapi';
 import { intSchema, NameSchema } from './common.js';
 
-const RateLimitSchema = z
-  .strictObject({
-    count: intSchema(0, 1_000_000).describe('Jobs that may start per window…'),
-    perSeconds: intSchema(1, 86_400).describe('…of this many seconds.'),
-  })
-  .openapi('RateLimit');
+// Not a named component: the generator drops `.nullable()` from a reference, and this one may be null.
+const RateLimitSchema = z.strictObject({
+  count: intSchema(0, 1_000_000).describe('Jobs that may start per window…'),
+  perSeconds: intSchema(1, 86_400).describe('…of this many seconds.'),
+});
 
 /** PUT replaces every setting; one left out takes its default (no limit, weight 1). */
 export const TenantSettingsBodySchema = z

@@ -95,12 +95,15 @@ describe('createSkiplock in workerd', () => {
     );
     const { statusUrl } = await enqueued.json<{ statusUrl: string }>();
     const status = await app.fetch(new Request(statusUrl), env, createExecutionContext());
+    const openapi = await app.fetch(new Request('http://skiplock.test/queue/v1/openapi.json'), env, createExecutionContext());
 
     expect(health.status).toBe(200);
     expect(await own.text()).toBe('my app');
     // The status URL keeps the mount path, so a browser can open it without a key.
     expect(new URL(statusUrl).pathname).toMatch(/^\/queue\/v1\/jobs\//);
     expect(status.status).toBe(200);
+    // So does the server the OpenAPI document names, which generated clients call.
+    expect((await openapi.json<{ servers: unknown }>()).servers).toEqual([{ url: 'http://skiplock.test/queue' }]);
   });
 
   it('reaches a Postgres through a Hyperdrive binding with node-postgres, for requests and drains', async () => {
