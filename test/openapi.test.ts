@@ -102,7 +102,7 @@ describe('GET /v1/openapi.json', () => {
   it('generates with @hey-api/openapi-ts into a client that compiles and calls the Worker by operationId', { timeout: 60_000 }, async () => {
     const output = await mkdtemp(join(tmpdir(), 'skiplock-sdk-'));
     try {
-      await generateClient({ input: document, output, logs: { level: 'silent' } });
+      await generateClient({ input: JSON.parse(text) as Record<string, unknown>, output, logs: { level: 'silent' } });
       await expectCompiles(output);
 
       const sdk = (await import(join(output, 'sdk.gen.ts'))) as Record<string, SdkFunction>;
