@@ -1,5 +1,6 @@
-import { hc } from 'hono/client';
+import { hc, type ClientResponse } from 'hono/client';
 import type { AppType } from './app.js';
+import { SkiplockApiError } from './job-client.js';
 
 export {
   createClient,
@@ -8,6 +9,7 @@ export {
   type ClientEnqueueOptions,
   type ClientJobHandle,
   type EnqueuedJob,
+  type FollowOptions,
   type JobClientOptions,
 } from './job-client.js';
 export { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';
@@ -37,4 +39,21 @@ export function skiplockClient(baseUrl: string, options: SkiplockClientOptions =
     ...(options.fetch ? { fetch: options.fetch } : {}),
     headers: options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` },
   });
+}
+
+type SuccessBody<R> =
+  R extends ClientResponse<infer Body, infer Status, 'json'> ? (Status extends 200 | 201 | 202 ? Body : never) : never;
+
+/**
+ * The body of a skiplockClient call's success, typed by the route; a refusal
+ * throws SkiplockApiError with its problem document, as the job client does:
+ *
+ *   const { jobs } = await successBody(api.v1.jobs.$get({ query: { status: 'failed' } }));
+ */
+export async function successBody<R extends ClientResponse<unknown, number, string>>(
+  pending: Promise<R>,
+): Promise<SuccessBody<R>> {
+  const response = await pending;
+  if (!response.ok) throw await SkiplockApiError.of(response);
+  return (await response.json()) as SuccessBody<R>;
 }

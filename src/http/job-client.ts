@@ -28,6 +28,17 @@ export class SkiplockApiError extends Error {
   ) {
     super(`${status} ${problem.title ?? 'error'}${problem.detail ? `: ${problem.detail}` : ''}`);
   }
+
+  /** The error a refused response stands for, with its problem document when it has one. */
+  static async of(response: { status: number; json(): Promise<unknown> }): Promise<SkiplockApiError> {
+    const problem = (await response.json().catch(() => ({}))) as Partial<ProblemDocument>;
+    return new SkiplockApiError(response.status, problem);
+  }
+}
+
+export interface FollowOptions extends ResultOptions {
+  /** Called with the job as first read and again at each change, the final one included. */
+  onChange?(job: Job): void;
 }
 
 /** One job over HTTP, typed by what its handler returns. */
@@ -39,6 +50,8 @@ export interface ClientJobHandle<Result = unknown> {
   status(): Promise<Job>;
   /** Waits (long-polling `?wait`) for the job to end: its result when it succeeded, else JobNotSucceededError. */
   result(options?: ResultOptions): Promise<Result>;
+  /** Follows the job until it ends, whatever the outcome, and answers it as it ended. */
+  ended(options?: FollowOptions): Promise<Job>;
   /** Cancels it: at once while it waits, at its next heartbeat while it runs. */
   cancel(): Promise<Job>;
 }
@@ -122,14 +135,16 @@ export class JobClient {
         if (ended.status !== 'succeeded') throw new JobNotSucceededError(ended);
         return ended.result as Result;
       },
+      ended: (options = {}) => this.waitUntilFinal(path, options),
       cancel: () => this.request<Job>('POST', `${path}/cancel`),
     };
   }
 
   /** Long-polls the job: each `?wait` answers at its first change, or 304 when none came. */
-  private async waitUntilFinal(path: string, options: ResultOptions): Promise<Job> {
+  private async waitUntilFinal(path: string, options: FollowOptions): Promise<Job> {
     const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
     let { value: job, etag } = await this.exchange<Job>('GET', path);
+    options.onChange?.(job!);
     while (!FINAL_STATUSES.includes(job!.status)) {
       const left = deadline - Date.now();
       if (left <= 0) throw new JobWaitTimeoutError(job!, options.timeoutMs!);
@@ -137,7 +152,10 @@ export class JobClient {
       const wait = Math.max(1, Math.min(MAX_WAIT_SECONDS, Math.floor(left / 1000)));
       const conditional: Record<string, string> = etag === undefined ? {} : { 'if-none-match': etag };
       const answer = await this.exchange<Job>('GET', `${path}?wait=${wait}`, undefined, conditional, options.signal);
-      if (answer.value !== undefined) ({ value: job, etag } = answer);
+      if (answer.value !== undefined) {
+        ({ value: job, etag } = answer);
+        options.onChange?.(job!);
+      }
     }
     return job!;
   }
@@ -162,10 +180,7 @@ export class JobClient {
     });
     const etag = response.headers.get('etag') ?? undefined;
     if (response.status === 304) return { value: undefined, etag };
-    if (!response.ok) {
-      const problem = (await response.json().catch(() => ({}))) as Partial<ProblemDocument>;
-      throw new SkiplockApiError(response.status, problem);
-    }
+    if (!response.ok) throw await SkiplockApiError.of(response);
     return { value: (await response.json()) as T, etag };
   }
 }

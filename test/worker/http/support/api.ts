@@ -1,9 +1,8 @@
 import type { z } from '@hono/zod-openapi';
 import { env, exports } from 'cloudflare:workers';
-import type { ClientResponse } from 'hono/client';
 import { expect } from 'vitest';
 import type { ApiKeyScope } from '../../../../src/engine/api-keys';
-import { skiplockClient, type SkiplockClient } from '../../../../src/http/client';
+import { skiplockClient, successBody, type SkiplockClient } from '../../../../src/http/client';
 import type { ProblemDocument } from '../../../../src/http/problem';
 import type { EnqueuedJobSchema } from '../../../../src/http/schemas/job';
 
@@ -34,17 +33,8 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${crypto.randomUUID()}`;
 }
 
-type SuccessBody<R> =
-  R extends ClientResponse<infer Body, infer Status, 'json'> ? (Status extends 200 | 201 | 202 ? Body : never) : never;
-
 /** The body of a typed client's response, which must be a success. */
-export async function success<R extends ClientResponse<unknown, number, string>>(
-  pending: Promise<R>,
-): Promise<SuccessBody<R>> {
-  const response = await pending;
-  if (response.status >= 300) throw new Error(`expected a success, got ${response.status}: ${await response.text()}`);
-  return (await response.json()) as SuccessBody<R>;
-}
+export const success = successBody;
 
 /** Creates an API key through the API and returns its secret. */
 export async function createKey(scopes: ApiKeyScope[], tenant?: string): Promise<string> {
