@@ -1,4 +1,5 @@
 import type { DatabaseTarget } from './database-url.js';
+import { errorCode } from './error-code.js';
 
 /**
  * Says in one line what to fix when connecting to `target` failed, or
@@ -30,15 +31,6 @@ export function explainConnectionFailure(error: unknown, target: DatabaseTarget)
     default:
       return undefined;
   }
-}
-
-function errorCode(error: unknown): string | undefined {
-  for (let current = error; typeof current === 'object' && current !== null; ) {
-    const { code, cause, errors } = current as { code?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof code === 'string') return code;
-    current = cause ?? (Array.isArray(errors) ? errors[0] : undefined);
-  }
-  return undefined;
 }
 
 function messageOf(error: unknown): string {

@@ -1,10 +1,11 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { usageFailure } from './cli-failure.js';
 
-type ParsedOptions<Options extends NonNullable<ParseArgsConfig['options']>> = ReturnType<
+export type ParsedOptions<Options extends NonNullable<ParseArgsConfig['options']>> = ReturnType<
   typeof parseArgs<{ options: Options; allowPositionals: boolean; strict: true }>
 >;
 
-/** Reads a command's flags; a bad one is refused in one line that ends with the usage. */
+/** Reads a command's flags; a bad one is refused in one line that ends with the usage (exit code 2). */
 export function readOptions<const Options extends NonNullable<ParseArgsConfig['options']>>(
   args: string[],
   options: Options,
@@ -15,6 +16,6 @@ export function readOptions<const Options extends NonNullable<ParseArgsConfig['o
     return parseArgs({ args, options, allowPositionals, strict: true });
   } catch (error) {
     // parseArgs explains in sentences; the first one names the bad argument.
-    throw new Error(`${(error as Error).message.split('. ', 1)[0]}; ${usage}`);
+    throw usageFailure(`${(error as Error).message.split('. ', 1)[0]}; ${usage}`);
   }
 }

@@ -1,15 +1,18 @@
+import { CliFailure, EXIT } from './cli-failure.js';
+
 /**
  * Runs a command-line entry point. A failure is printed as one line that says
- * what to fix (never a stack trace) and the exit code is 1; otherwise it is
- * `process.exitCode`. The exit is explicit so that a handle left open (an
- * idle keep-alive socket, a library's timer) cannot hold a finished command.
+ * what to fix (never a stack trace) and the exit code is its CliFailure's, or
+ * 1; otherwise it is `process.exitCode`. The exit is explicit so that a
+ * handle left open (an idle keep-alive socket, a library's timer) cannot hold
+ * a finished command.
  */
 export function runCli(command: string, main: () => Promise<void>): void {
   main().then(
     () => process.exit(),
     (error: unknown) => {
       console.error(`${command}: ${firstLine(error)}`);
-      process.exit(1);
+      process.exit(error instanceof CliFailure ? error.exitCode : EXIT.failed);
     },
   );
 }
