@@ -1,29 +1,14 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../src/local/start/local-paths';
 import { anyFreePort } from '../src/local/ports';
 import { waitUntilGone } from '../src/local/processes';
 import { createTestDatabase, type TestDatabase } from './support/database';
-
-/**
- * A copy of the repository with node_modules linked in, so that this run's
- * `.data/` (worker variables, wrangler state and log) stays out of the
- * developer's own, which an `npm start` may be using right now.
- */
-async function scratchCheckout(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'skiplock-start-'));
-  for (const entry of ['package.json', 'tsconfig.json', 'wrangler.toml', 'src', 'migrations']) {
-    await cp(join(projectRoot, entry), join(dir, entry), { recursive: true });
-  }
-  await symlink(join(projectRoot, 'node_modules'), join(dir, 'node_modules'));
-  return dir;
-}
+import { npmStart, scratchCheckout } from './support/npm-start';
 
 /** Every process below `pid`, found through parent ids (`ps` lists them all). */
 async function descendantsOf(pid: number): Promise<number[]> {
@@ -56,24 +41,15 @@ describe('npm start', () => {
   // Well under a minute on an idle machine; the margin is for a busy CI box.
   it('migrates, serves /healthz, fires drains, takes skiplock migrate and work against its database; SIGTERM stops all it started', { timeout: 120_000 }, async () => {
     const port = await anyFreePort();
-    const npmStart = spawn('npm', ['start'], {
-      cwd: checkout,
-      env: {
-        ...process.env,
-        DATABASE_URL: database.url,
-        PORT: String(port),
-        DRAIN_EVERY_SECONDS: '1',
-        ADMIN_TOKEN: 'test-admin',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const stack = await npmStart(checkout, {
+      DATABASE_URL: database.url,
+      PORT: String(port),
+      DRAIN_EVERY_SECONDS: '1',
+      ADMIN_TOKEN: 'test-admin',
     });
-    let output = '';
-    npmStart.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    npmStart.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = once(npmStart, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
 
     try {
-      await waitUntil(() => output.includes('Ctrl-C stops everything') || npmStart.exitCode !== null, 90_000);
+      const output = stack.output();
       expect(output).toMatch(/migrations: applied 0001_jobs\.sql/);
       expect(output).toMatch(new RegExp(`API +http://127\\.0\\.0\\.1:${port}\\n`));
       expect(output).toMatch(/admin key +test-admin +\(from ADMIN_TOKEN\)/);
@@ -81,22 +57,19 @@ describe('npm start', () => {
       await expectCliWorksAgainst(checkout, database.url, `http://127.0.0.1:${port}`);
       // DRAIN_EVERY_SECONDS=1: a drain has fired by now, and a failed one prints a line.
       await sleep(1_500);
-      expect(output).not.toMatch(/drain \(cron/);
-      const started = await descendantsOf(npmStart.pid!);
+      expect(stack.output()).not.toMatch(/drain \(cron/);
+      const started = await descendantsOf(stack.process.pid!);
       // At least node, wrangler's launcher, wrangler and workerd.
       expect(started.length).toBeGreaterThanOrEqual(4);
 
-      npmStart.kill('SIGTERM');
-      const [code] = await exited;
-      expect({ code, output }).toEqual({ code: 0, output: expect.stringMatching(/stopping \(SIGTERM\)\nstopped\n$/) });
+      stack.process.kill('SIGTERM');
+      const [code] = await stack.exited;
+      expect({ code, output: stack.output() }).toEqual({ code: 0, output: expect.stringMatching(/stopping \(SIGTERM\)\nstopped\n$/) });
       // tsx's esbuild helper ends when it sees its parent gone, a moment after the exit.
       const leftOver = await Promise.all(started.map(async (pid) => ((await waitUntilGone(pid, 3_000)) ? [] : [pid])));
       expect(leftOver.flat()).toEqual([]);
     } finally {
-      if (npmStart.exitCode === null) {
-        npmStart.kill('SIGTERM');
-        await exited;
-      }
+      await stack.stop();
     }
   });
 });
@@ -146,8 +119,4 @@ async function expectCliWorksAgainst(checkout: string, databaseUrl: string, apiU
     work.kill('SIGTERM');
   }
   expect((await exited)[0]).toBe(0);
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !condition() && Date.now() < deadline; ) await sleep(200);
 }

@@ -1,16 +1,31 @@
 #!/usr/bin/env node
+import { CONNECTION_USAGE } from './api-connection.js';
+import { EXIT, usageFailure } from './cli-failure.js';
+import { jobsCommand } from './jobs.js';
+import { keysCommand } from './keys.js';
 import { migrateCommand } from './migrate.js';
+import type { Command } from './operator-command.js';
+import { queuesCommand, statsCommand } from './queues.js';
 import { runCli } from './run-cli.js';
+import { tenantsCommand } from './tenants.js';
 import { workCommand } from './work.js';
 
-const COMMANDS: Record<string, { run(args: string[]): Promise<void>; summary: string }> = {
+const COMMANDS: Record<string, Command> = {
   migrate: { run: migrateCommand, summary: 'apply the pending migrations to DATABASE_URL (safe to run twice)' },
   work: { run: workCommand, summary: 'run a Node worker for the jobs your modules export: skiplock work ./jobs.js' },
+  jobs: { run: jobsCommand, summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | cancel JOB_ID' },
+  queues: { run: queuesCommand, summary: 'job counts per queue and status' },
+  stats: { run: statsCommand, summary: 'job counts per queue, tenant and status, and the queue health' },
+  tenants: { run: tenantsCommand, summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]' },
+  keys: { run: keysCommand, summary: 'keys create --name N --scope S | list | revoke KEY_ID' },
 };
 
 const HELP = [
   'usage: skiplock <command> [options]',
   ...Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(8)} ${command.summary}`),
+  '',
+  `jobs, queues, stats, tenants and keys call a skiplock API: ${CONNECTION_USAGE}.`,
+  `Exit codes: ${Object.entries(EXIT).map(([kind, code]) => `${code} ${kind.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`).join(', ')}.`,
 ].join('\n');
 
 const [name, ...args] = process.argv.slice(2);
@@ -20,7 +35,7 @@ if (name === undefined || name === 'help' || name === '--help' || name === '-h')
 } else {
   const command = COMMANDS[name];
   runCli(`skiplock ${name}`, async () => {
-    if (command === undefined) throw new Error(`unknown command; commands: ${Object.keys(COMMANDS).join(', ')} (skiplock help)`);
+    if (command === undefined) throw usageFailure(`unknown command; commands: ${Object.keys(COMMANDS).join(', ')} (skiplock help)`);
     await command.run(args);
   });
 }

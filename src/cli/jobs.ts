@@ -1,0 +1,126 @@
+import { JobWaitTimeoutError, successBody, type Job, type JobStatus } from '../http/client.js';
+import { CliFailure, EXIT, usageFailure } from './cli-failure.js';
+import { liveStatusLine } from './live-status-line.js';
+import { operatorCommand, withSubcommands, type Answer } from './operator-command.js';
+import { compactJson, duration, fields, shortTime, table } from './table.js';
+
+const list = operatorCommand({
+  usage: 'skiplock jobs list [--queue Q] [--tenant T] [--status S] [--type T] [--limit N] [--cursor C]',
+  options: {
+    queue: { type: 'string' },
+    tenant: { type: 'string' },
+    status: { type: 'string' },
+    type: { type: 'string' },
+    limit: { type: 'string' },
+    cursor: { type: 'string' },
+  },
+  async run({ values: { queue, tenant, status, type, limit, cursor }, connection }) {
+    // The API checks the status, and names the ones there are when it is none of them.
+    const query = { queue, tenant, status: status as JobStatus | undefined, type, limit, cursor };
+    const page = await successBody(connection.api.v1.jobs.$get({ query }));
+    const rows = page.jobs.map((job) => [
+      job.id,
+      job.queue,
+      job.type,
+      job.tenant,
+      job.status,
+      `${job.attempts}/${job.maxAttempts}`,
+      shortTime(job.createdAt),
+    ]);
+    const lines = [page.jobs.length === 0 ? 'no jobs' : table(['id', 'queue', 'type', 'tenant', 'status', 'attempts', 'created'], rows)];
+    if (page.nextCursor !== null) lines.push(`more: add --cursor ${page.nextCursor}`);
+    return { json: page, human: lines.join('\n') };
+  },
+});
+
+const get = operatorCommand({
+  usage: 'skiplock jobs get JOB_ID [--wait [--timeout SECONDS]]',
+  options: { wait: { type: 'boolean', default: false }, timeout: { type: 'string' } },
+  positionals: ['JOB_ID'],
+  async run({ values, positionals: [id], connection }) {
+    const handle = connection.jobs.job(id!);
+    if (!values.wait) {
+      if (values.timeout !== undefined) throw usageFailure('--timeout goes with --wait');
+      const job = await handle.status();
+      return { json: job, human: describeJob(job) };
+    }
+    const timeoutMs = values.timeout === undefined ? undefined : seconds(values.timeout, '--timeout') * 1000;
+    const line = liveStatusLine(process.stderr);
+    let job: Job;
+    try {
+      job = await handle.ended({ timeoutMs, onChange: (changed) => line.show(changed) });
+    } catch (error) {
+      if (!(error instanceof JobWaitTimeoutError)) throw error;
+      const failure = new CliFailure(`job ${id} is still ${error.job.status} after ${values.timeout} s`, EXIT.timedOut);
+      return { json: error.job, human: describeJob(error.job), failure };
+    } finally {
+      line.end();
+    }
+    return { json: job, human: describeJob(job), ...(job.status === 'succeeded' ? {} : { failure: notSucceeded(job) }) };
+  },
+});
+
+const retry = operatorCommand({
+  usage: 'skiplock jobs retry JOB_ID',
+  options: {},
+  positionals: ['JOB_ID'],
+  async run({ positionals: [id], connection }) {
+    const job = await successBody(connection.api.v1.jobs[':id'].retry.$post({ param: { id: id! } }));
+    return { json: job, human: `job ${job.id} is queued again, with ${job.maxAttempts} fresh attempt${job.maxAttempts === 1 ? '' : 's'}` };
+  },
+});
+
+const cancel = operatorCommand({
+  usage: 'skiplock jobs cancel JOB_ID',
+  options: {},
+  positionals: ['JOB_ID'],
+  async run({ positionals: [id], connection }): Promise<Answer> {
+    const job = await connection.jobs.job(id!).cancel();
+    const human =
+      job.status === 'cancelled'
+        ? `job ${job.id} is cancelled`
+        : `job ${job.id} is ${job.status}: its cancellation is requested, and its handler sees it at its next heartbeat`;
+    return { json: job, human };
+  },
+});
+
+export const jobsCommand = withSubcommands('jobs', {
+  list: { run: list, summary: 'jobs, newest first, filtered by --queue, --tenant, --status, --type; --cursor pages' },
+  get: { run: get, summary: 'one job; --wait follows it until it ends' },
+  retry: { run: retry, summary: 'run a failed, cancelled or expired job again' },
+  cancel: { run: cancel, summary: 'cancel a job (a running one at its next heartbeat)' },
+});
+
+/** A job as label and value lines. */
+export function describeJob(job: Job): string {
+  return fields([
+    ['id', job.id],
+    ['status', job.cancelRequested && job.status === 'running' ? 'running (cancellation requested)' : job.status],
+    ['queue', job.queue],
+    ['type', job.type],
+    ['tenant', job.tenant],
+    ['priority', String(job.priority)],
+    ['attempts', `${job.attempts} of ${job.maxAttempts}`],
+    ['run at', shortTime(job.runAt)],
+    ['created', shortTime(job.createdAt)],
+    ['started', shortTime(job.startedAt)],
+    ['finished', shortTime(job.finishedAt)],
+    ['duration', job.durationMs === null ? '-' : duration(job.durationMs / 1000)],
+    ['worker', job.workerId ?? '-'],
+    ['payload', compactJson(job.payload)],
+    ['progress', compactJson(job.progress)],
+    ['result', compactJson(job.result)],
+    ['last error', compactJson(job.lastError)],
+  ]);
+}
+
+function notSucceeded(job: Job): CliFailure {
+  const error = job.lastError === null ? '' : `: ${compactJson(job.lastError)}`;
+  return new CliFailure(`job ${job.id} ended ${job.status}${error}`, EXIT.jobNotSucceeded);
+}
+
+function seconds(value: string, flag: string): number {
+  const parsed = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || parsed <= 0) throw usageFailure(`${flag} must be a number of seconds above 0, not "${value}"`);
+  return parsed;
+}

@@ -1,0 +1,43 @@
+import { successBody } from '../http/client.js';
+import { JOB_STATUSES } from '../engine/index.js';
+import { operatorCommand } from './operator-command.js';
+import { duration, fields, table } from './table.js';
+
+const FINISHED_NOTE = 'succeeded, failed, cancelled and expired count the last hour';
+
+/** `skiplock queues`: job counts per queue and status, and how long the oldest ready job has waited. */
+export const queuesCommand = operatorCommand({
+  usage: 'skiplock queues',
+  options: {},
+  async run({ connection }) {
+    const { queues } = await successBody(connection.api.v1.queues.$get());
+    if (queues.length === 0) return { json: { queues }, human: 'no queues with jobs' };
+    const rows = queues.map((queue) => [
+      queue.queue,
+      ...JOB_STATUSES.map((status) => String(queue.counts[status])),
+      duration(queue.oldestWaitSeconds),
+    ]);
+    return { json: { queues }, human: `${table(['queue', ...JOB_STATUSES, 'oldest wait'], rows)}\n(${FINISHED_NOTE})` };
+  },
+});
+
+/** `skiplock stats`: counts per queue, tenant and status, and the queue's health signs. */
+export const statsCommand = operatorCommand({
+  usage: 'skiplock stats',
+  options: {},
+  async run({ connection }) {
+    const answer = await successBody(connection.api.v1.stats.$get());
+    const { stats, health } = answer;
+    const rows = stats.map((row) => [row.queue, row.tenant, row.status, String(row.count), duration(row.oldestWaitSeconds)]);
+    const counts = stats.length === 0 ? 'no jobs' : `${table(['queue', 'tenant', 'status', 'count', 'oldest wait'], rows)}\n(${FINISHED_NOTE})`;
+    const snapshot =
+      health.oldestSnapshotSeconds === null ? 'none' : `${duration(health.oldestSnapshotSeconds)} (pid ${health.oldestSnapshotPid})`;
+    const signs = fields([
+      ['oldest waiting job', duration(health.oldestWaitingSeconds)],
+      ['expired leases reaped', `${health.expiredLeasesReaped} in the last hour`],
+      ['oldest open snapshot', snapshot],
+      ['dead tuples', health.deadTuples.map((entry) => `${entry.table} ${entry.deadTuples}`).join(', ')],
+    ]);
+    return { json: answer, human: `${counts}\n\n${signs}` };
+  },
+});

@@ -1,0 +1,66 @@
+import { successBody } from '../http/client.js';
+import type { RateLimit, Tenant } from '../engine/index.js';
+import { usageFailure } from './cli-failure.js';
+import { operatorCommand, withSubcommands } from './operator-command.js';
+import { fields } from './table.js';
+
+const get = operatorCommand({
+  usage: 'skiplock tenants get TENANT',
+  options: {},
+  positionals: ['TENANT'],
+  async run({ positionals: [tenant], connection }) {
+    const answer = await successBody(connection.api.v1.tenants[':tenant'].$get({ param: { tenant: tenant! } }));
+    return { json: answer, human: describeTenant(answer) };
+  },
+});
+
+const set = operatorCommand({
+  usage: 'skiplock tenants set TENANT [--concurrency N|none] [--rate-limit COUNT/SECONDS|none] [--weight N]',
+  options: { concurrency: { type: 'string' }, 'rate-limit': { type: 'string' }, weight: { type: 'string' } },
+  positionals: ['TENANT'],
+  async run({ values, positionals: [tenant], connection }) {
+    const given = {
+      ...(values.concurrency === undefined ? {} : { concurrency: wholeOrNone(values.concurrency, '--concurrency') }),
+      ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimit(values['rate-limit']) }),
+      ...(values.weight === undefined ? {} : { weight: whole(values.weight, '--weight') }),
+    };
+    if (Object.keys(given).length === 0) throw usageFailure('give at least one of --concurrency, --rate-limit, --weight');
+    const route = connection.api.v1.tenants[':tenant'];
+    // The API replaces every setting at once; the ones not given here keep their current values.
+    const { concurrency, rateLimit: currentRateLimit, weight } = await successBody(route.$get({ param: { tenant: tenant! } }));
+    const json = { concurrency, rateLimit: currentRateLimit, weight, ...given };
+    const answer = await successBody(route.$put({ param: { tenant: tenant! }, json }));
+    return { json: answer, human: describeTenant(answer) };
+  },
+});
+
+export const tenantsCommand = withSubcommands('tenants', {
+  get: { run: get, summary: "a tenant's concurrency, rate limit, weight and running jobs" },
+  set: { run: set, summary: "change a tenant's concurrency, rate limit or weight (the others stay)" },
+});
+
+function describeTenant(tenant: Tenant): string {
+  return fields([
+    ['tenant', `${tenant.name}${tenant.custom ? '' : ' (on the defaults)'}`],
+    ['concurrency', tenant.concurrency === null ? 'no limit' : `${tenant.concurrency} running at once`],
+    ['rate limit', tenant.rateLimit === null ? 'none' : `${tenant.rateLimit.count} started per ${tenant.rateLimit.perSeconds} s`],
+    ['weight', String(tenant.weight)],
+    ['running', String(tenant.running)],
+  ]);
+}
+
+function whole(value: string, flag: string, orElse = ''): number {
+  if (!/^\d{1,9}$/.test(value)) throw usageFailure(`${flag} must be a whole number${orElse}, not "${value}"`);
+  return Number(value);
+}
+
+function wholeOrNone(value: string, flag: string): number | null {
+  return value === 'none' ? null : whole(value, flag, ' or none');
+}
+
+function rateLimit(value: string): RateLimit | null {
+  if (value === 'none') return null;
+  const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
+  if (match === null) throw usageFailure(`--rate-limit must be COUNT/SECONDS (100/60: 100 jobs started per 60 s) or none, not "${value}"`);
+  return { count: Number(match[1]), perSeconds: Number(match[2]) };
+}

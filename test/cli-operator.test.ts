@@ -1,0 +1,253 @@
+import { execFile } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anyFreePort } from '../src/local/ports';
+import { projectRoot } from '../src/local/start/local-paths';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { npmStart, scratchCheckout, type NpmStart } from './support/npm-start';
+
+const ADMIN = 'cli-operator-admin';
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+interface JobJson {
+  id: string;
+  status: string;
+  queue: string;
+  tenant: string;
+  attempts: number;
+  lastError: unknown;
+}
+
+/**
+ * The operator commands of the package's CLI (src/cli/main.ts, the bin's
+ * source) against the API of a running `npm start`, with SKIPLOCK_URL and
+ * SKIPLOCK_API_KEY as an operator sets them.
+ */
+describe('skiplock jobs, queues, stats, tenants and keys against npm start', () => {
+  let checkout: string;
+  let database: TestDatabase;
+  let stack: NpmStart;
+  let url: string;
+
+  /** Runs the CLI with the stack's URL and admin key in its environment, unless `env` says otherwise. */
+  async function skiplock(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+    const { SKIPLOCK_URL: _url, SKIPLOCK_API_KEY: _key, ...inherited } = process.env;
+    const merged = { ...inherited, SKIPLOCK_URL: url, SKIPLOCK_API_KEY: ADMIN, ...env };
+    const defined = Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined));
+    try {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+        cwd: projectRoot,
+        env: defined,
+      });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  }
+
+  /** A failed run printed one line on stderr, naming the cause, and no stack trace. */
+  function expectOneLine(run: CliRun, code: number, message: RegExp): void {
+    expect({ code: run.code, lines: run.stderr.trimEnd().split('\n') }).toEqual({ code, lines: [expect.stringMatching(message)] });
+  }
+
+  async function enqueue(queue: string, body: Record<string, unknown>): Promise<JobJson> {
+    const response = await fetch(`${url}/v1/queues/${queue}/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBe(201);
+    return (await response.json()) as JobJson;
+  }
+
+  beforeAll(async () => {
+    [checkout, database] = await Promise.all([scratchCheckout(), createTestDatabase({ migrated: false })]);
+    const port = await anyFreePort();
+    stack = await npmStart(checkout, { DATABASE_URL: database.url, PORT: String(port), ADMIN_TOKEN: ADMIN, DRAIN_EVERY_SECONDS: '1' });
+    expect(stack.output()).toContain('Ctrl-C stops everything');
+    url = `http://127.0.0.1:${port}`;
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+    await database?.drop();
+    if (checkout) await rm(checkout, { recursive: true, force: true });
+  });
+
+  it('jobs list filters by queue, tenant and status, and pages with --cursor', async () => {
+    // A type nothing runs, so the jobs stay queued.
+    for (const tenant of ['acme', 'acme', 'acme', 'globex']) await enqueue('cli-list', { type: 'cli-idle', tenant });
+
+    const first = await skiplock(['jobs', 'list', '--queue', 'cli-list', '--tenant', 'acme', '--status', 'queued', '--limit', '2', '--json']);
+    const page1 = JSON.parse(first.stdout) as { jobs: JobJson[]; nextCursor: string | null };
+    expect(page1.jobs.map((job) => [job.queue, job.tenant, job.status])).toEqual([
+      ['cli-list', 'acme', 'queued'],
+      ['cli-list', 'acme', 'queued'],
+    ]);
+    expect(page1.nextCursor).toEqual(expect.any(String));
+    const second = await skiplock(['jobs', 'list', '--queue', 'cli-list', '--tenant', 'acme', '--limit', '2', '--cursor', page1.nextCursor!, '--json']);
+    const page2 = JSON.parse(second.stdout) as { jobs: JobJson[]; nextCursor: string | null };
+    expect(page2).toMatchObject({ jobs: [{ tenant: 'acme' }], nextCursor: null });
+    expect(new Set([...page1.jobs, ...page2.jobs].map((job) => job.id)).size).toBe(3);
+
+    const human = await skiplock(['jobs', 'list', '--queue', 'cli-list', '--limit', '3']);
+    const lines = human.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID +QUEUE +TYPE +TENANT +STATUS +ATTEMPTS +CREATED$/);
+    expect(lines.slice(1, 4)).toEqual(Array(3).fill(expect.stringMatching(/^[0-9a-f-]{36} +cli-list +cli-idle +(acme|globex) +queued +0\/5 +\d{4}-/)));
+    expect(lines[4]).toMatch(/^more: add --cursor \S+$/);
+    expect({ code: human.code, stderr: human.stderr }).toEqual({ code: 0, stderr: '' });
+  });
+
+  it('jobs get prints a job; --wait follows it to its end: exit 0 succeeded, 6 failed, 7 past --timeout', async () => {
+    const quick = await enqueue('cli-wait', { type: 'noop' });
+    const succeeded = await skiplock(['jobs', 'get', quick.id, '--wait', '--json']);
+    expect(succeeded.code).toBe(0);
+    expect(JSON.parse(succeeded.stdout)).toMatchObject({ id: quick.id, status: 'succeeded', result: { ok: true } });
+
+    const doomed = await enqueue('cli-wait', { type: 'fail', payload: { times: 5 }, maxAttempts: 1 });
+    const failed = await skiplock(['jobs', 'get', doomed.id, '--wait']);
+    expect(failed.stdout).toMatch(new RegExp(`^id +${doomed.id}\\nstatus +failed\\n`));
+    expectOneLine(failed, 6, new RegExp(`^skiplock jobs: job ${doomed.id} ended failed: .*planned failure 1 of 5`));
+
+    const idle = await enqueue('cli-wait', { type: 'cli-idle' });
+    expectOneLine(await skiplock(['jobs', 'get', idle.id, '--wait', '--timeout', '1']), 7, /is still queued after 1 s$/);
+    const plain = await skiplock(['jobs', 'get', idle.id]);
+    expect(plain.stdout).toMatch(/^id +\S+\nstatus +queued\nqueue +cli-wait\n/);
+  });
+
+  it('jobs get --wait keeps a live status line on a terminal, and writes none for a script', async () => {
+    const slow = await enqueue('cli-live', { type: 'sleep', payload: { ms: 3000 } });
+    // `script` runs the command on a pseudo-terminal and records what it wrote there.
+    const command = `${process.execPath} --import tsx src/cli/main.ts jobs get ${slow.id} --wait`;
+    const { stdout: terminal } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], {
+      cwd: projectRoot,
+      env: { ...process.env, SKIPLOCK_URL: url, SKIPLOCK_API_KEY: ADMIN },
+    });
+    expect(terminal).toMatch(new RegExp(`\\r\\x1b\\[2Kjob ${slow.id}: running, attempt 1 of 5, \\d+ s`));
+    expect(terminal).toMatch(/status +succeeded/);
+
+    const again = await enqueue('cli-live', { type: 'sleep', payload: { ms: 500 } });
+    const piped = await skiplock(['jobs', 'get', again.id, '--wait']);
+    expect({ code: piped.code, stderr: piped.stderr, stdout: piped.stdout }).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: expect.stringMatching(/status +succeeded/),
+    });
+  });
+
+  it('jobs retry and jobs cancel change the job; a finished job cannot be cancelled', async () => {
+    const doomed = await enqueue('cli-ops', { type: 'fail', payload: { times: 5 }, maxAttempts: 1 });
+    await skiplock(['jobs', 'get', doomed.id, '--wait']);
+    const retried = await skiplock(['jobs', 'retry', doomed.id]);
+    expect(retried).toEqual({ code: 0, stdout: `job ${doomed.id} is queued again, with 1 fresh attempt\n`, stderr: '' });
+
+    const idle = await enqueue('cli-ops', { type: 'cli-idle' });
+    const cancelled = await skiplock(['jobs', 'cancel', idle.id, '--json']);
+    expect(JSON.parse(cancelled.stdout)).toMatchObject({ id: idle.id, status: 'cancelled' });
+    expectOneLine(await skiplock(['jobs', 'cancel', idle.id]), 1, /^skiplock jobs: 409 Already finished: the job already ended cancelled$/);
+  });
+
+  it('queues and stats count the jobs per queue, tenant and status', async () => {
+    await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
+    const queues = await skiplock(['queues']);
+    expect(queues.stdout).toMatch(/^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT\n/);
+    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S/);
+    const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as { queues: Array<{ queue: string; counts: object }> };
+    expect(json.queues.find((queue) => queue.queue === 'cli-counts')?.counts).toMatchObject({ queued: 1 });
+
+    const stats = await skiplock(['stats']);
+    expect(stats.stdout).toMatch(/\ncli-counts +initech +queued +1 +/);
+    expect(stats.stdout).toMatch(/\nexpired leases reaped +\d+ in the last hour\n/);
+    const statsJson = JSON.parse((await skiplock(['stats', '--json'])).stdout) as { stats: unknown[]; health: object };
+    expect(statsJson.stats).toContainEqual(expect.objectContaining({ queue: 'cli-counts', tenant: 'initech', status: 'queued', count: 1 }));
+    expect(statsJson.health).toHaveProperty('expiredLeasesReaped');
+  });
+
+  it('tenants set changes the settings given and keeps the others; tenants get shows them', async () => {
+    const set = await skiplock(['tenants', 'set', 'cli-tenant', '--concurrency', '2', '--rate-limit', '10/60']);
+    expect(set.stdout).toMatch(/^tenant +cli-tenant\nconcurrency +2 running at once\nrate limit +10 started per 60 s\nweight +1\n/);
+    await skiplock(['tenants', 'set', 'cli-tenant', '--weight', '3']);
+    const got = await skiplock(['tenants', 'get', 'cli-tenant', '--json']);
+    expect(JSON.parse(got.stdout)).toEqual({
+      name: 'cli-tenant',
+      concurrency: 2,
+      rateLimit: { count: 10, perSeconds: 60 },
+      weight: 3,
+      custom: true,
+      running: 0,
+    });
+    const unlimited = await skiplock(['tenants', 'set', 'cli-tenant', '--concurrency', 'none', '--rate-limit', 'none', '--json']);
+    expect(JSON.parse(unlimited.stdout)).toMatchObject({ concurrency: null, rateLimit: null, weight: 3 });
+    expectOneLine(await skiplock(['tenants', 'set', 'cli-tenant']), 2, /give at least one of --concurrency, --rate-limit, --weight$/);
+    expectOneLine(
+      await skiplock(['tenants', 'set', 'cli-tenant', '--concurrency', '999999999']),
+      1,
+      /400 Invalid request: .*\(concurrency: Too big/,
+    );
+  });
+
+  it('keys create, list and revoke; a key without the scope is forbidden, a revoked one refused', async () => {
+    const created = JSON.parse((await skiplock(['keys', 'create', '--name', 'cli-reader', '--scope', 'read', '--json'])).stdout) as {
+      id: string;
+      secret: string;
+    };
+    expect(created.secret).toMatch(/^skiplock_/);
+    const listed = await skiplock(['keys', 'list']);
+    expect(listed.stdout).toMatch(new RegExp(`\\n${created.id} +cli-reader +read +\\* +skiplock_\\S+ +\\d{4}-\\S+ +-\\n`));
+
+    const idle = await enqueue('cli-keys', { type: 'cli-idle' });
+    expect((await skiplock(['jobs', 'get', idle.id], { SKIPLOCK_API_KEY: created.secret })).code).toBe(0);
+    expectOneLine(
+      await skiplock(['jobs', 'cancel', idle.id], { SKIPLOCK_API_KEY: created.secret }),
+      4,
+      /^skiplock jobs: 403 Forbidden: this key lacks the .*scope: use a key with that scope$/,
+    );
+
+    const revoked = await skiplock(['keys', 'revoke', created.id]);
+    expect(revoked.stdout).toMatch(new RegExp(`^key ${created.id} \\(cli-reader\\) is revoked since \\d{4}-`));
+    expectOneLine(
+      await skiplock(['jobs', 'get', idle.id], { SKIPLOCK_API_KEY: created.secret }),
+      4,
+      /^skiplock jobs: the API refused the key: 401 Unauthorized: the API key is unknown or revoked; check SKIPLOCK_API_KEY$/,
+    );
+  });
+
+  it('says in one line, with an exit code of its kind, what is wrong: never a stack trace', async () => {
+    const nowhere = `http://127.0.0.1:${await anyFreePort()}`;
+    const expectations: Array<[string[], Record<string, string | undefined>, number, RegExp]> = [
+      [['queues'], { SKIPLOCK_URL: nowhere }, 3, /cannot reach .* \(connection refused\): is skiplock running there/],
+      [['queues', '--url', 'not a url'], {}, 2, /^skiplock queues: --url must be an http:\/\/ or https:\/\/ URL/],
+      [['queues'], { SKIPLOCK_URL: undefined }, 2, /^skiplock queues: SKIPLOCK_URL is not set/],
+      [['stats'], { SKIPLOCK_API_KEY: undefined }, 2, /^skiplock stats: SKIPLOCK_API_KEY is not set/],
+      [['queues', '--api-key', 'wrong'], {}, 4, /the API refused the key: 401 .*; check --api-key$/],
+      [['jobs', 'get', crypto.randomUUID()], {}, 5, /^skiplock jobs: 404 Not found: no job with this id/],
+      [['keys', 'revoke', crypto.randomUUID()], {}, 5, /^skiplock keys: 404 Not found: no API key with this id$/],
+      [['jobs', 'get', 'nope'], {}, 2, /^skiplock jobs: JOB_ID must be an id \(a UUID\), not "nope"$/],
+      [['jobs', 'get'], {}, 2, /^skiplock jobs: JOB_ID is missing; usage: skiplock jobs get JOB_ID/],
+      [['jobs'], {}, 2, /^skiplock jobs: a subcommand is missing; one of: jobs list/],
+      [['jobs', 'list', '--frob'], {}, 2, /^skiplock jobs: Unknown option '--frob'; usage:/],
+      [['jobs', 'list', '--status', 'lost'], {}, 1, /400 Invalid request: .*\(status: Invalid option/],
+    ];
+    const runs = await Promise.all(expectations.map(([args, env]) => skiplock(args, env)));
+    runs.forEach((run, index) => expectOneLine(run, expectations[index]![2], expectations[index]![3]));
+
+    // Something that answers, but is not skiplock.
+    const stranger = createServer((_request, response) => response.end('<html>hello</html>'));
+    await new Promise<void>((resolve) => stranger.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = stranger.address() as AddressInfo;
+      const other = `http://127.0.0.1:${port}`;
+      expectOneLine(await skiplock(['queues', '--url', other]), 3, /answered something other than a skiplock API's JSON: check --url$/);
+    } finally {
+      stranger.close();
+    }
+  });
+});
