@@ -1,4 +1,4 @@
-import { lstat, mkdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,9 +19,15 @@ export async function sharedRoot(): Promise<string> {
  */
 export async function ownSharedFolder(name: string): Promise<string> {
   const path = join(await sharedRoot(), name);
-  await mkdir(path, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EEXIST') throw error;
-  });
+  const made = await mkdir(path).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+      return false;
+    },
+  );
+  // Whatever the umask: others enter, only this user writes.
+  if (made) await chmod(path, 0o755);
   await checkOwnFolder(path);
   return path;
 }
