@@ -8,6 +8,7 @@ export {
   type ClientEnqueueOptions,
   type ClientJobHandle,
   type EnqueuedJob,
+  type EnqueuedJobReference,
   type JobClientOptions,
 } from './job-client.js';
 export { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';

@@ -8,7 +8,7 @@ import {
   LeaseSecondsSchema,
   NameSchema,
 } from './common.js';
-import { EnqueuedJobSchema } from './job.js';
+import { EnqueueAnswerSchema } from './job.js';
 
 /** Dedup keys beginning with this are the API's own (Idempotency-Key); clients cannot forge them. */
 export const IDEMPOTENCY_DEDUP_PREFIX = 'idempotency-key:';
@@ -62,7 +62,7 @@ export const EnqueueBatchBodySchema = z
   .openapi('EnqueueBatchRequest');
 
 export const EnqueueBatchResponseSchema = z
-  .object({ jobs: z.array(EnqueuedJobSchema) })
+  .object({ jobs: z.array(EnqueueAnswerSchema) })
   .openapi('EnqueueBatchResponse');
 
 export const QueueParamsSchema = z.object({

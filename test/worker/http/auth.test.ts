@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ApiKeyScope } from '../../../src/engine/api-keys';
 import {
   ADMIN_TOKEN,
+  type EnqueuedJob,
   claimOne,
   client,
   createKey,
@@ -218,27 +219,35 @@ describe('a tenant-bound key', async () => {
     expect(await problemOf(refused)).toMatchObject({ status: 403, errors: [{ path: 'tenant' }] });
   });
 
-  it("gets 409 for a dedup key another tenant's job holds, and changes nothing", async () => {
+  it("has dedup keys of its own: another tenant's job with the same key neither blocks nor answers it", async () => {
     const dedupQueue = uniqueName('tenant-bound-dedup');
-    const lonelyTenant = uniqueName('never-made');
-    const lonelyKey = await createKey(['enqueue'], lonelyTenant);
-    await success(
+    const enqueueOnly = await createKey(['enqueue'], mine);
+    const theirsJob = await success(
       api.v1.queues[':queue'].jobs.$post({ param: { queue: dedupQueue }, json: { tenant: theirs, dedupKey: 'shared' }, header: {} }),
     );
 
     const batch = await request(`/v1/queues/${dedupQueue}/jobs/batch`, {
       method: 'POST',
-      apiKey: lonelyKey,
+      apiKey: enqueueOnly,
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jobs: [{ payload: 'new' }, { dedupKey: 'shared' }] }),
     });
+    const again = await request(`/v1/queues/${dedupQueue}/jobs`, {
+      method: 'POST',
+      apiKey: enqueueOnly,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ dedupKey: 'shared', payload: 'secret of mine' }),
+    });
     const listed = await success(api.v1.jobs.$get({ query: { queue: dedupQueue } }));
-    const tenant = await success(api.v1.tenants[':tenant'].$get({ param: { tenant: lonelyTenant } }));
 
-    expect(await problemOf(batch)).toMatchObject({ status: 409, errors: [{ path: 'jobs.1.dedupKey' }] });
-    expect(listed.jobs).toHaveLength(1);
-    // The tenant row enqueue makes on first sight was rolled back too.
-    expect(tenant.custom).toBe(false);
+    expect(batch.status).toBe(201);
+    const [, ownShared] = ((await batch.json()) as { jobs: EnqueuedJob[] }).jobs;
+    expect(ownShared).toMatchObject({ tenant: mine, deduplicated: false });
+    expect(ownShared!.id).not.toBe(theirsJob.id);
+    // Its own tenant's job, but this key may not read jobs: id and status only.
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual({ id: ownShared!.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+    expect(listed.jobs).toHaveLength(3);
   });
 
   it("sees only its tenant's rows in the stats", async () => {

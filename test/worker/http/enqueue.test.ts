@@ -6,6 +6,7 @@ import {
   ADMIN_TOKEN,
   BASE_URL,
   client,
+  createKey,
   expectStatus,
   problemOf,
   request,
@@ -114,6 +115,40 @@ describe('POST /v1/queues/{queue}/jobs', () => {
     expect([a.status, b.status]).toEqual([201, 201]);
   });
 
+  it('keeps the dedup keys of two tenants apart', async () => {
+    const queue = uniqueName('enqueue-dedup-tenants');
+    const a = await postJob(queue, { tenant: uniqueName('a'), dedupKey: 'order-1' });
+    const b = await postJob(queue, { tenant: uniqueName('b'), dedupKey: 'order-1' });
+
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(await jobCount(queue)).toBe(2);
+  });
+
+  it("answers a dedup hit to a key without the read scope with the job's id and status only", async () => {
+    const queue = uniqueName('enqueue-dedup-no-read');
+    const tenant = uniqueName('victim');
+    const original = await (await postJob(queue, { tenant, dedupKey: 'order-1', payload: { card: '4242' } })).json<EnqueuedJob>();
+    const enqueueOnly = await createKey(['enqueue']);
+    const asEnqueuer = (body: unknown, headers: Record<string, string> = {}) =>
+      request(`/v1/queues/${queue}/jobs`, {
+        method: 'POST',
+        apiKey: enqueueOnly,
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+
+    const hit = await asEnqueuer({ tenant, dedupKey: 'order-1' });
+    const first = await asEnqueuer({ tenant, payload: { card: '4242' } }, { 'idempotency-key': 'k-1' });
+    const retried = await asEnqueuer({ tenant }, { 'idempotency-key': 'k-1' });
+
+    expect(hit.status).toBe(200);
+    expect(await hit.json()).toEqual({ id: original.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+    expect(first.status).toBe(201);
+    const firstJob = await first.json<EnqueuedJob>();
+    expect(retried.status).toBe(200);
+    expect(await retried.json()).toEqual({ id: firstJob.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+  });
+
   it('refuses a dedupKey together with an Idempotency-Key, and the reserved dedup prefix', async () => {
     const queue = uniqueName('enqueue-dedup-refused');
     const both = await problemOf(await postJob(queue, { dedupKey: 'k' }, { 'idempotency-key': 'k' }));
@@ -216,7 +251,7 @@ describe('POST /v1/queues/{queue}/jobs/batch', () => {
 
     expectStatus(response, 201);
     const { jobs } = await response.json();
-    expect(jobs.map((job) => job.payload)).toEqual([1, 2, 3]);
+    expect(jobs.map((job) => ('payload' in job ? job.payload : 'no payload'))).toEqual([1, 2, 3]);
     expect(jobs.every((job) => job.statusUrl?.includes(job.id) && !job.deduplicated)).toBe(true);
   });
 

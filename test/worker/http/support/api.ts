@@ -51,12 +51,15 @@ export async function createKey(scopes: ApiKeyScope[], tenant?: string): Promise
   return (await success(client().v1.keys.$post({ json: { name: uniqueName('test-key'), scopes, tenant } }))).secret;
 }
 
-export function enqueueJob(
+/** Enqueues a new job (201) and answers it. */
+export async function enqueueJob(
   queue: string,
   json: { tenant?: string; payload?: unknown; type?: string } = {},
   apiKey = ADMIN_TOKEN,
 ) {
-  return success(client(apiKey).v1.queues[':queue'].jobs.$post({ param: { queue }, json, header: {} }));
+  const response = await client(apiKey).v1.queues[':queue'].jobs.$post({ param: { queue }, json, header: {} });
+  if (response.status !== 201) throw new Error(`expected 201, got ${response.status}: ${await response.text()}`);
+  return response.json();
 }
 
 /** Claims the next job of a queue, as a pull worker would. */
