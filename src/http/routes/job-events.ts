@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import { FINAL_STATUSES, getJob } from '../../engine/index.js';
-import { tenantScope } from '../auth/principal.js';
+import { FINAL_STATUSES } from '../../engine/index.js';
 import type { AppDeps } from '../context.js';
-import { pollJob, POLL_INTERVAL_MS } from '../job-versions.js';
+import { jobReader } from '../job-reader.js';
+import { pollJob, POLL_INTERVAL_MS, type JobRepresentation, type JobVersion } from '../job-versions.js';
 import { authorizedRoute, problemResponses } from '../openapi-responses.js';
 import { logError } from '../logging.js';
 import { jobNotFound } from '../problem.js';
@@ -31,7 +31,8 @@ export function jobEventRoutes(deps: AppDeps) {
     path: '/v1/jobs/{id}/events',
     summary: "Server-sent events of a job's changes until it ends",
     description:
-      'Each change is an `event: job` whose data is the job and whose id is its ETag; `event: end` follows the ' +
+      'Each change is an `event: job` whose data is the job (to a status token: its status view, JobStatusView) and ' +
+      'whose id is its ETag; `event: end` follows the ' +
       `final status, then the stream closes. A stream lasts at most ${STREAM_SECONDS} s; reconnecting with ` +
       "Last-Event-ID resumes it. Opens with an API key or the job's status token.",
     request: { params: JobIdParamsSchema, query: EventsQuerySchema },
@@ -42,10 +43,8 @@ export function jobEventRoutes(deps: AppDeps) {
   });
 
   return router().openapi(jobEventsRoute, async (c) => {
-    const database = deps.database(c.env);
     const { id } = c.req.valid('param');
-    const scope = tenantScope(c.var.principal);
-    const read = () => getJob(database, id, scope);
+    const read = jobReader(deps, c, id);
     // Read once before streaming, so a job the caller cannot see is a plain 404.
     if ((await read()) === undefined) throw jobNotFound();
     const lastEventId = c.req.header('last-event-id');
@@ -62,9 +61,9 @@ export function jobEventRoutes(deps: AppDeps) {
   });
 }
 
-async function streamChanges(
+async function streamChanges<J extends JobRepresentation>(
   stream: SSEStreamingApi,
-  versions: ReturnType<typeof pollJob>,
+  versions: AsyncGenerator<JobVersion<J> | undefined>,
   lastSentEtag: string | undefined,
 ): Promise<void> {
   let sent = lastSentEtag;

@@ -1,13 +1,15 @@
 import { z } from '@hono/zod-openapi';
-import { cancel, getJob, listJobs, retry } from '../../engine/index.js';
+import { cancel, listJobs, retry, type Job } from '../../engine/index.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
+import { jobReader } from '../job-reader.js';
 import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions.js';
 import { LIMITS } from '../limits.js';
 import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
 import { conflict, jobNotFound } from '../problem.js';
 import { NameSchema, queryNumberSchema } from '../schemas/common.js';
-import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema } from '../schemas/job.js';
+import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema, JobStatusViewSchema } from '../schemas/job.js';
+import type { JobStatusView } from '../status-view.js';
 import { router } from '../validation.js';
 
 const GetJobQuerySchema = z.object({
@@ -37,10 +39,14 @@ export function jobRoutes(deps: AppDeps) {
     path: '/v1/jobs/{id}',
     summary: "A job's status and stats",
     description:
-      "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token.",
+      "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token, " +
+      'which sees the status view only: status, attempts, times, and what the job definition publishes.',
     request: { params: JobIdParamsSchema, query: GetJobQuerySchema },
     responses: {
-      200: jsonResponse(JobSchema, 'The job'),
+      200: jsonResponse(
+        z.union([JobSchema, JobStatusViewSchema]),
+        'The job to an API key; its status view (JobStatusView) to its status token',
+      ),
       304: { description: 'The job still matches If-None-Match' },
       ...problemResponses(400, 401, 403, 404, 503),
     },
@@ -86,13 +92,11 @@ export function jobRoutes(deps: AppDeps) {
       const { id } = c.req.valid('param');
       const { wait = 0 } = c.req.valid('query');
       const ifNoneMatch = c.req.header('if-none-match');
-      const database = deps.database(c.env);
-      const scope = tenantScope(c.var.principal);
       const reads = 1 + Math.ceil((wait * 1000) / POLL_INTERVAL_MS);
 
-      let latest: JobVersion | undefined;
+      let latest: JobVersion<Job | JobStatusView> | undefined;
       let first: string | undefined;
-      for await (const version of pollJob(() => getJob(database, id, scope), reads)) {
+      for await (const version of pollJob(jobReader(deps, c, id), reads)) {
         if (version === undefined) throw jobNotFound();
         latest = version;
         first ??= version.etag;

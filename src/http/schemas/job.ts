@@ -34,6 +34,30 @@ export const JobSchema = z
   })
   .openapi('Job');
 
+/**
+ * A job as its status token shows it (a statusUrl opened in a browser, no
+ * API key): status, attempts and times, and only what its job definition
+ * publishes of its progress and result. Never its payload, errors, tenant,
+ * queue, worker or dedup key.
+ */
+export const JobStatusViewSchema = z
+  .object({
+    id: UuidSchema,
+    status: JobStatusSchema,
+    attempts: z.int(),
+    maxAttempts: z.int(),
+    createdAt: TimestampSchema,
+    runAt: TimestampSchema,
+    startedAt: TimestampSchema.nullable(),
+    finishedAt: TimestampSchema.nullable(),
+    progress: JsonValueSchema.describe(
+      "What the job definition's publicProgress makes of its saved progress; by default `{ percent, message }` " +
+        'from a percentage or an object holding them, else null.',
+    ),
+    result: JsonValueSchema.describe("What the job definition's publicResult makes of its result; null unless it has one."),
+  })
+  .openapi('JobStatusView');
+
 const StatusUrlSchema = z
   .url()
   .nullable()

@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { getJob } from '../../engine/index.js';
 import { statusTokenSecret, verifyStatusToken } from '../../http/auth/status-token.js';
 import type { AppDeps } from '../../http/context.js';
+import { statusViewOf } from '../../http/status-view.js';
 import { UuidSchema } from '../../http/schemas/common.js';
 import { cspNonce } from '../page-headers.js';
 import type { UiEnv } from '../ui-env.js';
@@ -22,6 +23,6 @@ export function statusPage(deps: AppDeps) {
     if (!(await tokenOpensJob(deps, c, id, c.req.query('token')))) return c.html(<LinkInvalidPage {...page} />, 401);
     const job = await getJob(deps.database(c.env), id);
     if (job === undefined) return c.html(<JobGonePage {...page} />, 404);
-    return c.html(<StatusPage job={job} {...page} />, 200);
+    return c.html(<StatusPage job={statusViewOf(job, deps.jobType?.(c.env, job.type))} {...page} />, 200);
   };
 }
