@@ -1,7 +1,9 @@
+import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import type { ApiKeyScope } from '../../../src/engine/api-keys';
 import {
   ADMIN_TOKEN,
+  BASE_URL,
   type EnqueuedJob,
   claimOne,
   client,
@@ -12,6 +14,7 @@ import {
   success,
   uniqueName,
 } from './support/api';
+import { fetchWithEnv } from './support/invoke';
 
 const api = client();
 
@@ -155,6 +158,58 @@ describe('API keys', () => {
 
   it('answers 404 when revoking an unknown key', async () => {
     expect((await api.v1.keys[':id'].$delete({ param: { id: crypto.randomUUID() } })).status).toBe(404);
+  });
+});
+
+describe('failed authentications', () => {
+  /** A client of its own: failures count per address (CF-Connecting-IP, which Cloudflare sets). */
+  const clientAddress = () => `198.51.100.${Math.floor(Math.random() * 250) + 1}-${crypto.randomUUID()}`;
+  const asClient = (address: string, init: { apiKey?: string; path?: string } = {}) =>
+    request(init.path ?? '/v1/jobs?limit=1', { apiKey: init.apiKey, headers: { 'cf-connecting-ip': address } });
+
+  it('turn a client away after 10 in a minute, whatever it presents next, and no other client', async () => {
+    const address = clientAddress();
+    const job = await enqueueJob(uniqueName('auth-failures'));
+    const failures = [
+      ...Array.from({ length: 8 }, () => asClient(address, { apiKey: `skiplock_${'A'.repeat(43)}` })),
+      asClient(address, { apiKey: 'not-a-key' }),
+      asClient(address, { path: `/v1/jobs/${job.id}?token=v1.9999999999.${'A'.repeat(43)}` }),
+    ];
+    expect((await Promise.all(failures)).map((response) => response.status)).toEqual(Array(10).fill(401));
+
+    const turnedAway = await asClient(address, { apiKey: ADMIN_TOKEN });
+    const page = await asClient(address, { path: `/status/${job.id}?token=${new URL(job.statusUrl!).searchParams.get('token')}` });
+    const otherClient = await asClient(clientAddress(), { apiKey: ADMIN_TOKEN });
+
+    expect(await problemOf(turnedAway)).toMatchObject({ status: 429, type: expect.stringMatching(/too-many-failed-authentications$/) });
+    expect(Number(turnedAway.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(turnedAway.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect(page.status).toBe(429);
+    expect(otherClient.status).toBe(200);
+  });
+
+  it('with a rate limit binding (AUTH_RATE_LIMITER), turn a client away at its limit', async () => {
+    const address = clientAddress();
+    const withBinding = (apiKey: string) =>
+      fetchWithEnv({ AUTH_RATE_LIMITER: env.TEST_AUTH_RATE_LIMITER }, `${BASE_URL}/v1/jobs?limit=1`, {
+        headers: { authorization: `Bearer ${apiKey}`, 'cf-connecting-ip': address },
+      });
+
+    // The binding allows 3 a minute (vitest.workers.config.ts): the fourth failure is over it.
+    const failures = [];
+    for (let i = 0; i < 4; i++) failures.push((await withBinding('not-a-key')).status);
+
+    expect(failures).toEqual([401, 401, 401, 401]);
+    expect((await withBinding(ADMIN_TOKEN)).status).toBe(429);
+  });
+
+  it('count bad status-page links too', async () => {
+    const address = clientAddress();
+    const job = await enqueueJob(uniqueName('auth-failures-page'));
+    for (let i = 0; i < 10; i++) {
+      expect((await asClient(address, { path: `/status/${job.id}?token=forged` })).status).toBe(401);
+    }
+    expect((await asClient(address, { apiKey: ADMIN_TOKEN })).status).toBe(429);
   });
 });
 

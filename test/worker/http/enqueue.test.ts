@@ -180,12 +180,22 @@ describe('POST /v1/queues/{queue}/jobs', () => {
     expect(await jobCount(queue)).toBe(0);
   });
 
-  it('answers 400 for a timestamp Postgres refuses, from the database error', async () => {
-    const queue = uniqueName('enqueue-db-refused');
-    const response = await postJob(queue, { runAt: '0000-01-01T00:00:00Z' });
-
-    expect(response.status).toBe(400);
-    expect((await problemOf(response)).detail).toMatch(/out of range/);
+  it('answers 400 naming the field for a runAt or expiresAt before 2000 or more than ten years ahead', async () => {
+    const queue = uniqueName('enqueue-time-range');
+    const elevenYears = new Date(Date.now() + 11 * 365 * 86_400_000).toISOString();
+    const cases = [
+      [{ runAt: '0001-01-01T00:00:00Z' }, 'runAt'],
+      [{ runAt: '1999-12-31T23:59:59Z' }, 'runAt'],
+      [{ runAt: elevenYears }, 'runAt'],
+      [{ expiresAt: '0001-01-01T00:00:00Z' }, 'expiresAt'],
+      [{ expiresAt: elevenYears }, 'expiresAt'],
+    ] as const;
+    for (const [body, field] of cases) {
+      const problem = await problemOf(await postJob(queue, body));
+      expect(problem, JSON.stringify(body)).toMatchObject({ status: 400, errors: [{ path: field, message: expect.stringMatching(/^must be from 2000-01-01 to 10 years from now$/) }] });
+    }
+    expect((await postJob(queue, { runAt: '2000-01-01T00:00:00Z', expiresAt: new Date(Date.now() + 86_400_000).toISOString() })).status).toBe(201);
+    expect(await jobCount(queue)).toBe(1);
   });
 
   it('answers 400 for a queue name that is too long', async () => {

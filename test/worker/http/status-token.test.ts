@@ -139,6 +139,19 @@ describe('status tokens', () => {
     expect(withoutOptIn).toMatchObject({ status: 'succeeded', result: null });
   });
 
+  it('have their view described in the OpenAPI document, as the other answer of GET /v1/jobs/{id}', async () => {
+    type Schema = { properties?: object; anyOf?: { $ref?: string }[] };
+    const document = await (await request('/v1/openapi.json')).json<{
+      components: { schemas: Record<string, Schema> };
+      paths: Record<string, { get?: { responses: Record<string, { content: Record<string, { schema: Schema }> }> } }>;
+    }>();
+    const answer = document.paths['/v1/jobs/{id}']?.get?.responses['200']?.content['application/json']?.schema;
+
+    expect(Object.keys(document.components.schemas.JobStatusView?.properties ?? {}).sort()).toEqual(STATUS_VIEW_FIELDS);
+    expect(answer?.anyOf?.map((schema) => schema.$ref)).toEqual(['#/components/schemas/Job', '#/components/schemas/JobStatusView']);
+    expect(Object.keys(document.components.schemas.EnqueuedJobReference?.properties ?? {})).toEqual(['id', 'status', 'statusUrl', 'deduplicated']);
+  });
+
   it('open nothing but their own job', async () => {
     const queue = uniqueName('status-scope');
     const job = await enqueueJob(queue);
