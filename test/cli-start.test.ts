@@ -1,29 +1,14 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../src/local/start/local-paths';
 import { anyFreePort } from '../src/local/ports';
 import { waitUntilGone } from '../src/local/processes';
 import { createTestDatabase, type TestDatabase } from './support/database';
-
-/**
- * A copy of the repository with node_modules linked in, so that this run's
- * `.data/` (worker variables, wrangler state and log) stays out of the
- * developer's own, which an `npm start` may be using right now.
- */
-async function scratchCheckout(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'skiplock-start-'));
-  for (const entry of ['package.json', 'tsconfig.json', 'wrangler.toml', 'src', 'migrations']) {
-    await cp(join(projectRoot, entry), join(dir, entry), { recursive: true });
-  }
-  await symlink(join(projectRoot, 'node_modules'), join(dir, 'node_modules'));
-  return dir;
-}
+import { scratchCheckout } from './support/scratch-checkout';
 
 /** Every process below `pid`, found through parent ids (`ps` lists them all). */
 async function descendantsOf(pid: number): Promise<number[]> {
