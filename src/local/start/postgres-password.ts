@@ -1,6 +1,6 @@
 import { access, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import pg from 'pg';
+import { withPgClient } from '../pg-client.js';
 import { randomSecret } from '../random-secret.js';
 import { shownPath } from './local-paths.js';
 import { readSavedSecret, savedSecret } from './saved-secret.js';
@@ -26,7 +26,7 @@ export async function postgresPassword(
     rotate: async (url) => {
       const password = randomSecret();
       // A password cannot be a parameter of ALTER ROLE; this one is base64url, made here, never input.
-      await withClient(url, (client) => client.query(`ALTER ROLE CURRENT_USER PASSWORD '${password}'`));
+      await withPgClient(url, (client) => client.query(`ALTER ROLE CURRENT_USER PASSWORD '${password}'`));
       await writeFile(file, `${password}\n`, { mode: 0o600 });
       console.log(`the embedded Postgres had the password "postgres": changed to a random one, kept in ${shownPath(file)}`);
       const rotated = new URL(url);
@@ -34,16 +34,6 @@ export async function postgresPassword(
       return rotated.href;
     },
   };
-}
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
 }
 
 async function exists(path: string): Promise<boolean> {

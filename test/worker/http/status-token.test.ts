@@ -11,6 +11,7 @@ import {
   BASE_URL,
   claimOne,
   enqueueJob,
+  postJson,
   problemOf,
   request,
   uniqueName,
@@ -22,14 +23,6 @@ import { serverSentEvents } from './support/sse';
 /** Every field a status token may see (JobStatusView); nothing else. */
 const STATUS_VIEW_FIELDS = ['attempts', 'createdAt', 'finishedAt', 'id', 'maxAttempts', 'progress', 'result', 'runAt', 'startedAt', 'status'];
 
-function post(path: string, body: unknown): Promise<Response> {
-  return request(path, {
-    method: 'POST',
-    apiKey: ADMIN_TOKEN,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-}
 
 /** The first `event: job` of a job's stream, parsed. */
 async function firstStreamedJob(response: Response): Promise<Record<string, unknown>> {
@@ -67,7 +60,7 @@ describe('status tokens', () => {
 
   it('show only the status view: no payload, result, error, tenant, queue, worker or dedup key, on every route', async () => {
     const queue = uniqueName('status-view');
-    const enqueued = await post(`/v1/queues/${queue}/jobs`, {
+    const enqueued = await postJson(`/v1/queues/${queue}/jobs`, {
       tenant: uniqueName('tenant'),
       dedupKey: 'secret-dedup-key',
       maxAttempts: 3,
@@ -75,11 +68,11 @@ describe('status tokens', () => {
     });
     const job = await enqueued.json<EnqueuedJob>();
     const claimed = await claimOne(queue);
-    await post(`/v1/jobs/${job.id}/extend`, {
+    await postJson(`/v1/jobs/${job.id}/extend`, {
       leaseToken: claimed.leaseToken,
       progress: { percent: 40, message: 'Resizing', cursor: 'private-cursor' },
     });
-    await post(`/v1/jobs/${job.id}/fail`, { leaseToken: claimed.leaseToken, error: { message: 'secret error text' }, retryInSeconds: 3600 });
+    await postJson(`/v1/jobs/${job.id}/fail`, { leaseToken: claimed.leaseToken, error: { message: 'secret error text' }, retryInSeconds: 3600 });
     const statusUrl = new URL(job.statusUrl!);
 
     const read = await request(statusUrl.pathname + statusUrl.search);
@@ -121,10 +114,10 @@ describe('status tokens', () => {
     app.route('/', uiRoutes(deps));
     const job = await enqueueJob(type, { type });
     const claimed = await claimOne(type);
-    await post(`/v1/jobs/${job.id}/extend`, { leaseToken: claimed.leaseToken, progress: { step: 'rendering', percent: 10 } });
+    await postJson(`/v1/jobs/${job.id}/extend`, { leaseToken: claimed.leaseToken, progress: { step: 'rendering', percent: 10 } });
     const statusUrl = new URL(job.statusUrl!);
     const running = await (await fetchApp(app, new Request(new URL(statusUrl.pathname + statusUrl.search, BASE_URL)))).json();
-    await post(`/v1/jobs/${job.id}/complete`, {
+    await postJson(`/v1/jobs/${job.id}/complete`, {
       leaseToken: claimed.leaseToken,
       result: { downloadUrl: 'https://files.example.test/1', internalId: 'x-secret' },
     });

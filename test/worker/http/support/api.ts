@@ -25,6 +25,11 @@ export function request(path: string, init: RequestInit & { apiKey?: string } = 
   return workerFetch(new URL(path, BASE_URL), { ...rest, headers });
 }
 
+/** A POST of a JSON body, with the admin key unless another is given. */
+export function postJson(path: string, body: unknown, apiKey = ADMIN_TOKEN): Promise<Response> {
+  return request(path, { method: 'POST', apiKey, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
 export function client(apiKey: string | undefined = ADMIN_TOKEN): SkiplockClient {
   return skiplockClient(BASE_URL, { apiKey, fetch: workerFetch });
 }
