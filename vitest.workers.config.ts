@@ -35,12 +35,14 @@ export default defineConfig({
           DATABASE_URL: inject('workerDatabaseUrl'),
           LOCAL_NEON_PROXY: inject('neonProxy'),
           // Test values only: the HTTP API's admin key, status-token secret and CORS origins.
-          ADMIN_TOKEN: 'test-admin-token',
-          STATUS_TOKEN_SECRET: 'test-status-token-secret',
+          ADMIN_TOKEN: 'test-admin-token-of-the-workerd-suite',
+          STATUS_TOKEN_SECRET: 'test-status-token-secret-of-the-workerd-suite',
           CORS_ORIGINS: 'https://app.example.test,https://admin.example.test',
         },
         // The same database through Miniflare's local Hyperdrive: tests bind it as HYPERDRIVE where they want it.
         hyperdrives: { TEST_HYPERDRIVE: withPassword(inject('workerDatabaseUrl')) },
+        // Miniflare's local rate limit binding: tests bind it as AUTH_RATE_LIMITER where they want it.
+        ratelimits: { TEST_AUTH_RATE_LIMITER: { simple: { limit: 3, period: 60 } } },
       },
     })),
   ],

@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type LocalPostgres } from '../src/local/embedded-postgres';
+import { withPgClient } from '../src/local/pg-client';
 import { anyFreePort } from '../src/local/ports';
+import { randomSecret } from '../src/local/random-secret';
 
 export interface BenchServer {
   /** Superuser URL of a maintenance database on the server. */
@@ -48,10 +50,11 @@ export async function startBenchServer(databaseUrl: string | undefined): Promise
   if (databaseUrl) return { adminUrl: databaseUrl, origin: 'DATABASE_URL', stop: async () => {} };
   const dataDir = await mkdtemp(join(tmpdir(), 'skiplock-bench-'));
   const port = await anyFreePort();
-  let server: LocalPostgres = await startEmbeddedPostgres({ dataDir, port, persistent: true });
-  await withClient(server.url, (client) => client.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"));
+  const options = { dataDir, port, persistent: true, password: randomSecret() };
+  let server: LocalPostgres = await startEmbeddedPostgres(options);
+  await withPgClient(server.url, (client) => client.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"));
   await server.stop();
-  server = await startEmbeddedPostgres({ dataDir, port, persistent: true });
+  server = await startEmbeddedPostgres(options);
   return {
     adminUrl: server.url,
     origin: 'embedded',
@@ -63,7 +66,7 @@ export async function startBenchServer(databaseUrl: string | undefined): Promise
 }
 
 export async function readServerSettings(adminUrl: string): Promise<ServerSettings> {
-  return withClient(adminUrl, async (client) => {
+  return withPgClient(adminUrl, async (client) => {
     const { rows } = await client.query<{ name: string; setting: string }>(
       `SELECT name, current_setting(name) AS setting FROM pg_settings WHERE name = ANY($1)`,
       [[...RECORDED_SETTINGS]],
@@ -94,7 +97,7 @@ let databaseCount = 0;
  */
 export async function createDatabase(server: BenchServer, label: string, template?: string): Promise<BenchDatabase> {
   const name = `bench_${process.pid}_${++databaseCount}_${label.replace(/[^a-z0-9]+/g, '_')}`.slice(0, 63);
-  await withClient(server.adminUrl, (client) => client.query(`CREATE DATABASE ${name}${template === undefined ? '' : ` TEMPLATE ${template}`}`));
+  await withPgClient(server.adminUrl, (client) => client.query(`CREATE DATABASE ${name}${template === undefined ? '' : ` TEMPLATE ${template}`}`));
   const url = new URL(server.adminUrl);
   url.pathname = `/${name}`;
   const probe = new pg.Pool({ connectionString: url.toString(), max: 2 });
@@ -121,13 +124,13 @@ export async function createDatabase(server: BenchServer, label: string, templat
  * it (a library's pool can outlive its close() by a moment).
  */
 export async function disconnectAll(server: BenchServer, name: string): Promise<void> {
-  await withClient(server.adminUrl, (client) =>
+  await withPgClient(server.adminUrl, (client) =>
     client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
   );
 }
 
 export async function dropDatabase(server: BenchServer, name: string): Promise<void> {
-  await withClient(server.adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await withPgClient(server.adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
 /** Runs `work` in a fresh database (a copy of `template` when given) and drops it afterwards, whatever happens. */
@@ -145,12 +148,3 @@ export async function inFreshDatabase<T>(
   }
 }
 
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}

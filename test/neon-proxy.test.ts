@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { Client, NeonDbError, Pool, neon, neonConfig, type NeonQueryFunction } from '@neondatabase/serverless';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -21,7 +22,7 @@ beforeAll(async () => {
   connectionString = database.url;
   postgres = postgresAddressOf(connectionString);
   proxy = await startNeonProxy({ postgres });
-  applyLocalNeonConfig(neonConfig, `127.0.0.1:${proxy.port}`);
+  applyLocalNeonConfig(neonConfig, proxy.address);
   neonConfig.webSocketConstructor = WebSocket;
   sql = neon(connectionString);
   await sql.query(`CREATE TABLE ${table} (id int PRIMARY KEY, label text NOT NULL)`);
@@ -249,7 +250,7 @@ describe('Pool and Client over WebSocket', () => {
 
   it('refuses a Postgres address it was not configured with', async () => {
     const refused = new Promise<number | undefined>((resolve, reject) => {
-      const socket = new WebSocket(`ws://127.0.0.1:${proxy.port}/v1?address=example.com:5432`);
+      const socket = new WebSocket(`ws://${proxy.address}/v1?address=example.com:5432`);
       socket.once('unexpected-response', (_request, response) => resolve(response.statusCode));
       socket.once('open', () => reject(new Error('the proxy accepted a WebSocket to example.com')));
       socket.once('error', () => {});
@@ -261,6 +262,77 @@ describe('Pool and Client over WebSocket', () => {
     const client = new Client(elsewhere.href);
     client.on('error', () => {});
     await expect(within(2000, client.connect())).rejects.toThrow();
+  });
+});
+
+/** A raw request with headers fetch would not let a test choose (Host), answered with its status and body. */
+function rawRequest(path: string, headers: Record<string, string>, body = ''): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest({ host: '127.0.0.1', port: proxy.port, path, method: 'POST', headers }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+    });
+    sent.on('error', reject);
+    sent.end(body);
+  });
+}
+
+/** Opens a WebSocket to the proxy; resolves with the refusal's status, rejects if it opened. */
+function refusedWebSocket(url: string, options: WebSocket.ClientOptions = {}): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, options);
+    socket.once('unexpected-response', (_request, response) => resolve(response.statusCode));
+    socket.once('open', () => {
+      socket.terminate();
+      reject(new Error(`the proxy accepted ${url}`));
+    });
+    socket.once('error', () => {});
+  });
+}
+
+describe('who may use the proxy', () => {
+  const secret = () => proxy.address.split('/')[1]!;
+  const sqlHeaders = () => ({
+    'Neon-Connection-String': connectionString,
+    'Neon-Raw-Text-Output': 'true',
+    'Content-Type': 'application/json',
+  });
+  const pipeAddress = () => `address=${postgres.host}:${postgres.port}`;
+
+  it('refuses a WebSocket from a web page (any Origin), even with the secret', async () => {
+    const url = `ws://${proxy.address}/v1?${pipeAddress()}`;
+    expect(await refusedWebSocket(url, { origin: 'http://evil.example' })).toBe(403);
+    expect(await refusedWebSocket(url, { origin: `http://127.0.0.1:${proxy.port}` })).toBe(403);
+  });
+
+  it('refuses SQL over HTTP from a web page, and under a foreign Host (DNS rebinding)', async () => {
+    const body = JSON.stringify({ query: 'SELECT 1 AS one' });
+    const host = `127.0.0.1:${proxy.port}`;
+    const fromPage = await rawRequest(`/${secret()}/sql`, { ...sqlHeaders(), host, origin: 'http://evil.example' }, body);
+    const rebound = await rawRequest(`/${secret()}/sql`, { ...sqlHeaders(), host: `rebind.evil.example:${proxy.port}` }, body);
+    const allowed = await rawRequest(`/${secret()}/sql`, { ...sqlHeaders(), host }, body);
+
+    expect(fromPage).toEqual({ status: 403, body: expect.stringMatching(/web pages/) });
+    expect(rebound).toEqual({ status: 403, body: `this local proxy answers only to Host ${host}` });
+    expect(allowed.status).toBe(200);
+  });
+
+  it('refuses a WebSocket under a foreign Host', async () => {
+    const url = `ws://${proxy.address}/v1?${pipeAddress()}`;
+    expect(await refusedWebSocket(url, { headers: { host: `rebind.evil.example:${proxy.port}` } })).toBe(403);
+  });
+
+  it('answers 404 to a request or upgrade without the per-run secret, or with a wrong one', async () => {
+    const host = `127.0.0.1:${proxy.port}`;
+    const body = JSON.stringify({ query: 'SELECT 1 AS one' });
+    const wrong = `${secret().slice(0, -1)}${secret().endsWith('A') ? 'B' : 'A'}`;
+    for (const path of ['/sql', `/${wrong}/sql`, `/sql/${secret()}`]) {
+      expect(await rawRequest(path, { ...sqlHeaders(), host }, body), path).toEqual({ status: 404, body: 'not found' });
+    }
+    for (const path of ['/v1', `/${wrong}/v1`]) {
+      expect(await refusedWebSocket(`ws://127.0.0.1:${proxy.port}${path}?${pipeAddress()}`), path).toBe(404);
+    }
   });
 });
 

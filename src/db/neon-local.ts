@@ -16,26 +16,29 @@ export interface LocalNeonConfig extends Pick<NeonConfig, 'useSecureWebSocket' |
 /** The part of the driver's `neonConfig` (its static settings) that `applyLocalNeonConfig` writes. */
 export type NeonConfigSettings = Pick<NeonConfig, keyof LocalNeonConfig>;
 
-/** @param proxyHostPort where the local proxy listens, e.g. `127.0.0.1:4444`. */
-export function localNeonConfig(proxyHostPort: string): LocalNeonConfig {
+/**
+ * @param proxyAddress where the local proxy listens and its per-run secret,
+ *   `127.0.0.1:4444/<secret>` (LOCAL_NEON_PROXY): the secret leads every path.
+ */
+export function localNeonConfig(proxyAddress: string): LocalNeonConfig {
   return {
     // Same URL shape as the driver builds for a string `wsProxy`, on the path the proxy serves.
-    wsProxy: (host, port) => `${proxyHostPort}/v1?address=${host}:${port}`,
+    wsProxy: (host, port) => `${proxyAddress}/v1?address=${host}:${port}`,
     // The proxy speaks plain ws:// and http://; there is no TLS locally.
     useSecureWebSocket: false,
     // Pipelining sends the password before Postgres asks for it, which only works
     // with cleartext password auth; a local Postgres may use trust or SCRAM.
     pipelineConnect: false,
-    fetchEndpoint: () => `http://${proxyHostPort}/sql`,
+    fetchEndpoint: () => `http://${proxyAddress}/sql`,
     // Keep `Pool.query()` on the WebSocket path it is configured for.
     poolQueryViaFetch: false,
   };
 }
 
 /**
- * Applies `localNeonConfig(proxyHostPort)` to the driver's `neonConfig` object
+ * Applies `localNeonConfig(proxyAddress)` to the driver's `neonConfig` object
  * (whose static setters hold the driver-wide defaults).
  */
-export function applyLocalNeonConfig(neonConfig: NeonConfigSettings, proxyHostPort: string): void {
-  Object.assign(neonConfig, localNeonConfig(proxyHostPort));
+export function applyLocalNeonConfig(neonConfig: NeonConfigSettings, proxyAddress: string): void {
+  Object.assign(neonConfig, localNeonConfig(proxyAddress));
 }

@@ -10,7 +10,7 @@ export interface Backoff {
   maxSeconds: number;
 }
 
-export interface JobOptions {
+export interface JobOptions<Result = unknown> {
   /** Lease (whole seconds) each heartbeat sets for jobs of this type; the job's own leaseSeconds when left out. */
   leaseSeconds?: number;
   /** Caps the job's own maxAttempts: the attempt that reaches it fails for good. */
@@ -19,6 +19,19 @@ export interface JobOptions {
   backoff?: Backoff;
   /** Wall time one attempt may take; past it the signal fires and the attempt fails (and may retry). */
   timeoutSeconds?: number;
+  /**
+   * What a job's status URL (a browser, holding no API key) may show of its
+   * result, e.g. `(result) => ({ downloadUrl: result.url })`. Without it the
+   * status view shows no result: results often hold what only the product's
+   * backend should see.
+   */
+  publicResult?(result: Result): Json;
+  /**
+   * What the status view shows of the saved progress. Without it: a number
+   * 0 to 100 saved as `progress(40)`, or the `percent` and `message` of an
+   * object, and nothing else (a cursor to resume from stays private).
+   */
+  publicProgress?(progress: Json): Json;
 }
 
 /** What a handler gets beside its payload. */
@@ -65,13 +78,17 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
   type: Type,
   schema: Schema,
   handler: JobHandler<z.output<Schema>, Result>,
-  options: JobOptions = {},
+  options: JobOptions<NoInfer<Awaited<Result>>> = {},
 ): JobDefinition<Type, z.input<Schema>, Awaited<Result>> {
   checkType(type);
   checkOptions(type, options);
+  const { publicResult, publicProgress } = options;
   return {
     type,
     options: { ...options },
+    // Results are stored as JSON, so the stored one is what the handler returned, through JSON.
+    ...(publicResult === undefined ? {} : { publicResult: (result: Json) => publicResult(result as Awaited<Result>) }),
+    ...(publicProgress === undefined ? {} : { publicProgress }),
     async checkPayload(payload) {
       const parsed = await schema.safeParseAsync(payload);
       return parsed.success ? [] : payloadIssues(parsed.error);
@@ -95,7 +112,7 @@ function checkType(type: string): void {
   }
 }
 
-function checkOptions(type: string, options: JobOptions): void {
+function checkOptions<Result>(type: string, options: JobOptions<Result>): void {
   const positive = (value: number | undefined) => value === undefined || (Number.isFinite(value) && value > 0);
   const problems = [
     options.leaseSeconds !== undefined && !(Number.isInteger(options.leaseSeconds) && options.leaseSeconds >= 1) &&
@@ -106,6 +123,8 @@ function checkOptions(type: string, options: JobOptions): void {
     options.backoff !== undefined &&
       !(positive(options.backoff.baseSeconds) && options.backoff.maxSeconds >= options.backoff.baseSeconds) &&
       'backoff needs baseSeconds above 0 and maxSeconds >= baseSeconds',
+    options.publicResult !== undefined && typeof options.publicResult !== 'function' && 'publicResult must be a function',
+    options.publicProgress !== undefined && typeof options.publicProgress !== 'function' && 'publicProgress must be a function',
   ].filter((problem) => problem !== false);
   if (problems.length > 0) throw new RangeError(`job type "${type}": ${problems.join('; ')}`);
 }

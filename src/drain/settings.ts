@@ -1,5 +1,5 @@
 import type { BuiltInJobSettings } from './handlers/built-in.js';
-import { parseAllowedHosts } from './handlers/http-destination.js';
+import { readAllowedHosts } from './handlers/http-destination.js';
 import { DEFAULT_RETENTION_SECONDS } from './housekeeping.js';
 
 /**
@@ -23,7 +23,7 @@ export function readJobSettings(vars: DrainVariables): JobSettings {
     devMode: vars.SKIPLOCK_DEV?.trim() === '1',
     retentionSeconds: readNumber(vars, 'RETENTION_SECONDS', DEFAULT_RETENTION_SECONDS, { min: 0 }),
     http: {
-      allowedHosts: parseAllowedHosts(vars.HTTP_ALLOWED_HOSTS),
+      allowedHosts: readAllowedHosts(vars.HTTP_ALLOWED_HOSTS),
       ...(signingSecret ? { signingSecret } : {}),
     },
   };

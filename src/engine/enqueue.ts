@@ -32,7 +32,7 @@ export interface EnqueueInput {
 
 export interface EnqueueResult {
   job: Job;
-  /** True when a job with the same queue and dedup key already existed; `job` is that job. */
+  /** True when a job with the same queue, tenant and dedup key already existed; `job` is that job. */
   deduplicated: boolean;
 }
 
@@ -87,9 +87,11 @@ written AS (
          expires_at, dedup_key, dedup_window_seconds
   FROM input
   ORDER BY ordinal
-  ON CONFLICT (queue, dedup_key) WHERE dedup_key IS NOT NULL
+  -- Dedup keys are per tenant (migration 0008, jobs_tenant_dedup_idx): the
+  -- conflict target and the match below both take the tenant.
+  ON CONFLICT (queue, tenant, dedup_key) WHERE dedup_key IS NOT NULL
     DO UPDATE SET dedup_key = EXCLUDED.dedup_key
-  RETURNING j.id, j.queue, j.dedup_key, skiplock.job_json(j) AS job,
+  RETURNING j.id, j.queue, j.tenant, j.dedup_key, skiplock.job_json(j) AS job,
             j.finished_at IS NOT NULL
               AND j.finished_at + make_interval(secs => j.dedup_window_seconds) <= now() AS dedup_lapsed
 ),
@@ -106,7 +108,7 @@ SELECT coalesce(inserted.job, matched.job) AS job,
 FROM input i
 LEFT JOIN written inserted ON inserted.id = i.id
 LEFT JOIN written matched
-  ON inserted.id IS NULL AND matched.queue = i.queue AND matched.dedup_key = i.dedup_key
+  ON inserted.id IS NULL AND matched.queue = i.queue AND matched.tenant = i.tenant AND matched.dedup_key = i.dedup_key
 ORDER BY i.ordinal`;
 
 /**
@@ -218,7 +220,7 @@ function checkBatch(jobs: readonly EnqueueInput[]): void {
       throw new InvalidInputError('give expiresAt or ttlSeconds, not both', `jobs.${index}.expiresAt`);
     }
     if (job.dedupKey === undefined) return;
-    const key = JSON.stringify([job.queue, job.dedupKey]);
+    const key = JSON.stringify([job.queue, job.tenant ?? 'default', job.dedupKey]);
     // One statement cannot both insert a key and match it: the caller must decide.
     if (seen.has(key)) throw new InvalidInputError('two jobs of one batch share a dedup key', `jobs.${index}.dedupKey`);
     seen.add(key);

@@ -1,3 +1,5 @@
+import type { Json } from './types.js';
+
 /** One way a payload fails its job type's schema: the field's dotted path inside the payload, and why. */
 export interface PayloadIssue {
   path: string;
@@ -15,6 +17,13 @@ export interface JobType<Type extends string = string, Payload = unknown, Result
   readonly type: Type;
   /** The problems of a payload (none when it fits), checked before it is stored. */
   checkPayload(payload: unknown): Promise<readonly PayloadIssue[]>;
+  /**
+   * What a job's status view (its statusUrl: browsers, without an API key)
+   * shows of its result. Without it, none: the result stays with API keys.
+   */
+  publicResult?(result: Json): Json;
+  /** What the status view shows of the job's saved progress, in place of the default `{ percent, message }`. */
+  publicProgress?(progress: Json): Json;
   /** Types only, never set at run time: what enqueue takes and what the handler returns. */
   readonly '~types'?: { readonly payload: Payload; readonly result: Result };
 }

@@ -2,6 +2,8 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { requestId } from 'hono/request-id';
+import { DatabaseError } from '../db/errors.js';
+import { FailedAuthentications } from './auth/failed-authentications.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { limitBodySize } from './limits.js';
 import { API_TAGS } from './openapi-tags.js';
@@ -44,7 +46,12 @@ function corsForConfiguredOrigins(deps: AppDeps): MiddlewareHandler<AppEnv> {
  */
 export function createApp(deps: AppDeps) {
   const base = router();
+  const failedAuthentications = new FailedAuthentications();
   base.use(requestId());
+  base.use((c, next) => {
+    c.set('failedAuthentications', failedAuthentications);
+    return next();
+  });
   base.use(requestLog());
   base.use(corsForConfiguredOrigins(deps));
   base.use(limitBodySize(deps));
@@ -86,6 +93,8 @@ export function createApp(deps: AppDeps) {
   app.notFound((c) => renderProblem(c, notFound(`no route ${c.req.method} ${c.req.path}`), c.var.requestId));
   app.onError((error, c) => {
     const problem = problemFor(error);
+    // What the database said stays in the log, found again by the request id the problem carries.
+    if (problem !== undefined && error instanceof DatabaseError) logError(c.var.requestId, 'database_error', error);
     if (problem !== undefined) return renderProblem(c, problem, c.var.requestId);
     logError(c.var.requestId, 'unexpected_error', error);
     const detail = `an unexpected error; its log line carries request id ${c.var.requestId}`;

@@ -10,6 +10,7 @@ export {
   type ClientJobHandle,
   type EnqueuedJob,
   type FollowOptions,
+  type EnqueuedJobReference,
   type JobClientOptions,
 } from './job-client.js';
 export { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';

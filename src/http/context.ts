@@ -1,5 +1,6 @@
 import type { Db, SessionDb } from '../db/types.js';
 import type { JobType } from '../engine/job-type.js';
+import type { FailedAuthentications, RateLimiterBinding } from './auth/failed-authentications.js';
 import type { Principal } from './auth/principal.js';
 
 /**
@@ -20,6 +21,8 @@ export interface ApiSettings {
   readonly corsOrigins: readonly string[];
   /** Largest request body, in bytes. */
   readonly maxBodyBytes: number;
+  /** Counts failed authentications across the isolates of a location (AUTH_RATE_LIMITER); per isolate only without it. */
+  readonly authRateLimiter?: RateLimiterBinding | undefined;
 }
 
 /** The smallest part of an execution context the app uses: Workers' `ctx`, or a Node host's stand-in. */
@@ -53,5 +56,7 @@ export interface AppEnv {
     requestId: string;
     /** Who is calling; set by the `access` middleware of each protected route. */
     principal: Principal;
+    /** This app's (so this isolate's) count of failed authentications per client. */
+    failedAuthentications: FailedAuthentications;
   };
 }

@@ -1,14 +1,15 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { enqueueBatch, type EnqueueInput, type EnqueueResult } from '../engine/index.js';
-import type { KeyHolder } from './auth/principal.js';
+import { enqueueBatch, type EnqueueInput } from '../engine/index.js';
+import { hasScope, type KeyHolder } from './auth/principal.js';
 import type { AppDeps, AppEnv } from './context.js';
-import { conflict, forbidden, invalidPayload, validationProblem, type FieldError } from './problem.js';
+import { forbidden, invalidPayload, validationProblem, type FieldError } from './problem.js';
 import { IDEMPOTENCY_DEDUP_PREFIX, type EnqueueBody } from './schemas/enqueue.js';
-import type { EnqueuedJobSchema } from './schemas/job.js';
+import type { EnqueueAnswerSchema } from './schemas/job.js';
 import { statusUrlMaker } from './status-url.js';
 
-export type EnqueuedJob = z.output<typeof EnqueuedJobSchema>;
+/** A job as an enqueue answers it: the whole job, or for a dedup hit without the `read` scope its reference. */
+export type EnqueueAnswer = z.output<typeof EnqueueAnswerSchema>;
 
 /** How long a retried request with the same Idempotency-Key gets the first request's job back. */
 const IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60;
@@ -35,16 +36,21 @@ export async function enqueueJobs(
   deps: AppDeps,
   holder: KeyHolder,
   request: EnqueueRequest,
-): Promise<EnqueuedJob[]> {
+): Promise<EnqueueAnswer[]> {
   const inputs = request.jobs.map((job, index) => toEnqueueInput(holder, request, job, index));
   await checkPayloads(c, deps, request, inputs);
-  const results = mayMatchForeignJob(holder, request)
-    ? await enqueueWithinTenant(c, deps, inputs, request)
-    : await enqueueBatch(deps.database(c.env), inputs);
+  // Dedup keys (and so Idempotency-Keys) are per queue and tenant: a match is always the caller's own tenant's job.
+  const results = await enqueueBatch(deps.database(c.env), inputs);
   if (deps.onEnqueued && results.some((result) => !result.deduplicated)) deps.onEnqueued(c.executionCtx, c.env);
   const statusUrl = await statusUrlMaker(c, deps.settings(c.env));
+  const mayRead = hasScope(holder, ['read']);
   return Promise.all(
-    results.map(async ({ job, deduplicated }) => ({ ...job, statusUrl: await statusUrl(job.id), deduplicated })),
+    results.map(async ({ job, deduplicated }) =>
+      // A dedup hit is a job this request did not make: a key that may not read jobs learns only its id and status.
+      deduplicated && !mayRead
+        ? { id: job.id, status: job.status, statusUrl: await statusUrl(job.id), deduplicated }
+        : { ...job, statusUrl: await statusUrl(job.id), deduplicated },
+    ),
   );
 }
 
@@ -95,48 +101,13 @@ function toEnqueueInput(holder: KeyHolder, request: EnqueueRequest, job: Enqueue
 
 /**
  * The Idempotency-Key maps onto the engine's dedup key, in a namespace that
- * client dedup keys cannot enter, per tenant (two tenants' keys never meet),
- * and per position in a batch (a retried batch gets each of its jobs back).
+ * client dedup keys cannot enter, per tenant (the dedup index is per tenant
+ * since migration 0008; the tenant stays in the key so that keys stored
+ * before it still match), and per position in a batch (a retried batch gets
+ * each of its jobs back).
  * JSON keeps the parts apart whatever characters they hold.
  */
 function idempotencyDedupKey(tenant: string, request: EnqueueRequest, index: number): string {
   const parts = request.batch ? [tenant, request.idempotencyKey, index] : [tenant, request.idempotencyKey];
   return IDEMPOTENCY_DEDUP_PREFIX + JSON.stringify(parts);
-}
-
-/**
- * Dedup keys are per queue, not per tenant, so a tenant-bound key's dedupKey
- * could match another tenant's job, which that key must never see.
- */
-function mayMatchForeignJob(holder: KeyHolder, request: EnqueueRequest): boolean {
-  return holder.tenant !== null && request.jobs.some((job) => job.dedupKey !== undefined);
-}
-
-/**
- * Enqueues in an interactive transaction and rolls it back when a dedup key
- * matched another tenant's job: the request then changes nothing (not even
- * the tenant row enqueue makes) and answers 409 without showing that job.
- */
-async function enqueueWithinTenant(
-  c: Context<AppEnv>,
-  deps: AppDeps,
-  inputs: readonly EnqueueInput[],
-  request: EnqueueRequest,
-): Promise<EnqueueResult[]> {
-  const session = deps.sessionDatabase(c.env);
-  try {
-    return await session.withTransaction(async (tx) => {
-      const results = await enqueueBatch(tx, inputs);
-      const foreign = results.findIndex((result, index) => result.job.tenant !== inputs[index]!.tenant);
-      if (foreign >= 0) {
-        const detail = 'another tenant has a job with this dedup key in this queue';
-        throw conflict('dedup-key-taken', 'Dedup key taken', detail, [
-          { path: fieldPath(request, foreign, 'dedupKey'), message: 'is taken by a job this key cannot see' },
-        ]);
-      }
-      return results;
-    });
-  } finally {
-    await session.close();
-  }
 }

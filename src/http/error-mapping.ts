@@ -40,24 +40,27 @@ function fromHttpException(error: HTTPException): Problem | undefined {
 
 /**
  * Postgres refusing a value is the client's fault (400); the database being
- * out of reach is not (503, retry later). Anything else is a bug.
+ * out of reach is not (503, retry later). Anything else is a bug. The
+ * database's own message never reaches the client (it names tables,
+ * constraints and types): the app logs it under the request id instead.
  */
 function fromDatabaseError(error: DatabaseError): Problem | undefined {
   if (error.unavailable) {
-    return new Problem(503, 'database-unavailable', 'Database unavailable', error.message, {
+    const detail = `the database cannot be reached right now; retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} s`;
+    return new Problem(503, 'database-unavailable', 'Database unavailable', detail, {
       headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
     });
   }
   const code = error.code ?? '';
   // The transition trigger: the job changed state under the request.
   if (code === '23514' && error.constraint === 'job_transitions') {
-    return conflict('state-conflict', 'State conflict', error.message);
+    return conflict('state-conflict', 'State conflict', 'the job changed state while this request ran: read it again');
   }
   // 22xxx data exceptions (bad dates, out-of-range numbers, invalid JSON text),
   // 23502/23514 null and check violations, 54xxx program limits (a key too large to index).
   if (code.startsWith('22') || code === '23502' || code === '23514' || code.startsWith('54')) {
-    return validationProblem(error.message);
+    return validationProblem('a value in the request is outside what the database accepts');
   }
-  if (code === '23505') return conflict('conflict', 'Conflict', error.message);
+  if (code === '23505') return conflict('conflict', 'Conflict', 'the request conflicts with a row that already exists');
   return undefined;
 }

@@ -1,7 +1,7 @@
 import type { z } from '@hono/zod-openapi';
 import { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';
 import type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';
-import { FINAL_STATUSES, type Job } from '../engine/types.js';
+import { FINAL_STATUSES, type Job, type JobStatus } from '../engine/types.js';
 import type { ProblemDocument } from './problem.js';
 import type { EnqueueBodySchema } from './schemas/enqueue.js';
 
@@ -9,6 +9,14 @@ import type { EnqueueBodySchema } from './schemas/enqueue.js';
 export interface EnqueuedJob extends Job {
   statusUrl: string | null;
   deduplicated: boolean;
+}
+
+/** A dedup hit answered to a key without the `read` scope: the matched job by id and status only. */
+export interface EnqueuedJobReference {
+  id: string;
+  status: JobStatus;
+  statusUrl: string | null;
+  deduplicated: true;
 }
 
 /** Everything of an enqueue request but the type and payload, which the job type's form gives. */
@@ -44,8 +52,11 @@ export interface FollowOptions extends ResultOptions {
 /** One job over HTTP, typed by what its handler returns. */
 export interface ClientJobHandle<Result = unknown> {
   readonly id: string;
-  /** The job as the enqueue answered it; undefined for a handle made from an id alone. */
-  readonly enqueued: EnqueuedJob | undefined;
+  /**
+   * The job as the enqueue answered it (by id and status only for a dedup
+   * hit when the key lacks the `read` scope); undefined for a handle made from an id alone.
+   */
+  readonly enqueued: EnqueuedJob | EnqueuedJobReference | undefined;
   /** The job as it is now. */
   status(): Promise<Job>;
   /** Waits (long-polling `?wait`) for the job to end: its result when it succeeded, else JobNotSucceededError. */
@@ -93,7 +104,7 @@ export class JobClient {
   ): Promise<ClientJobHandle<ResultOf<J>>> {
     const { queue, idempotencyKey, ...rest } = options;
     const type = typeof job === 'string' ? job : job.type;
-    const enqueued = await this.request<EnqueuedJob>(
+    const enqueued = await this.request<EnqueuedJob | EnqueuedJobReference>(
       'POST',
       `/v1/queues/${encodeURIComponent(queue ?? type)}/jobs`,
       { ...rest, type, payload },
@@ -110,7 +121,7 @@ export class JobClient {
   ): Promise<ClientJobHandle<ResultOf<J>>[]> {
     const { queue, idempotencyKey, ...rest } = options;
     const type = typeof job === 'string' ? job : job.type;
-    const { jobs } = await this.request<{ jobs: EnqueuedJob[] }>(
+    const { jobs } = await this.request<{ jobs: (EnqueuedJob | EnqueuedJobReference)[] }>(
       'POST',
       `/v1/queues/${encodeURIComponent(queue ?? type)}/jobs/batch`,
       { jobs: payloads.map((payload) => ({ ...rest, type, payload })) },
@@ -124,7 +135,7 @@ export class JobClient {
     return this.handle(id, undefined);
   }
 
-  private handle<Result>(id: string, enqueued: EnqueuedJob | undefined): ClientJobHandle<Result> {
+  private handle<Result>(id: string, enqueued: EnqueuedJob | EnqueuedJobReference | undefined): ClientJobHandle<Result> {
     const path = `/v1/jobs/${encodeURIComponent(id)}`;
     return {
       id,

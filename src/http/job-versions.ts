@@ -1,9 +1,14 @@
-import type { Job } from '../engine/index.js';
+import type { JobStatus } from '../engine/index.js';
 import { sha256Hex } from './auth/crypto.js';
 
+/** What a caller sees of a job: the whole job (an API key) or its status view (a status token). */
+export interface JobRepresentation {
+  status: JobStatus;
+}
+
 /** A job as one read saw it, with the ETag of that representation. */
-export interface JobVersion {
-  job: Job;
+export interface JobVersion<J extends JobRepresentation> {
+  job: J;
   etag: string;
 }
 
@@ -15,7 +20,7 @@ export interface JobVersion {
 export const POLL_INTERVAL_MS = 1000;
 
 /** A strong ETag: the job's JSON is the whole representation, so equal JSON is an equal response. */
-async function versionOf(job: Job): Promise<JobVersion> {
+async function versionOf<J extends JobRepresentation>(job: J): Promise<JobVersion<J>> {
   return { job, etag: `"${(await sha256Hex(JSON.stringify(job))).slice(0, 32)}"` };
 }
 
@@ -30,10 +35,10 @@ export function matchesIfNoneMatch(ifNoneMatch: string, etag: string): boolean {
  * yielding each read; undefined means the job is gone (or was never visible),
  * and ends the polling. Callers stop early by leaving their loop.
  */
-export async function* pollJob(
-  read: () => Promise<Job | undefined>,
+export async function* pollJob<J extends JobRepresentation>(
+  read: () => Promise<J | undefined>,
   reads: number,
-): AsyncGenerator<JobVersion | undefined> {
+): AsyncGenerator<JobVersion<J> | undefined> {
   for (let done = 0; done < reads; done++) {
     if (done > 0) await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
     const job = await read();

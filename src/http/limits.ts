@@ -14,10 +14,16 @@ export const LIMITS = {
   maxJsonDepth: 64,
   maxBatch: MAX_BATCH,
   maxPage: MAX_PAGE,
+  /** A list page ends once its jobs' JSON reaches this (at least one job comes), with a nextCursor for the rest. */
+  maxPageBytes: 1024 * 1024,
   /** Jobs per claim request: with payloads of up to 256 KiB each, this bounds a response to 25 MiB. */
   maxClaim: 100,
   /** Longest `?wait=` of a long-poll. */
   maxWaitSeconds: 30,
+  /** `?wait` long-polls of one job at once, per isolate. */
+  maxWaitsPerJob: 10,
+  /** Event streams of one job at once, per isolate. */
+  maxStreamsPerJob: 10,
   /** Longest delay or time-to-live: ten years, far inside what Postgres intervals hold. */
   maxDelaySeconds: 10 * 365 * 24 * 60 * 60,
   /** Longest lease, as the database allows. */

@@ -23,6 +23,7 @@ const PROBLEM_DESCRIPTIONS = {
   409: 'Conflict with the state of the job',
   413: 'The body, or a JSON value in it, is too large',
   422: "The payload does not fit its job type's schema: the failing fields are in `errors`",
+  429: 'Too many failed authentications from this client, or too many watchers of this job: retry after Retry-After seconds',
   503: 'The database is unreachable; retry after Retry-After seconds',
 } as const;
 type ProblemStatus = keyof typeof PROBLEM_DESCRIPTIONS;
@@ -73,5 +74,7 @@ export function authorizedRoute<
   rule: AccessRule,
   config: Config,
 ) {
-  return createRoute({ ...config, security: BEARER_SECURITY, middleware: access(deps, rule) });
+  // Every such route may turn away a client with too many failed authentications.
+  const responses = { ...problemResponses(429), ...config.responses };
+  return createRoute({ ...config, responses, security: BEARER_SECURITY, middleware: access(deps, rule) });
 }

@@ -67,6 +67,11 @@ export function jobNotFound(): Problem {
   return notFound('no job with this id, or none this caller may see');
 }
 
+/** 429: come back after `retryAfterSeconds`. */
+export function tooManyRequests(kind: string, title: string, detail: string, retryAfterSeconds: number): Problem {
+  return new Problem(429, kind, title, detail, { headers: { 'retry-after': String(retryAfterSeconds) } });
+}
+
 export function conflict(kind: string, title: string, detail: string, errors?: FieldError[]): Problem {
   return new Problem(409, kind, title, detail, errors ? { errors } : {});
 }

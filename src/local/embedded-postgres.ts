@@ -22,6 +22,12 @@ export interface EmbeddedPostgresOptions {
    * cluster also runs without fsync: nothing in it has to survive a crash.
    */
   persistent: boolean;
+  /**
+   * The superuser's password, set when the cluster is made: random, since
+   * anything on the machine (a web page through a local proxy, too) can
+   * reach a loopback port.
+   */
+  password: string;
 }
 
 /** initdb or the server itself failed: the data folder may be what is wrong. */
@@ -30,7 +36,6 @@ export class PostgresStartError extends Error {
 }
 
 const USER = 'postgres';
-const PASSWORD = 'postgres';
 const READY_WITHIN_MS = 60_000;
 const STOP_WITHIN_MS = 30_000;
 /** Lines of the server's log kept to explain a failed start. */
@@ -46,7 +51,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const user = await serverUser();
   const binaries = await postgresBinaries(user);
   await prepareDataDir(options.dataDir, user);
-  if (!(await hasCluster(options.dataDir))) await initdb(binaries.initdb, options.dataDir, user);
+  if (!(await hasCluster(options.dataDir))) await initdb(binaries.initdb, options.dataDir, options.password, user);
   const server = spawn(
     binaries.postgres,
     [
@@ -68,7 +73,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     throw new PostgresStartError(`${(error as Error).message}${log.text() ? `; its log ends: ${log.text()}` : ''}`);
   }
   return {
-    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    url: `postgres://${USER}:${encodeURIComponent(options.password)}@127.0.0.1:${options.port}/postgres`,
     host: '127.0.0.1',
     port: options.port,
     async stop() {
@@ -102,10 +107,10 @@ async function hasCluster(dataDir: string): Promise<boolean> {
 }
 
 /** A new cluster with password logins for the `postgres` superuser. */
-async function initdb(program: string, dataDir: string, user: ServerUser | undefined): Promise<void> {
+async function initdb(program: string, dataDir: string, password: string, user: ServerUser | undefined): Promise<void> {
   // Beside the data folder, whose parent the server's user can enter; initdb wants the folder itself empty.
   const passwordFile = `${dataDir}.initdb-password`;
-  await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   try {
     if (user !== undefined) await chown(passwordFile, user.uid, user.gid);
     const initializing = spawn(

@@ -1,5 +1,6 @@
 import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/index.js';
 import { MAX_CLAIM } from '../engine/index.js';
+import { publicAddressFetch } from './public-address-fetch.js';
 import type { WorkerOptions } from './start-worker.js';
 
 /** What `skiplock work` reads from its environment. */
@@ -22,7 +23,9 @@ export interface WorkerConfig {
 export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
   const databaseUrl = vars.DATABASE_URL?.trim();
   if (!databaseUrl) throw new Error('DATABASE_URL is not set: the worker needs the Postgres that holds the queue');
-  const jobs = readJobSettings(vars);
+  const settings = readJobSettings(vars);
+  // In Node nothing in front of the process keeps the `http` job off private addresses: this fetch does.
+  const jobs = { ...settings, http: { ...settings.http, fetch: publicAddressFetch() } };
   const workerId = vars.WORKER_ID?.trim();
   const concurrency = readNumber(vars, 'WORKER_CONCURRENCY', 10, { min: 1, max: 1000, integer: true });
   return {

@@ -5,3 +5,4 @@
  */
 export { startWorker, type RunningWorker, type WorkerOptions } from './start-worker.js';
 export { readWorkerConfig, type WorkerConfig, type WorkerVariables } from './config.js';
+export { publicAddressFetch, type PublicAddressFetchOptions, type ResolveName } from './public-address-fetch.js';

@@ -1,3 +1,5 @@
+import type { RateLimiterBinding } from '../http/auth/failed-authentications.js';
+
 /**
  * The bindings the Worker factory reads (wrangler vars, secrets, `.dev.vars`).
  * Every one is optional here: an option given to `createSkiplock` wins over
@@ -9,9 +11,9 @@ export interface SkiplockEnv {
   DATABASE_URL?: string;
   /** A Hyperdrive binding for a non-Neon Postgres; it wins over DATABASE_URL. */
   HYPERDRIVE?: { readonly connectionString: string };
-  /** The first admin API key: `Authorization: Bearer <ADMIN_TOKEN>` can create the others. Secret. */
+  /** The first admin API key: `Authorization: Bearer <ADMIN_TOKEN>` can create the others. Secret, 32 characters or more. */
   ADMIN_TOKEN?: string;
-  /** Signs the browser status tokens of `statusUrl` (HMAC-SHA256). Secret; required outside dev. */
+  /** Signs the browser status tokens of `statusUrl` (HMAC-SHA256). Secret, 32 characters or more; required outside dev. */
   STATUS_TOKEN_SECRET?: string;
   /** Browser origins allowed to call the API (CORS) and embed the status page, comma-separated. */
   CORS_ORIGINS?: string;
@@ -33,6 +35,12 @@ export interface SkiplockEnv {
   HTTP_ALLOWED_HOSTS?: string;
   /** Signs `http` job deliveries. Secret. */
   HTTP_SIGNING_SECRET?: string;
-  /** Development only: `host:port` of the local Neon proxy that `npm start` runs. */
+  /**
+   * A rate limit binding (`[[ratelimits]]`) that counts failed authentications
+   * per client address across the isolates of a location; without it they
+   * are counted per isolate only.
+   */
+  AUTH_RATE_LIMITER?: RateLimiterBinding;
+  /** Development only: `host:port/<secret>` of the local Neon proxy that `npm start` runs (new each run). */
   LOCAL_NEON_PROXY?: string;
 }

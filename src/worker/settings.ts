@@ -12,9 +12,9 @@ import type { SkiplockEnv } from './env.js';
 export interface SkiplockSettings {
   /** DATABASE_URL. A HYPERDRIVE binding wins over it. */
   databaseUrl?: string;
-  /** ADMIN_TOKEN: the first admin API key. Required outside dev while the API is on. */
+  /** ADMIN_TOKEN: the first admin API key. Required outside dev while the API is on, at least 32 characters. */
   adminToken?: string;
-  /** STATUS_TOKEN_SECRET: signs status URLs. Required outside dev while the API is on. */
+  /** STATUS_TOKEN_SECRET: signs status URLs. Required outside dev while the API is on, at least 32 characters. */
   statusTokenSecret?: string;
   /** CORS_ORIGINS. */
   corsOrigins?: readonly string[];
@@ -55,6 +55,13 @@ const VARIABLE_OF = {
 } as const satisfies Record<keyof SkiplockSettings, keyof SkiplockEnv>;
 
 type Variables = { -readonly [Name in (typeof VARIABLE_OF)[keyof SkiplockSettings]]?: string | undefined };
+
+/**
+ * The shortest ADMIN_TOKEN and STATUS_TOKEN_SECRET accepted outside dev: 32
+ * characters of a random string hold more than 128 bits, which no one
+ * guesses, whatever limits requests.
+ */
+export const MIN_SECRET_LENGTH = 32;
 
 /** Cron drains: at most the 15 minutes of wall time a Cron Trigger gets. */
 const MAX_DRAIN_BUDGET_SECONDS = 900;
@@ -99,7 +106,7 @@ export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, nee
     const jobs = readJobSettings(vars);
     return {
       database: databaseSource(vars, env),
-      api: apiSettings(vars, jobs.devMode, needs.api),
+      api: apiSettings(vars, env, jobs.devMode, needs.api),
       drain: {
         budgetSeconds: readNumber(vars, 'DRAIN_BUDGET_SECONDS', DEFAULT_DRAIN_BUDGET_SECONDS, {
           min: 1,
@@ -148,7 +155,7 @@ function databaseSource(vars: Variables, env: SkiplockEnv): DatabaseSource {
   return { kind: 'neon', url, localProxy: env.LOCAL_NEON_PROXY?.trim() || undefined };
 }
 
-function apiSettings(vars: Variables, devMode: boolean, apiOn: boolean): ApiSettings {
+function apiSettings(vars: Variables, env: SkiplockEnv, devMode: boolean, apiOn: boolean): ApiSettings {
   const adminToken = vars.ADMIN_TOKEN?.trim() || undefined;
   const statusTokenSecret = vars.STATUS_TOKEN_SECRET?.trim() || undefined;
   if (apiOn && !devMode) {
@@ -163,10 +170,19 @@ function apiSettings(vars: Variables, devMode: boolean, apiOn: boolean): ApiSett
           `outside dev (\`npx wrangler secret put ${missing[0]}\`, any long random string)`,
       );
     }
+    for (const [name, secret] of [['ADMIN_TOKEN', adminToken], ['STATUS_TOKEN_SECRET', statusTokenSecret]] as const) {
+      if (secret!.length < MIN_SECRET_LENGTH) {
+        throw new ConfigurationError(
+          `${name} is ${secret!.length} characters: outside dev it must be at least ${MIN_SECRET_LENGTH} ` +
+            `(a random one: \`openssl rand -base64 32\`)`,
+        );
+      }
+    }
   }
   return {
     adminToken,
     statusTokenSecret,
+    authRateLimiter: env.AUTH_RATE_LIMITER,
     devMode,
     corsOrigins: (vars.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''),
     maxBodyBytes: readNumber(vars, 'MAX_BODY_BYTES', LIMITS.defaultMaxBodyBytes, { min: 1, integer: true }),

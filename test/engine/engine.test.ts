@@ -116,6 +116,16 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(again).toEqual({ job: { ...first.job }, deduplicated: true });
     const otherQueue = await enqueue(db, { queue: 'other', dedupKey: 'order-1' });
     expect(otherQueue.deduplicated).toBe(false);
+    // Keys are per tenant: another tenant's key neither blocks nor matches, in one batch or alone.
+    const otherTenants = await enqueueBatch(db, [
+      { queue: 'tq', tenant: 'acme', dedupKey: 'order-1' },
+      { queue: 'tq', tenant: 'globex', dedupKey: 'order-1' },
+    ]);
+    expect(otherTenants.map((result) => [result.job.tenant, result.deduplicated])).toEqual([['acme', false], ['globex', false]]);
+    expect(await enqueue(db, { queue: 'tq', tenant: 'acme', dedupKey: 'order-1' })).toMatchObject({
+      deduplicated: true,
+      job: { id: otherTenants[0]!.job.id },
+    });
     // Finished, no window: the key is free again.
     const [claimed] = await claimBatch(db, { max: 1, workerId: worker, queues: ['q'] });
     await complete(db, claimed!);

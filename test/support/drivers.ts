@@ -26,7 +26,7 @@ async function neonProxyFor(databaseUrl: string): Promise<NeonProxy> {
 /** A Neon proxy in front of the database's server, with the Neon driver pointed at it (the fault tests cut its connections). */
 export async function startConfiguredNeonProxy(databaseUrl: string): Promise<NeonProxy> {
   const started = await startNeonProxy({ postgres: postgresAddressOf(databaseUrl) });
-  applyLocalNeonConfig(neonConfig, `127.0.0.1:${started.port}`);
+  applyLocalNeonConfig(neonConfig, started.address);
   neonConfig.webSocketConstructor = WebSocket;
   return started;
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { pgDb } from '../../src/db/pg';
 import { startEmbeddedPostgres } from '../../src/local/embedded-postgres';
+import { randomSecret } from '../../src/local/random-secret';
 import { loadMigrations } from '../../src/migrate/load';
 import { migrate } from '../../src/migrate/runner';
 import { runAdmin, withDatabase } from './admin';
@@ -58,7 +59,7 @@ async function startServer(): Promise<TestServer> {
   if (container) return container;
   const dataDir = await mkdtemp(join(tmpdir(), 'skiplock-test-pg-'));
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const server = await startEmbeddedPostgres({ dataDir, port, persistent: false });
+  const server = await startEmbeddedPostgres({ dataDir, port, persistent: false, password: randomSecret() });
   return {
     adminUrl: server.url,
     stop: async () => {

@@ -1,25 +1,9 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdtemp, symlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { projectRoot } from '../../src/local/start/local-paths';
 
-/**
- * A copy of the repository with node_modules linked in, so that this run's
- * `.data/` (worker variables, wrangler state and log) stays out of the
- * developer's own, which an `npm start` may be using right now.
- */
-export async function scratchCheckout(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'skiplock-start-'));
-  for (const entry of ['package.json', 'tsconfig.json', 'wrangler.toml', 'src', 'migrations']) {
-    await cp(join(projectRoot, entry), join(dir, entry), { recursive: true });
-  }
-  await symlink(join(projectRoot, 'node_modules'), join(dir, 'node_modules'));
-  return dir;
-}
+export { scratchCheckout } from './scratch-checkout';
 
 /** `npm start` running in a checkout, until its banner is printed or it exits. */
 export interface NpmStart {

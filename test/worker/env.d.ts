@@ -12,6 +12,7 @@ declare global {
       STATUS_TOKEN_SECRET: string;
       CORS_ORIGINS: string;
       TEST_HYPERDRIVE: Hyperdrive;
+      TEST_AUTH_RATE_LIMITER: RateLimit;
     }
     interface GlobalProps {
       mainModule: typeof import('../../src/worker');

@@ -1,73 +1,86 @@
+import { isIpLiteral, isPublicAddress } from './public-address.js';
+
 /**
- * Where an `http` job may deliver: hosts on the admin allow-list
- * (HTTP_ALLOWED_HOSTS: exact names, or `*.example.com` for any subdomain),
- * over http or https. Loopback, private and link-local IP literals and
- * `localhost` are refused whatever a wildcard says; only an exact allow-list
- * entry naming one lets it through (a test server on 127.0.0.1). Names that
- * resolve to private addresses are the platform's to refuse: Workers' fetch
- * cannot reach them.
+ * One HTTP_ALLOWED_HOSTS entry: `[tenant=]host[:port]`, where host is a name,
+ * `*.example.com` (any subdomain) or an IP address (`[::1]` with a port).
  */
-export function destinationProblem(url: URL, allowedHosts: readonly string[]): string | undefined {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `only http and https URLs are delivered, not ${url.protocol}`;
-  // Brackets off IPv6 literals; a trailing dot (`localhost.`) names the same host.
-  const host = url.hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
-  const entries = allowedHosts.map((entry) => entry.toLowerCase());
-  const exact = entries.includes(host);
-  if (!exact && isInternalHost(host)) {
-    return `host ${host} is a loopback, private or link-local address; only an exact HTTP_ALLOWED_HOSTS entry allows it`;
+export interface AllowedHost {
+  /** Only this tenant's jobs may use the entry; every tenant's when undefined. */
+  tenant: string | undefined;
+  /** Lowercase, no trailing dot, IPv6 without brackets. */
+  host: string;
+  /** The one port the entry allows; 443 and 80 when undefined. */
+  port: number | undefined;
+}
+
+/** The ports an entry that names none allows. */
+const DEFAULT_PORTS = [443, 80];
+
+/**
+ * HTTP_ALLOWED_HOSTS (`api.example.com, acme=*.hooks.acme.com, acme=hooks.acme.com:8443`)
+ * as its entries, each checked: one that cannot be read is refused at start, by name.
+ */
+export function readAllowedHosts(list: string | undefined): string[] {
+  const entries = (list ?? '').split(',');
+  parseAllowedHosts(entries);
+  return entries.map((entry) => entry.trim()).filter((entry) => entry !== '');
+}
+
+/** The entries, read; one that cannot be read is refused by name. */
+export function parseAllowedHosts(entries: readonly string[]): AllowedHost[] {
+  return entries
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map(parseEntry);
+}
+
+function parseEntry(entry: string): AllowedHost {
+  const equals = entry.lastIndexOf('=');
+  const tenant = equals < 0 ? undefined : entry.slice(0, equals).trim();
+  const hostPort = entry.slice(equals + 1).trim();
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]+)(?::(\d{1,5}))?$/.exec(
+    // A bare IPv6 address has colons of its own and takes no port.
+    isIpLiteral(hostPort) ? `[${hostPort}]` : hostPort,
+  );
+  const port = match?.[2] === undefined ? undefined : Number(match[2]);
+  if (tenant === '' || match === null || (port !== undefined && (port < 1 || port > 65_535))) {
+    throw new Error(`HTTP_ALLOWED_HOSTS: cannot read "${entry}": entries are [tenant=]host[:port], comma-separated`);
   }
-  if (!exact && !entries.some((entry) => entry.startsWith('*.') && host.endsWith(entry.slice(1)))) {
-    return entries.length === 0
-      ? `host ${host} is not allowed: HTTP_ALLOWED_HOSTS is empty`
-      : `host ${host} is not on HTTP_ALLOWED_HOSTS`;
+  return { tenant, host: normalHost(match[1]!), port };
+}
+
+/** A host as entries and URLs are compared: lowercase, IPv6 brackets off, a trailing dot (`localhost.`) off. */
+function normalHost(host: string): string {
+  return host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+}
+
+/**
+ * Why an `http` job of `tenant` may not deliver to `url`, or undefined when
+ * it may: http or https only; a host on the allow-list for that tenant
+ * (an entry without a tenant is for all), on 443 or 80 unless the entry
+ * names the port. An IP address must be public unless an entry names that
+ * very address (a receiver on 127.0.0.1 in a test), and `localhost` is never
+ * delivered to. A name is checked for private addresses where it is
+ * resolved: by the platform on Workers (fetch from Cloudflare's edge cannot
+ * reach them), by the fetch the Node worker gives the job in Node.
+ */
+export function destinationProblem(url: URL, tenant: string, allowedHosts: readonly AllowedHost[]): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `only http and https URLs are delivered, not ${url.protocol}`;
+  const host = normalHost(url.hostname);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  const forTenant = allowedHosts.filter((entry) => entry.tenant === undefined || entry.tenant === tenant);
+  const hostEntries = forTenant.filter((entry) => entry.host === host || (entry.host.startsWith('*.') && host.endsWith(entry.host.slice(1))));
+  const exact = hostEntries.some((entry) => entry.host === host);
+  if (host === 'localhost' || host.endsWith('.localhost')) return `host ${host} is this machine: never delivered to`;
+  if (isIpLiteral(host) && !isPublicAddress(host) && !exact) {
+    return `host ${host} is not a public address (loopback, private, link-local or reserved); only an HTTP_ALLOWED_HOSTS entry naming it allows it`;
+  }
+  if (hostEntries.length === 0) {
+    if (allowedHosts.length === 0) return `host ${host} is not allowed: HTTP_ALLOWED_HOSTS is empty`;
+    return `host ${host} is not on HTTP_ALLOWED_HOSTS for tenant ${tenant}`;
+  }
+  if (!hostEntries.some((entry) => (entry.port === undefined ? DEFAULT_PORTS.includes(port) : entry.port === port))) {
+    return `port ${port} of ${host} is not allowed: only 443 and 80, unless the HTTP_ALLOWED_HOSTS entry names the port (${host}:${port})`;
   }
   return undefined;
-}
-
-/** Reads `a.example.com, *.hooks.example.com` into entries. */
-export function parseAllowedHosts(list: string | undefined): string[] {
-  return (list ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
-}
-
-function isInternalHost(host: string): boolean {
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  const v4 = ipv4Octets(host);
-  if (v4 !== undefined) return isInternalIpv4(v4);
-  return host.includes(':') && isInternalIpv6(host);
-}
-
-/** The URL parser has already turned every IPv4 spelling (hex, octal, one number) into dotted decimal. */
-function ipv4Octets(host: string): number[] | undefined {
-  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  return match === null ? undefined : match.slice(1).map(Number);
-}
-
-function isInternalIpv4([a = 0, b = 0]: number[]): boolean {
-  return (
-    a === 0 || // "this network"
-    a === 10 ||
-    a === 127 ||
-    (a === 100 && b >= 64 && b <= 127) || // carrier-grade NAT
-    (a === 169 && b === 254) || // link-local, cloud metadata
-    (a === 172 && b >= 16 && b <= 31) ||
-    (a === 192 && b === 168) ||
-    (a === 198 && (b === 18 || b === 19)) || // benchmarking
-    a >= 224 // multicast and reserved
-  );
-}
-
-function isInternalIpv6(host: string): boolean {
-  if (host === '::' || host === '::1') return true;
-  // IPv4-mapped (::ffff:a.b.c.d, which the URL parser writes as ::ffff:xxxx:xxxx).
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
-  if (mapped !== null) {
-    const high = parseInt(mapped[1]!, 16);
-    const low = parseInt(mapped[2]!, 16);
-    return isInternalIpv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
-  }
-  const first = parseInt(host.split(':')[0] || '0', 16);
-  return (first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80; // unique local fc00::/7, link-local fe80::/10
 }

@@ -1,40 +1,64 @@
 /**
- * Signatures of `http` job deliveries, so a receiver can tell skiplock's
- * requests from anyone else's: header `skiplock-signature: t=<unix>,v1=<hex>`,
- * the HMAC-SHA256 of `${t}.${body}` under the shared secret. The timestamp
- * lets the receiver refuse replays of old requests.
+ * Signatures of `http` job deliveries in the Standard Webhooks format
+ * (standardwebhooks.com), so receivers verify them with its libraries:
+ *
+ *   webhook-id:        the job id (the same on every attempt: receivers drop repeats by it)
+ *   webhook-timestamp: unix seconds of this attempt (verifiers refuse one off by more than 5 minutes)
+ *   webhook-signature: v1,<base64 HMAC-SHA256 of `${id}.${timestamp}.${body}`>
+ *
+ * keyed with the receiver's endpoint secret (`whsec_…`). That secret is not
+ * HTTP_SIGNING_SECRET itself but derived from it, the job's tenant and the
+ * URL's origin and path (`httpEndpointSecret`), so what is signed is bound to
+ * where it goes and for whom: a request captured at one endpoint and replayed
+ * to another (another URL, or the same URL for another tenant) fails
+ * verification there, since that endpoint holds another secret; replayed
+ * later than the verifier's window, it fails on its timestamp; and any
+ * change to the body or the job id fails the HMAC. The query string is not
+ * bound: an endpoint is its origin and path.
  */
-export const SIGNATURE_HEADER = 'skiplock-signature';
+export const WEBHOOK_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
 
+const SECRET_PREFIX = 'whsec_';
 const encoder = new TextEncoder();
 
-function hmacKey(secret: string, usage: 'sign' | 'verify'): Promise<CryptoKey> {
-  return crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [usage]);
+async function hmacSha256(key: Uint8Array, message: string): Promise<Uint8Array> {
+  const imported = await crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return new Uint8Array(await crypto.subtle.sign('HMAC', imported, encoder.encode(message)));
 }
 
-export async function signatureHeader(secret: string, body: string, unixSeconds: number): Promise<string> {
-  const mac = await crypto.subtle.sign('HMAC', await hmacKey(secret, 'sign'), encoder.encode(`${unixSeconds}.${body}`));
-  const hex = [...new Uint8Array(mac)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
-  return `t=${unixSeconds},v1=${hex}`;
+function base64(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+/** The endpoint's signing key: HMAC-SHA256 under HTTP_SIGNING_SECRET of the tenant, origin and path. */
+async function endpointKey(signingSecret: string, tenant: string, url: URL): Promise<Uint8Array> {
+  // Line breaks cannot occur in an origin or a path, so the parts cannot run into each other.
+  const endpoint = `skiplock http endpoint v1\n${tenant}\n${url.origin}${url.pathname}`;
+  return hmacSha256(encoder.encode(signingSecret), endpoint);
 }
 
 /**
- * For receivers written in TypeScript: true when `header` signs `body` with
- * `secret` and is at most `toleranceSeconds` old. Compares in constant time
- * (WebCrypto's verify).
+ * The `whsec_…` secret that a receiver at `url` verifies the deliveries of
+ * `tenant`'s `http` jobs with: give it to the receiver's Standard Webhooks
+ * verifier. Computed from HTTP_SIGNING_SECRET, so only whoever holds that
+ * secret can hand endpoint secrets out.
  */
-export async function verifySignature(
-  header: string,
-  body: string,
-  secret: string,
-  options: { toleranceSeconds?: number; nowSeconds?: number } = {},
-): Promise<boolean> {
-  const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header);
-  if (match === null) return false;
-  const t = match[1]!;
-  const hex = match[2]!;
-  const age = (options.nowSeconds ?? Math.floor(Date.now() / 1000)) - Number(t);
-  if (Math.abs(age) > (options.toleranceSeconds ?? 300)) return false;
-  const mac = new Uint8Array(hex.match(/../g)!.map((pair) => parseInt(pair, 16)));
-  return crypto.subtle.verify('HMAC', await hmacKey(secret, 'verify'), mac, encoder.encode(`${t}.${body}`));
+export async function httpEndpointSecret(signingSecret: string, endpoint: { tenant: string; url: string | URL }): Promise<string> {
+  return SECRET_PREFIX + base64(await endpointKey(signingSecret, endpoint.tenant, new URL(endpoint.url)));
+}
+
+/** The Standard Webhooks headers that sign one delivery of a job of `tenant` to `url`. */
+export async function webhookHeaders(
+  signingSecret: string,
+  delivery: { jobId: string; tenant: string; url: URL; body: string; unixSeconds: number },
+): Promise<Record<(typeof WEBHOOK_HEADERS)[number], string>> {
+  const key = await endpointKey(signingSecret, delivery.tenant, delivery.url);
+  const signature = await hmacSha256(key, `${delivery.jobId}.${delivery.unixSeconds}.${delivery.body}`);
+  return {
+    'webhook-id': delivery.jobId,
+    'webhook-timestamp': String(delivery.unixSeconds),
+    'webhook-signature': `v1,${base64(signature)}`,
+  };
 }

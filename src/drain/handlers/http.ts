@@ -1,15 +1,41 @@
 import { z } from 'zod';
 import { defineJob, type JobDefinition } from '../define-job.js';
 import { PermanentFailure, RetryAfter } from '../job-errors.js';
-import { destinationProblem } from './http-destination.js';
-import { SIGNATURE_HEADER, signatureHeader } from './http-signature.js';
+import { destinationProblem, parseAllowedHosts } from './http-destination.js';
+import { WEBHOOK_HEADERS, webhookHeaders } from './http-signature.js';
+
+/** One delivery as the `http` job sends it. Redirects are never followed: they could leave the allow-list. */
+export interface DeliveryRequest {
+  method: string;
+  headers: Headers;
+  body: string | undefined;
+  signal: AbortSignal;
+}
+
+/**
+ * What sends a delivery. On Workers the platform's fetch, which cannot reach
+ * private addresses from Cloudflare's edge. In Node, the Node worker gives
+ * one that resolves the name, refuses it unless every address is public,
+ * and connects to the address it checked (`publicAddressFetch` of
+ * `skiplock/node-worker`).
+ */
+export type DeliveryFetch = (url: URL, request: DeliveryRequest) => Promise<Response>;
 
 export interface HttpJobSettings {
-  /** HTTP_ALLOWED_HOSTS: exact hosts or `*.example.com`; nothing is delivered while it is empty. */
+  /**
+   * HTTP_ALLOWED_HOSTS: `[tenant=]host[:port]` entries; host is a name, `*.example.com`
+   * or an IP address; without a tenant an entry is for every tenant's jobs, without a
+   * port it allows 443 and 80. Nothing is delivered while it is empty.
+   */
   allowedHosts: readonly string[];
-  /** HTTP_SIGNING_SECRET: signs every delivery; unsigned without it. */
+  /** HTTP_SIGNING_SECRET: signs every delivery (Standard Webhooks, a secret per endpoint); unsigned without it. */
   signingSecret?: string;
+  /** Sends the deliveries; the platform's fetch when left out. */
+  fetch?: DeliveryFetch;
 }
+
+const platformFetch: DeliveryFetch = (url, { method, headers, body, signal }) =>
+  fetch(url, { method, headers, ...(body === undefined ? {} : { body }), redirect: 'manual', signal });
 
 /** How much of the response body the job's result keeps. */
 const RESULT_BODY_BYTES = 2048;
@@ -33,18 +59,21 @@ const httpPayload = z
 export type HttpJobPayload = z.input<typeof httpPayload>;
 
 /**
- * The built-in `http` job: delivers its payload to a URL on the allow-list,
- * signed so the receiver can verify it came from here. 2xx succeeds (result:
- * status and the start of the body); 4xx other than 408 and 429 fails for
- * good; everything else (5xx, 408, 429, 3xx: redirects are not followed, they
- * could leave the allow-list; timeouts and network errors) retries, after
- * Retry-After when a 429 or 503 gives one. Receivers see at-least-once
- * delivery: `skiplock-job-id` lets them drop repeats.
+ * The built-in `http` job: delivers its payload to a URL on the allow-list
+ * for the job's tenant, signed so the receiver can verify it came from here.
+ * 2xx succeeds (result: status and the start of the body); 4xx other than
+ * 408 and 429 fails for good; everything else (5xx, 408, 429, 3xx: redirects
+ * are not followed, they could leave the allow-list; timeouts and network
+ * errors) retries, after Retry-After when a 429 or 503 gives one. Receivers
+ * see at-least-once delivery: `webhook-id` (and `skiplock-job-id`) lets them drop repeats.
  */
 export function httpJob(settings: HttpJobSettings): JobDefinition {
+  const allowedHosts = parseAllowedHosts(settings.allowedHosts);
+  const send = settings.fetch ?? platformFetch;
   return defineJob('http', httpPayload, async (request, context) => {
     const url = new URL(request.url);
-    const refused = destinationProblem(url, settings.allowedHosts);
+    const tenant = context.job.tenant;
+    const refused = destinationProblem(url, tenant, allowedHosts);
     if (refused !== undefined) throw new PermanentFailure(refused);
 
     const body = request.body === undefined || typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
@@ -53,23 +82,27 @@ export function httpJob(settings: HttpJobSettings): JobDefinition {
       headers.set('content-type', 'application/json');
     }
     headers.set('skiplock-job-id', context.job.id);
+    headers.set('skiplock-tenant', encodeURIComponent(tenant));
     headers.set('skiplock-attempt', String(context.attempt));
     // Only this handler signs: a payload cannot bring a signature of its own.
-    headers.delete(SIGNATURE_HEADER);
+    for (const name of WEBHOOK_HEADERS) headers.delete(name);
     if (settings.signingSecret) {
-      headers.set(SIGNATURE_HEADER, await signatureHeader(settings.signingSecret, body ?? '', Math.floor(Date.now() / 1000)));
+      const signed = await webhookHeaders(settings.signingSecret, {
+        jobId: context.job.id,
+        tenant,
+        url,
+        body: body ?? '',
+        unixSeconds: Math.floor(Date.now() / 1000),
+      });
+      for (const [name, value] of Object.entries(signed)) headers.set(name, value);
     }
 
     let response: Response;
     try {
-      response = await fetch(url, {
-        method: request.method,
-        headers,
-        ...(body === undefined ? {} : { body }),
-        redirect: 'manual',
-        signal: AbortSignal.any([context.signal, AbortSignal.timeout(request.timeoutMs)]),
-      });
+      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(request.timeoutMs)]);
+      response = await send(url, { method: request.method, headers, body, signal });
     } catch (error) {
+      if (error instanceof PermanentFailure) throw error;
       const timedOut = error instanceof Error && error.name === 'TimeoutError';
       throw new Error(
         timedOut

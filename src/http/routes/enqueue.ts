@@ -9,7 +9,7 @@ import {
   IdempotencyHeadersSchema,
   QueueParamsSchema,
 } from '../schemas/enqueue.js';
-import { EnqueuedJobSchema } from '../schemas/job.js';
+import { EnqueueAnswerSchema, EnqueuedJobSchema } from '../schemas/job.js';
 import { router } from '../validation.js';
 
 const ENQUEUE_PROBLEMS = problemResponses(400, 401, 403, 409, 413, 422, 503);
@@ -23,11 +23,15 @@ export function enqueueRoutes(deps: AppDeps) {
     summary: 'Enqueue a job',
     description:
       'Answers 201 with the new job, or 200 with `deduplicated: true` and the job that a dedupKey or ' +
-      'Idempotency-Key matched.',
+      "Idempotency-Key matched (a job of the same queue and tenant); to a key without the read scope, that job's " +
+      'id and status only.',
     request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBodySchema) },
     responses: {
       201: jsonResponse(EnqueuedJobSchema, 'The job was created'),
-      200: jsonResponse(EnqueuedJobSchema, 'A job with the same dedup key or Idempotency-Key already existed'),
+      200: jsonResponse(
+        EnqueueAnswerSchema,
+        'A job with the same dedup key or Idempotency-Key already existed (by id and status only for a key without read)',
+      ),
       ...ENQUEUE_PROBLEMS,
     },
   });

@@ -1,14 +1,16 @@
 import { z } from '@hono/zod-openapi';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import { FINAL_STATUSES, getJob } from '../../engine/index.js';
-import { tenantScope } from '../auth/principal.js';
+import { FINAL_STATUSES } from '../../engine/index.js';
 import type { AppDeps } from '../context.js';
-import { pollJob, POLL_INTERVAL_MS } from '../job-versions.js';
+import { jobReader } from '../job-reader.js';
+import { pollJob, POLL_INTERVAL_MS, type JobRepresentation, type JobVersion } from '../job-versions.js';
 import { authorizedRoute, problemResponses } from '../openapi-responses.js';
 import { logError } from '../logging.js';
-import { jobNotFound } from '../problem.js';
+import { jobNotFound, tooManyRequests } from '../problem.js';
 import { JobIdParamsSchema } from '../schemas/job.js';
+import { LIMITS } from '../limits.js';
 import { router } from '../validation.js';
+import { WatcherSlots } from '../watcher-slots.js';
 
 /**
  * One stream lasts this long at most, then the browser's EventSource
@@ -33,9 +35,11 @@ export function jobEventRoutes(deps: AppDeps) {
     tags: ['jobs'],
     summary: "Server-sent events of a job's changes until it ends",
     description:
-      'Each change is an `event: job` whose data is the job and whose id is its ETag; `event: end` follows the ' +
+      'Each change is an `event: job` whose data is the job (to a status token: its status view, JobStatusView) and ' +
+      'whose id is its ETag; `event: end` follows the ' +
       `final status, then the stream closes. A stream lasts at most ${STREAM_SECONDS} s; reconnecting with ` +
-      "Last-Event-ID resumes it. Opens with an API key or the job's status token.",
+      "Last-Event-ID resumes it. Opens with an API key or the job's status token. At most " +
+      `${LIMITS.maxStreamsPerJob} streams of one job are open at once (per Worker isolate); more answer 429.`,
     request: { params: JobIdParamsSchema, query: EventsQuerySchema },
     responses: {
       200: { description: 'The event stream', content: { 'text/event-stream': { schema: z.string() } } },
@@ -43,13 +47,18 @@ export function jobEventRoutes(deps: AppDeps) {
     },
   });
 
+  const streams = new WatcherSlots(LIMITS.maxStreamsPerJob);
+
   return router().openapi(jobEventsRoute, async (c) => {
-    const database = deps.database(c.env);
     const { id } = c.req.valid('param');
-    const scope = tenantScope(c.var.principal);
-    const read = () => getJob(database, id, scope);
+    const read = jobReader(deps, c, id);
     // Read once before streaming, so a job the caller cannot see is a plain 404.
     if ((await read()) === undefined) throw jobNotFound();
+    const release = streams.acquire(id);
+    if (release === undefined) {
+      const detail = `${LIMITS.maxStreamsPerJob} event streams of this job are open already: retry later`;
+      throw tooManyRequests('too-many-watchers', 'Too many watchers', detail, RECONNECT_MS / 1000);
+    }
     const lastEventId = c.req.header('last-event-id');
     const versions = pollJob(read, (STREAM_SECONDS * 1000) / POLL_INTERVAL_MS);
     return streamSSE(c, async (stream) => {
@@ -59,14 +68,16 @@ export function jobEventRoutes(deps: AppDeps) {
         // The status line is sent: the stream can only say it failed, and the log says why.
         logError(c.var.requestId, 'event_stream_failed', error);
         await stream.writeSSE({ event: 'error', data: 'the job could not be read; reconnect to resume' });
+      } finally {
+        release();
       }
     });
   });
 }
 
-async function streamChanges(
+async function streamChanges<J extends JobRepresentation>(
   stream: SSEStreamingApi,
-  versions: ReturnType<typeof pollJob>,
+  versions: AsyncGenerator<JobVersion<J> | undefined>,
   lastSentEtag: string | undefined,
 ): Promise<void> {
   let sent = lastSentEtag;

@@ -1,21 +1,25 @@
 import { z } from '@hono/zod-openapi';
-import { cancel, getJob, listJobs, retry } from '../../engine/index.js';
+import { cancel, listJobs, retry, type Job } from '../../engine/index.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
+import { jobReader } from '../job-reader.js';
 import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions.js';
 import { LIMITS } from '../limits.js';
 import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
-import { conflict, jobNotFound } from '../problem.js';
+import { conflict, jobNotFound, tooManyRequests } from '../problem.js';
 import { NameSchema, queryNumberSchema } from '../schemas/common.js';
-import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema } from '../schemas/job.js';
+import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema, JobStatusViewSchema } from '../schemas/job.js';
+import type { JobStatusView } from '../status-view.js';
 import { router } from '../validation.js';
+import { WatcherSlots } from '../watcher-slots.js';
 
 const GetJobQuerySchema = z.object({
   wait: queryNumberSchema(0, LIMITS.maxWaitSeconds)
     .optional()
     .describe(
       `Wait up to this many seconds (at most ${LIMITS.maxWaitSeconds}) for the job to change: from the ` +
-        'If-None-Match ETag when sent, else from its state now.',
+        `If-None-Match ETag when sent, else from its state now. At most ${LIMITS.maxWaitsPerJob} requests wait on ` +
+        'one job at once (per Worker isolate); more answer 429.',
     ),
   token: z.string().optional().describe("The statusUrl's token, instead of an API key."),
 });
@@ -39,10 +43,14 @@ export function jobRoutes(deps: AppDeps) {
     tags: ['jobs'],
     summary: "A job's status and stats",
     description:
-      "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token.",
+      "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token, " +
+      'which sees the status view only: status, attempts, times, and what the job definition publishes.',
     request: { params: JobIdParamsSchema, query: GetJobQuerySchema },
     responses: {
-      200: jsonResponse(JobSchema, 'The job'),
+      200: jsonResponse(
+        z.union([JobSchema, JobStatusViewSchema]),
+        'The job to an API key; its status view (JobStatusView) to its status token',
+      ),
       304: { description: 'The job still matches If-None-Match' },
       ...problemResponses(400, 401, 403, 404, 503),
     },
@@ -54,6 +62,9 @@ export function jobRoutes(deps: AppDeps) {
     operationId: 'listJobs',
     tags: ['jobs'],
     summary: 'List jobs, newest first',
+    description:
+      `A page holds up to \`limit\` jobs, and ends early once their JSON reaches ${LIMITS.maxPageBytes} bytes ` +
+      '(one job always comes); `nextCursor` continues it.',
     request: { query: ListJobsQuerySchema },
     responses: { 200: jsonResponse(JobPageSchema, 'One page of jobs'), ...problemResponses(400, 401, 403, 503) },
   });
@@ -89,24 +100,33 @@ export function jobRoutes(deps: AppDeps) {
     },
   });
 
+  const waits = new WatcherSlots(LIMITS.maxWaitsPerJob);
+
   return router()
     .openapi(getJobRoute, async (c) => {
       const { id } = c.req.valid('param');
       const { wait = 0 } = c.req.valid('query');
       const ifNoneMatch = c.req.header('if-none-match');
-      const database = deps.database(c.env);
-      const scope = tenantScope(c.var.principal);
       const reads = 1 + Math.ceil((wait * 1000) / POLL_INTERVAL_MS);
+      const release = wait > 0 ? waits.acquire(id) : () => {};
+      if (release === undefined) {
+        const detail = `${LIMITS.maxWaitsPerJob} requests already wait on this job: retry without ?wait, or later`;
+        throw tooManyRequests('too-many-watchers', 'Too many watchers', detail, 1);
+      }
 
-      let latest: JobVersion | undefined;
+      let latest: JobVersion<Job | JobStatusView> | undefined;
       let first: string | undefined;
-      for await (const version of pollJob(() => getJob(database, id, scope), reads)) {
-        if (version === undefined) throw jobNotFound();
-        latest = version;
-        first ??= version.etag;
-        const unchanged =
-          ifNoneMatch === undefined ? version.etag === first : matchesIfNoneMatch(ifNoneMatch, version.etag);
-        if (!unchanged) break;
+      try {
+        for await (const version of pollJob(jobReader(deps, c, id), reads)) {
+          if (version === undefined) throw jobNotFound();
+          latest = version;
+          first ??= version.etag;
+          const unchanged =
+            ifNoneMatch === undefined ? version.etag === first : matchesIfNoneMatch(ifNoneMatch, version.etag);
+          if (!unchanged) break;
+        }
+      } finally {
+        release();
       }
       const { job, etag } = latest!;
       const headers = { etag, 'cache-control': 'no-cache' };
@@ -120,7 +140,8 @@ export function jobRoutes(deps: AppDeps) {
       if (bound !== undefined && tenant !== undefined && tenant !== bound) {
         return c.json({ jobs: [], nextCursor: null }, 200);
       }
-      return c.json(await listJobs(deps.database(c.env), { ...filters, tenant: bound ?? tenant }), 200);
+      const page = await listJobs(deps.database(c.env), { ...filters, tenant: bound ?? tenant, maxBytes: LIMITS.maxPageBytes });
+      return c.json(page, 200);
     })
     .openapi(cancelRoute, async (c) => {
       const cancelled = await cancel(deps.database(c.env), c.req.valid('param').id, tenantScope(c.var.principal));

@@ -8,7 +8,16 @@ import {
   LeaseSecondsSchema,
   NameSchema,
 } from './common.js';
-import { EnqueuedJobSchema } from './job.js';
+import { EnqueueAnswerSchema } from './job.js';
+
+/** The earliest runAt or expiresAt taken: before it, a time is a mistake (`0001-01-01` would be stored as it is). */
+const EARLIEST_TIME = Date.UTC(2000, 0, 1);
+
+/** A runAt or expiresAt: from 2000 to as far ahead as the longest delay (ten years). */
+const ScheduleTimeSchema = DateTimeInputSchema.refine((text) => {
+  const at = Date.parse(text);
+  return at >= EARLIEST_TIME && at <= Date.now() + LIMITS.maxDelaySeconds * 1000;
+}, `must be from 2000-01-01 to ${LIMITS.maxDelaySeconds / (365 * 24 * 60 * 60)} years from now`);
 
 /** Dedup keys beginning with this are the API's own (Idempotency-Key); clients cannot forge them. */
 export const IDEMPOTENCY_DEDUP_PREFIX = 'idempotency-key:';
@@ -19,12 +28,12 @@ export const EnqueueBodySchema = z
     payload: JsonValueSchema.optional(),
     tenant: NameSchema.optional().describe("Defaults to 'default'; a tenant-bound key's own tenant."),
     priority: intSchema(-1000, 1000).optional().describe('Higher runs first; default 0.'),
-    runAt: DateTimeInputSchema.optional().describe('Not before this time. Exclusive with delaySeconds.'),
+    runAt: ScheduleTimeSchema.optional().describe('Not before this time (from 2000 to ten years ahead). Exclusive with delaySeconds.'),
     delaySeconds: DelaySecondsSchema.optional(),
     maxAttempts: intSchema(1, 1000).optional().describe('Default 5.'),
     leaseSeconds: LeaseSecondsSchema.optional().describe('The per-attempt timeout; default 60.'),
-    expiresAt: DateTimeInputSchema.optional().describe(
-      'Expire, never run, if not started by then. Exclusive with ttlSeconds.',
+    expiresAt: ScheduleTimeSchema.optional().describe(
+      'Expire, never run, if not started by then (from 2000 to ten years ahead). Exclusive with ttlSeconds.',
     ),
     ttlSeconds: DelaySecondsSchema.optional(),
     dedupKey: z
@@ -62,7 +71,7 @@ export const EnqueueBatchBodySchema = z
   .openapi('EnqueueBatchRequest');
 
 export const EnqueueBatchResponseSchema = z
-  .object({ jobs: z.array(EnqueuedJobSchema) })
+  .object({ jobs: z.array(EnqueueAnswerSchema) })
   .openapi('EnqueueBatchResponse');
 
 export const QueueParamsSchema = z.object({

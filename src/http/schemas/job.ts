@@ -34,16 +34,59 @@ export const JobSchema = z
   })
   .openapi('Job');
 
-export const EnqueuedJobSchema = JobSchema.extend({
-  statusUrl: z
-    .url()
-    .nullable()
-    .describe(
-      'This job for a browser, without an API key: /v1/jobs/{id}?token=… (and /events). ' +
-        'Null when the Worker has no status-token secret.',
+/**
+ * A job as its status token shows it (a statusUrl opened in a browser, no
+ * API key): status, attempts and times, and only what its job definition
+ * publishes of its progress and result. Never its payload, errors, tenant,
+ * queue, worker or dedup key.
+ */
+export const JobStatusViewSchema = z
+  .object({
+    id: UuidSchema,
+    status: JobStatusSchema,
+    attempts: z.int(),
+    maxAttempts: z.int(),
+    createdAt: TimestampSchema,
+    runAt: TimestampSchema,
+    startedAt: TimestampSchema.nullable(),
+    finishedAt: TimestampSchema.nullable(),
+    progress: JsonValueSchema.describe(
+      "What the job definition's publicProgress makes of its saved progress; by default `{ percent, message }` " +
+        'from a percentage or an object holding them, else null.',
     ),
+    result: JsonValueSchema.describe("What the job definition's publicResult makes of its result; null unless it has one."),
+  })
+  .openapi('JobStatusView');
+
+const StatusUrlSchema = z
+  .url()
+  .nullable()
+  .describe(
+    "This job's status view for a browser, without an API key: /v1/jobs/{id}?token=… (and /events, and the page " +
+      '/status/{id}?token=…). Null when the Worker has no status-token secret.',
+  );
+
+export const EnqueuedJobSchema = JobSchema.extend({
+  statusUrl: StatusUrlSchema,
   deduplicated: z.boolean().describe('True when a dedup key or Idempotency-Key matched a job that already existed.'),
 }).openapi('EnqueuedJob');
+
+/** A dedup hit answered to a key without the `read` scope: the job it matched, by id and status only. */
+export const EnqueuedJobReferenceSchema = z
+  .object({
+    id: UuidSchema,
+    status: JobStatusSchema,
+    statusUrl: StatusUrlSchema,
+    deduplicated: z.literal(true),
+  })
+  .describe(
+    'A dedup key or Idempotency-Key matched a job this request did not make, and the key lacks the read scope: ' +
+      'that job by id and status only.',
+  )
+  .openapi('EnqueuedJobReference');
+
+/** What an enqueue answers for each job. */
+export const EnqueueAnswerSchema = z.union([EnqueuedJobSchema, EnqueuedJobReferenceSchema]);
 
 export const ClaimedJobSchema = JobSchema.extend({
   leaseToken: UuidSchema.describe('The fencing token: complete, fail, extend and release must present it.'),

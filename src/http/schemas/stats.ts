@@ -32,21 +32,32 @@ export const QueueHealthSchema = z
       .describe(`Jobs whose lease ran out (worker died or hung) and were handed back, in the last ${REAPED_WINDOW_SECONDS} s.`),
     deadTuples: z
       .array(TableDeadTuplesSchema)
-      .describe('Dead row versions per queue table (pg_stat_user_tables); they pile up while vacuum is held back.'),
+      .optional()
+      .describe(
+        'Dead row versions per queue table (pg_stat_user_tables); they pile up while vacuum is held back. ' +
+          'Not for a tenant-bound key.',
+      ),
     oldestSnapshotSeconds: z
       .number()
       .nullable()
+      .optional()
       .describe(
-        'Age of the oldest transaction in this database holding a snapshot, which keeps vacuum from removing dead rows; null when none (or not visible to this role).',
+        'Age of the oldest transaction in this database holding a snapshot, which keeps vacuum from removing dead rows; null when none (or not visible to this role). Not for a tenant-bound key.',
       ),
-    oldestSnapshotPid: z.int().nullable().describe("That transaction's backend pid in pg_stat_activity."),
+    oldestSnapshotPid: z
+      .int()
+      .nullable()
+      .optional()
+      .describe("That transaction's backend pid in pg_stat_activity. Not for a tenant-bound key."),
   })
   .openapi('QueueHealth');
 
 export const StatsResponseSchema = z
   .object({
     stats: z.array(StatsRowSchema).describe(FINISHED_WINDOW),
-    health: QueueHealthSchema.describe("Signs of trouble before it bites; a tenant-bound key sees its own tenant's waits and reaped leases."),
+    health: QueueHealthSchema.describe(
+      "Signs of trouble before it bites; a tenant-bound key sees its own tenant's waits and reaped leases only, none of the database's figures.",
+    ),
   })
   .openapi('Stats');
 

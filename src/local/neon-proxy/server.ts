@@ -1,6 +1,8 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { localNeonConfig } from '../../db/neon-local.js';
+import { randomSecret } from '../random-secret.js';
+import { localClientsOnly, type Admission } from './local-clients-only.js';
 import { createSqlOverHttpHandler } from './sql-over-http.js';
 import { createWebSocketPipe, refuseUpgrade, type PostgresAddress } from './ws-pipe.js';
 
@@ -9,13 +11,19 @@ export interface NeonProxyOptions {
   postgres: PostgresAddress;
   /** 0 (the default) picks a free port. */
   port?: number;
-  /** Defaults to 127.0.0.1: the proxy has no auth of its own, so keep it off the network. */
+  /** Defaults to 127.0.0.1: the proxy is for this machine's own clients, so keep it off the network. */
   host?: string;
 }
 
 export interface NeonProxy {
   port: number;
-  /** HTTP base URL, e.g. `http://127.0.0.1:4444`. */
+  /**
+   * `host:port/<secret>`: what the Worker's LOCAL_NEON_PROXY and
+   * `applyLocalNeonConfig` take. The secret is new on every start, and
+   * every request must carry it.
+   */
+  address: string;
+  /** HTTP base URL with the secret, e.g. `http://127.0.0.1:4444/<secret>`; SQL over HTTP is `${url}/sql`. */
   url: string;
   /** The value for `neonConfig.wsProxy`. */
   wsProxy: (host: string, port: number | string) => string;
@@ -27,15 +35,22 @@ export interface NeonProxy {
 
 /**
  * Serves what `@neondatabase/serverless` expects from Neon, on one port, in
- * front of a local Postgres: SQL over HTTP on `POST /sql` and the WebSocket
- * pipe (Neon's wsproxy protocol) on `/v1`.
+ * front of a local Postgres: SQL over HTTP on `POST /<secret>/sql` and the
+ * WebSocket pipe (Neon's wsproxy protocol) on `/<secret>/v1`, to the local
+ * stack's own clients only (see local-clients-only.ts).
  */
 export async function startNeonProxy({ postgres, port = 0, host = '127.0.0.1' }: NeonProxyOptions): Promise<NeonProxy> {
   const sqlOverHttp = createSqlOverHttpHandler(postgres);
   const webSocketPipe = createWebSocketPipe([postgres]);
+  const secret = randomSecret();
+  // Set once the port is bound, which the Host check needs.
+  let admit = (_request: IncomingMessage): Admission => ({ admitted: false, status: 503, reason: 'starting' });
 
   const server = createServer((request, response) => {
-    if (pathOf(request.url) !== '/sql') {
+    const admission = admit(request);
+    if (!admission.admitted) {
+      response.writeHead(admission.status, { 'Content-Type': 'text/plain; charset=utf-8' }).end(admission.reason);
+    } else if (admission.path !== '/sql') {
       response.writeHead(404).end();
     } else if (request.method !== 'POST') {
       response.writeHead(405, { Allow: 'POST' }).end();
@@ -44,7 +59,10 @@ export async function startNeonProxy({ postgres, port = 0, host = '127.0.0.1' }:
     }
   });
   server.on('upgrade', (request, socket, head: Buffer) => {
-    if (pathOf(request.url) === '/v1') {
+    const admission = admit(request);
+    if (!admission.admitted) {
+      refuseUpgrade(socket, admission.status, admission.reason);
+    } else if (admission.path === '/v1') {
       webSocketPipe.handleUpgrade(request, socket, head);
     } else {
       refuseUpgrade(socket, 404, 'WebSockets are served on /v1');
@@ -60,11 +78,14 @@ export async function startNeonProxy({ postgres, port = 0, host = '127.0.0.1' }:
   });
   const boundPort = (server.address() as AddressInfo).port;
   const hostPort = `${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+  admit = localClientsOnly({ hostPort, secret });
+  const address = `${hostPort}/${secret}`;
 
   return {
     port: boundPort,
-    url: `http://${hostPort}`,
-    wsProxy: localNeonConfig(hostPort).wsProxy,
+    address,
+    url: `http://${address}`,
+    wsProxy: localNeonConfig(address).wsProxy,
     dropConnections() {
       webSocketPipe.dropConnections();
       sqlOverHttp.dropConnections();
@@ -80,8 +101,4 @@ export async function startNeonProxy({ postgres, port = 0, host = '127.0.0.1' }:
       await serverClosed;
     },
   };
-}
-
-function pathOf(url: string | undefined): string {
-  return new URL(url ?? '/', 'http://localhost').pathname;
 }

@@ -4,6 +4,7 @@ import { waitUntilGone } from '../processes.js';
 import { parseDatabaseUrl, withoutPassword, type DatabaseTarget } from '../../cli/database-url.js';
 import { shownPath } from './local-paths.js';
 import type { PostgresDataDir } from './postgres-data-dir.js';
+import { postgresPassword } from './postgres-password.js';
 
 /** The Postgres that `npm start` runs against. */
 export interface DatabaseInUse {
@@ -25,8 +26,8 @@ export function externalDatabase(target: DatabaseTarget): DatabaseInUse {
   };
 }
 
-/** The embedded Postgres, its data kept so jobs survive a restart. */
-export async function startEmbeddedDatabase(dataDir: PostgresDataDir, port: number): Promise<DatabaseInUse> {
+/** The embedded Postgres, its data kept so jobs survive a restart, its password in `passwordFile`. */
+export async function startEmbeddedDatabase(dataDir: PostgresDataDir, passwordFile: string, port: number): Promise<DatabaseInUse> {
   const shown = shownPath(dataDir.path);
   const other = await runningPostmasterPid(dataDir.path);
   if (other !== undefined) {
@@ -34,14 +35,16 @@ export async function startEmbeddedDatabase(dataDir: PostgresDataDir, port: numb
       `another Postgres (pid ${other}) is using ${shown}: stop the npm start that runs it, or that server (kill -INT ${other})`,
     );
   }
-  const server = await startEmbeddedPostgres({ dataDir: dataDir.path, port, persistent: true }).catch((error: unknown) => {
+  const { password, rotate } = await postgresPassword(dataDir.path, passwordFile);
+  const server = await startEmbeddedPostgres({ dataDir: dataDir.path, port, persistent: true, password }).catch((error: unknown) => {
     if (!(error instanceof PostgresStartError)) throw error;
     throw new Error(`the embedded Postgres in ${shown} did not start: ${error.message}; if that folder is damaged, move it away to start afresh`);
   });
   const pid = await runningPostmasterPid(dataDir.path);
   if (pid === undefined) throw new Error(`the embedded Postgres in ${shown} exited right after starting`);
+  const url = rotate === undefined ? server.url : await rotate(server.url);
   return {
-    target: parseDatabaseUrl(server.url, 'the embedded Postgres URL'),
+    target: parseDatabaseUrl(url, 'the embedded Postgres URL'),
     description: `embedded Postgres on 127.0.0.1:${port}, data in ${shown}${dataDir.reason ? ` (${dataDir.reason})` : ''}`,
     exited: waitUntilGone(pid, Infinity).then(() => {}),
     stop: () => server.stop(),

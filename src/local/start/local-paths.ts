@@ -11,6 +11,8 @@ export const localPaths = {
   dataDir,
   postgresData: join(dataDir, 'postgres'),
   adminToken: join(dataDir, 'admin-token'),
+  /** The embedded Postgres's superuser password, random, made with its cluster. */
+  postgresPassword: join(dataDir, 'postgres-password'),
   /** The Worker's variables, regenerated on every start. */
   workerVars: join(dataDir, 'worker.env'),
   wranglerState: join(dataDir, 'wrangler'),

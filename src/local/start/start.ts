@@ -1,10 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import { writeDevVarsFile } from '../dev-vars-file.js';
 import { startNeonProxy } from '../neon-proxy/index.js';
-import { anyFreePort, LOOPBACK } from '../ports.js';
+import { anyFreePort } from '../ports.js';
 import { startScheduledTrigger } from '../scheduled-trigger.js';
 import { readCronTriggers } from '../wrangler-config.js';
-import { savedAdminToken } from './admin-token.js';
 import { applyMigrations, describeMigrateResult } from '../../cli/apply-migrations.js';
 import { banner } from './banner.js';
 import { choosePort } from './choose-port.js';
@@ -13,6 +12,7 @@ import { chooseDrainSchedule, describeDrainSchedule } from './drain-schedule.js'
 import { localPaths, projectRoot, shownPath } from './local-paths.js';
 import { postgresDataDir } from './postgres-data-dir.js';
 import { runCli } from '../../cli/run-cli.js';
+import { savedSecret } from './saved-secret.js';
 import { readStartConfig, type StartConfig } from './start-config.js';
 import { describeExit, startWorker } from './start-worker.js';
 import { StopList } from './stop-list.js';
@@ -71,12 +71,12 @@ async function startStack(
   const proxy = await startNeonProxy({ postgres: { host, port }, port: proxyPort });
   running.add('the Neon proxy', () => proxy.close());
 
-  const adminToken = config.adminToken ?? (await savedAdminToken(localPaths.adminToken));
+  const adminToken = config.adminToken ?? (await savedSecret(localPaths.adminToken)).secret;
   await writeDevVarsFile(localPaths.workerVars, {
     // The Neon driver sends this URL's host:port to the proxy as the address to reach.
     DATABASE_URL: database.target.url,
     ADMIN_TOKEN: adminToken,
-    LOCAL_NEON_PROXY: `${LOOPBACK}:${proxy.port}`,
+    LOCAL_NEON_PROXY: proxy.address,
     SKIPLOCK_DEV: '1',
   });
   const { wrangler, url: workerUrl } = await startWorker(
@@ -119,7 +119,7 @@ async function startStack(
 async function startDatabase(config: StartConfig): Promise<DatabaseInUse> {
   if (config.database !== undefined) return externalDatabase(config.database);
   const port = await choosePort(config.postgresPort, anyFreePort);
-  return startEmbeddedDatabase(await postgresDataDir(), port);
+  return startEmbeddedDatabase(await postgresDataDir(), localPaths.postgresPassword, port);
 }
 
 runCli('skiplock start', main);

@@ -1,5 +1,5 @@
 import type { Child } from 'hono/jsx';
-import type { Job } from '../../engine/index.js';
+import type { JobStatusView } from '../../http/status-view.js';
 import { Document } from '../document.js';
 import { STATUS_LABELS } from '../job-status.js';
 import { themeCss } from '../theme.js';
@@ -14,7 +14,7 @@ interface PageProps {
 
 interface StatusDocumentProps extends PageProps {
   /** The followed job; the script reads its id and status from the card. */
-  job?: Job;
+  job?: JobStatusView;
   script?: string;
   children: Child;
 }
@@ -45,11 +45,12 @@ function TimeRow({ name, label, at }: { name: string; label: string; at: string 
 }
 
 /**
- * `GET /status/{id}?token=…`: the job's status and times, and its progress
- * once the script has it. Nothing else about the job: not its payload, result,
- * error, queue or tenant.
+ * `GET /status/{id}?token=…`: the job's status view (status and times, and
+ * its published progress once the script has it), the same the token opens
+ * in the API. Nothing else about the job: not its payload, result, error,
+ * queue or tenant.
  */
-export function StatusPage({ job, nonce, embed }: PageProps & { job: Job }) {
+export function StatusPage({ job, nonce, embed }: PageProps & { job: JobStatusView }) {
   return (
     <StatusDocument nonce={nonce} embed={embed} job={job} script={statusScript}>
       {embed ? null : <p class="eyebrow">Job status</p>}

@@ -1,7 +1,9 @@
 import type { Context } from 'hono';
 import { getJob } from '../../engine/index.js';
+import { countFailedAuthentication, failedAuthenticationWait } from '../../http/auth/access.js';
 import { statusTokenSecret, verifyStatusToken } from '../../http/auth/status-token.js';
 import type { AppDeps } from '../../http/context.js';
+import { statusViewOf } from '../../http/status-view.js';
 import { UuidSchema } from '../../http/schemas/common.js';
 import { cspNonce } from '../page-headers.js';
 import type { UiEnv } from '../ui-env.js';
@@ -19,9 +21,14 @@ export function statusPage(deps: AppDeps) {
   return async (c: Context<UiEnv, '/status/:id'>) => {
     const id = c.req.param('id');
     const page = { nonce: cspNonce(c), embed: c.req.query('embed') === '1' };
-    if (!(await tokenOpensJob(deps, c, id, c.req.query('token')))) return c.html(<LinkInvalidPage {...page} />, 401);
+    const wait = failedAuthenticationWait(c);
+    if (wait !== undefined) return c.html(<LinkInvalidPage {...page} />, 429, { 'retry-after': String(wait) });
+    if (!(await tokenOpensJob(deps, c, id, c.req.query('token')))) {
+      await countFailedAuthentication(c, deps);
+      return c.html(<LinkInvalidPage {...page} />, 401);
+    }
     const job = await getJob(deps.database(c.env), id);
     if (job === undefined) return c.html(<JobGonePage {...page} />, 404);
-    return c.html(<StatusPage job={job} {...page} />, 200);
+    return c.html(<StatusPage job={statusViewOf(job, deps.jobType?.(c.env, job.type))} {...page} />, 200);
   };
 }

@@ -3,12 +3,12 @@ import { domJs, statusConstantsJs, timeJs } from '../client/shared.js';
 /**
  * The status page's script: localizes the times, then follows the job over
  * the API's server-sent events (`/v1/jobs/{id}/events?token=…`, the same
- * token as the page) until it ends. The events carry the whole job; the page
- * shows only its status, times and progress.
+ * token as the page) until it ends. The events carry the job's status view;
+ * the page shows its status, times and progress.
  *
- * Progress shows when the job's handler saves a percentage
- * (`context.progress(40)`) or `{ percent, message }`; anything else it saves
- * (a cursor to resume from, say) stays off the page.
+ * Progress shows when the view has a `percent` or a `message`: by default a
+ * percentage the handler saved (`context.progress(40)`) or those fields of an
+ * object it saved, or whatever the job definition's `publicProgress` makes.
  */
 const followJs = /* js */ `
 const card = byId('status-card');

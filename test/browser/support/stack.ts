@@ -6,7 +6,6 @@ import { startWorker } from '../../../src/local/start/start-worker';
 import { skiplockClient, type SkiplockClient } from '../../../src/http/client';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startNeonProxy } from '../../../src/local/neon-proxy';
-import { LOOPBACK } from '../../../src/local/ports';
 import { createTestDatabase } from '../../support/database';
 import { postgresAddressOf } from '../../support/postgres-address';
 
@@ -40,7 +39,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   await writeDevVarsFile(envFile, {
     DATABASE_URL: database.url,
     ADMIN_TOKEN,
-    LOCAL_NEON_PROXY: `${LOOPBACK}:${proxy.port}`,
+    LOCAL_NEON_PROXY: proxy.address,
     SKIPLOCK_DEV: '1',
     CORS_ORIGINS: (options.corsOrigins ?? []).join(','),
   });

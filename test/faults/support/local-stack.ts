@@ -7,6 +7,7 @@ import { pgDb } from '../../../src/db/pg';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startEmbeddedPostgres, type LocalPostgres } from '../../../src/local/embedded-postgres';
 import { startNeonProxy, type NeonProxy } from '../../../src/local/neon-proxy';
+import { randomSecret } from '../../../src/local/random-secret';
 import { anyFreePort, LOOPBACK } from '../../../src/local/ports';
 import { startScheduledTrigger, type ScheduledTrigger } from '../../../src/local/scheduled-trigger';
 import { loadMigrations } from '../../../src/migrate/load';
@@ -28,7 +29,7 @@ export interface RestartablePostgres {
 export async function restartablePostgres(): Promise<RestartablePostgres> {
   const dataDir = await mkdtemp(join(tmpdir(), 'skiplock-faults-pg-'));
   const port = await anyFreePort();
-  const options = { dataDir, port, persistent: true };
+  const options = { dataDir, port, persistent: true, password: randomSecret() };
   let server: LocalPostgres | undefined = await startEmbeddedPostgres(options);
   const db = pgDb(server.url, { max: 1 });
   try {
@@ -72,7 +73,7 @@ export async function startWorkerStack(postgres: { url: string; port: number }):
   await writeDevVarsFile(envFile, {
     DATABASE_URL: postgres.url,
     ADMIN_TOKEN: STACK_ADMIN_TOKEN,
-    LOCAL_NEON_PROXY: `${LOOPBACK}:${proxy.port}`,
+    LOCAL_NEON_PROXY: proxy.address,
     SKIPLOCK_DEV: '1',
   });
   const stopping = new AbortController();

@@ -67,8 +67,9 @@ describe('drainOnce in workerd', () => {
   });
 
   it('delivers an http job to a loopback server on the allow-list (the local Neon proxy answers 404: failed for good)', async () => {
-    const proxy = env.LOCAL_NEON_PROXY!;
-    const delivery = { ...httpJob({ allowedHosts: [proxy.split(':')[0]!] }), type: uniqueName('http') };
+    // LOCAL_NEON_PROXY is host:port/<secret>: a path without the secret is not found.
+    const proxy = env.LOCAL_NEON_PROXY!.split('/')[0]!;
+    const delivery = { ...httpJob({ allowedHosts: [proxy] }), type: uniqueName('http') };
     const job = await enqueueJob({ type: delivery.type, payload: { url: `http://${proxy}/not-here`, method: 'GET' } });
 
     await drainOnce(httpDatabase(env), createRegistry([delivery]), { budgetSeconds: 10, logger: quiet });
@@ -76,7 +77,7 @@ describe('drainOnce in workerd', () => {
     expect(await jobById(job.id)).toMatchObject({
       status: 'failed',
       attempts: 1,
-      lastError: { name: 'PermanentFailure', message: `http://${proxy} answered 404` },
+      lastError: { name: 'PermanentFailure', message: `http://${proxy} answered 404: not found` },
     });
   });
 });

@@ -148,4 +148,25 @@ describe('createSkiplock in workerd', () => {
     );
     log.mockRestore();
   });
+
+  it('refuses, in one line, an ADMIN_TOKEN or STATUS_TOKEN_SECRET under 32 characters outside dev, and a bad HTTP_ALLOWED_HOSTS entry', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const answer = (overrides: Partial<typeof env>) =>
+      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, ...overrides }, createExecutionContext());
+
+    const shortAdmin = await answer({ ADMIN_TOKEN: 'x'.repeat(31) });
+    const shortSecret = await answer({ STATUS_TOKEN_SECRET: 'short' });
+    const badHost = await answer({ HTTP_ALLOWED_HOSTS: 'hooks.example.com:http' });
+    const inDev = await answer({ ADMIN_TOKEN: 'dev', STATUS_TOKEN_SECRET: 'dev', SKIPLOCK_DEV: '1' });
+    const longEnough = await answer({ ADMIN_TOKEN: 'x'.repeat(32), STATUS_TOKEN_SECRET: 'y'.repeat(32) });
+
+    expect([shortAdmin.status, shortSecret.status, badHost.status]).toEqual([503, 503, 503]);
+    expect([inDev.status, longEnough.status]).toEqual([200, 200]);
+    expect(log.mock.calls.map((call) => String(call[0]))).toEqual([
+      'skiplock: ADMIN_TOKEN is 31 characters: outside dev it must be at least 32 (a random one: `openssl rand -base64 32`)',
+      'skiplock: STATUS_TOKEN_SECRET is 5 characters: outside dev it must be at least 32 (a random one: `openssl rand -base64 32`)',
+      'skiplock: HTTP_ALLOWED_HOSTS: cannot read "hooks.example.com:http": entries are [tenant=]host[:port], comma-separated',
+    ]);
+    log.mockRestore();
+  });
 });

@@ -6,6 +6,7 @@ import {
   ADMIN_TOKEN,
   BASE_URL,
   client,
+  createKey,
   expectStatus,
   problemOf,
   request,
@@ -114,6 +115,40 @@ describe('POST /v1/queues/{queue}/jobs', () => {
     expect([a.status, b.status]).toEqual([201, 201]);
   });
 
+  it('keeps the dedup keys of two tenants apart', async () => {
+    const queue = uniqueName('enqueue-dedup-tenants');
+    const a = await postJob(queue, { tenant: uniqueName('a'), dedupKey: 'order-1' });
+    const b = await postJob(queue, { tenant: uniqueName('b'), dedupKey: 'order-1' });
+
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(await jobCount(queue)).toBe(2);
+  });
+
+  it("answers a dedup hit to a key without the read scope with the job's id and status only", async () => {
+    const queue = uniqueName('enqueue-dedup-no-read');
+    const tenant = uniqueName('victim');
+    const original = await (await postJob(queue, { tenant, dedupKey: 'order-1', payload: { card: '4242' } })).json<EnqueuedJob>();
+    const enqueueOnly = await createKey(['enqueue']);
+    const asEnqueuer = (body: unknown, headers: Record<string, string> = {}) =>
+      request(`/v1/queues/${queue}/jobs`, {
+        method: 'POST',
+        apiKey: enqueueOnly,
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+
+    const hit = await asEnqueuer({ tenant, dedupKey: 'order-1' });
+    const first = await asEnqueuer({ tenant, payload: { card: '4242' } }, { 'idempotency-key': 'k-1' });
+    const retried = await asEnqueuer({ tenant }, { 'idempotency-key': 'k-1' });
+
+    expect(hit.status).toBe(200);
+    expect(await hit.json()).toEqual({ id: original.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+    expect(first.status).toBe(201);
+    const firstJob = await first.json<EnqueuedJob>();
+    expect(retried.status).toBe(200);
+    expect(await retried.json()).toEqual({ id: firstJob.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+  });
+
   it('refuses a dedupKey together with an Idempotency-Key, and the reserved dedup prefix', async () => {
     const queue = uniqueName('enqueue-dedup-refused');
     const both = await problemOf(await postJob(queue, { dedupKey: 'k' }, { 'idempotency-key': 'k' }));
@@ -145,12 +180,22 @@ describe('POST /v1/queues/{queue}/jobs', () => {
     expect(await jobCount(queue)).toBe(0);
   });
 
-  it('answers 400 for a timestamp Postgres refuses, from the database error', async () => {
-    const queue = uniqueName('enqueue-db-refused');
-    const response = await postJob(queue, { runAt: '0000-01-01T00:00:00Z' });
-
-    expect(response.status).toBe(400);
-    expect((await problemOf(response)).detail).toMatch(/out of range/);
+  it('answers 400 naming the field for a runAt or expiresAt before 2000 or more than ten years ahead', async () => {
+    const queue = uniqueName('enqueue-time-range');
+    const elevenYears = new Date(Date.now() + 11 * 365 * 86_400_000).toISOString();
+    const cases = [
+      [{ runAt: '0001-01-01T00:00:00Z' }, 'runAt'],
+      [{ runAt: '1999-12-31T23:59:59Z' }, 'runAt'],
+      [{ runAt: elevenYears }, 'runAt'],
+      [{ expiresAt: '0001-01-01T00:00:00Z' }, 'expiresAt'],
+      [{ expiresAt: elevenYears }, 'expiresAt'],
+    ] as const;
+    for (const [body, field] of cases) {
+      const problem = await problemOf(await postJob(queue, body));
+      expect(problem, JSON.stringify(body)).toMatchObject({ status: 400, errors: [{ path: field, message: expect.stringMatching(/^must be from 2000-01-01 to 10 years from now$/) }] });
+    }
+    expect((await postJob(queue, { runAt: '2000-01-01T00:00:00Z', expiresAt: new Date(Date.now() + 86_400_000).toISOString() })).status).toBe(201);
+    expect(await jobCount(queue)).toBe(1);
   });
 
   it('answers 400 for a queue name that is too long', async () => {
@@ -216,7 +261,7 @@ describe('POST /v1/queues/{queue}/jobs/batch', () => {
 
     expectStatus(response, 201);
     const { jobs } = await response.json();
-    expect(jobs.map((job) => job.payload)).toEqual([1, 2, 3]);
+    expect(jobs.map((job) => ('payload' in job ? job.payload : 'no payload'))).toEqual([1, 2, 3]);
     expect(jobs.every((job) => job.statusUrl?.includes(job.id) && !job.deduplicated)).toBe(true);
   });
 

@@ -77,6 +77,24 @@ describe('GET /v1/jobs/{id}', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
   });
 
+  it('lets 10 requests wait on one job at once, and answers 429 to the next', async () => {
+    const { id } = await enqueueJob(uniqueName('wait-cap'));
+    const etag = (await getJob(id)).headers.get('etag')!;
+    const waiting = Array.from({ length: 10 }, () => getJob(id, '?wait=2', { 'if-none-match': etag }));
+    // Let the ten arrive and take their slots first.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    const eleventh = await getJob(id, '?wait=2');
+    const plain = await getJob(id);
+
+    expect(await problemOf(eleventh)).toMatchObject({ status: 429, type: expect.stringMatching(/too-many-watchers$/) });
+    expect(eleventh.headers.get('retry-after')).toBe('1');
+    expect(plain.status).toBe(200);
+    expect((await Promise.all(waiting)).map((response) => response.status)).toEqual(Array(10).fill(304));
+    // The slots are free again.
+    expect((await getJob(id, '?wait=1', { 'if-none-match': etag })).status).toBe(304);
+  });
+
   it.each(['31', '-1', 'soon', '1e3'])('refuses ?wait=%s', async (wait) => {
     const { id } = await enqueueJob(uniqueName('wait-invalid'));
 
@@ -118,10 +136,32 @@ describe('GET /v1/jobs', () => {
     ['?limit=0', 'limit'],
     ['?status=done', 'status'],
     ['?cursor=bm90LW91cnM', 'cursor'],
+    // seq:9999999999999999999, past what a bigint holds: refused before Postgres could say so in its own words.
+    [`?cursor=${btoa('seq:9999999999999999999')}`, 'cursor'],
   ])('answers 400 for %s', async (query, path) => {
     const response = await request(`/v1/jobs${query}`, { apiKey: ADMIN_TOKEN });
 
-    expect((await problemOf(response)).errors?.[0]?.path).toBe(path);
+    const problem = await problemOf(response);
+    expect(problem.errors?.[0]?.path).toBe(path);
+    expect(problem.detail).not.toMatch(/bigint|range/);
+  });
+
+  it('ends a page early once it holds a megabyte of jobs, with a nextCursor for the rest', async () => {
+    const queue = uniqueName('list-bytes');
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await enqueueJob(queue, { payload: `${i}`.repeat(250_000) })).id);
+
+    const firstResponse = await api.v1.jobs.$get({ query: { queue, limit: '500' } });
+    const firstText = await firstResponse.text();
+    const first = JSON.parse(firstText) as { jobs: { id: string }[]; nextCursor: string | null };
+    const second = await success(api.v1.jobs.$get({ query: { queue, limit: '500', cursor: first.nextCursor! } }));
+
+    expect(first.jobs).toHaveLength(5);
+    expect(first.nextCursor).not.toBeNull();
+    // The cap, plus the one job that crosses it.
+    expect(new TextEncoder().encode(firstText).length).toBeLessThan(1024 * 1024 + 260_000);
+    expect(second.nextCursor).toBeNull();
+    expect([...first.jobs, ...second.jobs].map((job) => job.id)).toEqual(ids.reverse());
   });
 });
 
@@ -198,5 +238,28 @@ describe('GET /v1/jobs/{id}/events', () => {
 
   it('answers 404 for an unknown job', async () => {
     expect((await request(`/v1/jobs/${crypto.randomUUID()}/events`, { apiKey: ADMIN_TOKEN })).status).toBe(404);
+  });
+
+  it('keeps at most 10 streams of one job open at once, answers 429 to the next, and frees them as they end', async () => {
+    const { id } = await enqueueJob(uniqueName('events-cap'));
+    const open = await Promise.all(Array.from({ length: 10 }, () => request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN })));
+
+    const eleventh = await request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN });
+    expect(open.map((response) => response.status)).toEqual(Array(10).fill(200));
+    expect(await problemOf(eleventh)).toMatchObject({ status: 429, type: expect.stringMatching(/too-many-watchers$/) });
+
+    // Streams that end (the job did) give their slots back.
+    await api.v1.jobs[':id'].cancel.$post({ param: { id } });
+    const lastEvents = await Promise.all(
+      open.map(async (response) => {
+        let last = '';
+        for await (const event of serverSentEvents(response)) last = event.event;
+        return last;
+      }),
+    );
+    expect(lastEvents).toEqual(Array(10).fill('end'));
+    const again = await request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN });
+    expect(again.status).toBe(200);
+    await again.body!.cancel();
   });
 });

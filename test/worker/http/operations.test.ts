@@ -153,6 +153,54 @@ describe('failures', () => {
     expect(response.headers.get('retry-after')).toBe('5');
   });
 
+  it("answers a database's refusal without its words, which go to the log under the request id", async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const refusal = toDatabaseError(
+      Object.assign(new Error('value "9999999999999999999" is out of range for type bigint'), { code: '22003' }),
+    );
+    const app = createApp(appDeps({ database: () => failingDatabase(refusal) }));
+
+    const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': 'refused-1' };
+    const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers }));
+
+    const problem = await problemOf(response);
+    expect(problem).toMatchObject({ status: 400, requestId: 'refused-1', detail: 'a value in the request is outside what the database accepts' });
+    expect(JSON.stringify(problem)).not.toMatch(/bigint|9999/);
+    expect(JSON.parse(String(log.mock.calls.at(-1)?.[0]))).toMatchObject({
+      event: 'database_error',
+      requestId: 'refused-1',
+      error: { message: expect.stringContaining('out of range for type bigint') },
+    });
+    log.mockRestore();
+  });
+
+  it('answers 503 only for a connection failure: an error without a SQLSTATE is otherwise a 500, its message kept from the client', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const answer = async (error: unknown) => {
+      const app = createApp(appDeps({ database: () => failingDatabase(toDatabaseError(error)) }));
+      const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+      return problemOf(response);
+    };
+
+    const connectionFailures = [
+      new Error('Connection terminated unexpectedly'),
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      new Error('Error connecting to database: TypeError: fetch failed'),
+      new Error('Server error (HTTP status 502): bad gateway'),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+    ];
+    for (const error of connectionFailures) {
+      expect(await answer(error), (error as Error).message).toMatchObject({
+        status: 503,
+        detail: 'the database cannot be reached right now; retry in 5 s',
+      });
+    }
+    const bug = await answer(new TypeError("Cannot read properties of undefined (reading 'rows')"));
+    expect(bug).toMatchObject({ status: 500, detail: expect.stringContaining(bug.requestId) });
+    expect(bug.detail).not.toContain('rows');
+    log.mockRestore();
+  });
+
   it('answers an unexpected error with a 500 problem carrying the request id, and logs it', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const app = createApp(appDeps({ database: () => failingDatabase(new TypeError('a bug')) }));

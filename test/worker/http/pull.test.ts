@@ -5,6 +5,7 @@ import {
   client,
   enqueueJob,
   expectStatus,
+  postJson,
   problemOf,
   request,
   success,
@@ -13,14 +14,6 @@ import {
 
 const api = client();
 
-function post(path: string, body: unknown): Promise<Response> {
-  return request(path, {
-    method: 'POST',
-    apiKey: ADMIN_TOKEN,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-}
 
 describe('POST /v1/queues/{queue}/claim', () => {
   it('claims up to max ready jobs, each with a lease token', async () => {
@@ -72,7 +65,7 @@ describe('POST /v1/queues/{queue}/claim', () => {
     [{ workerId: 'w', leaseSeconds: 0 }, 'leaseSeconds'],
     [{ workerId: 'w', types: [''] }, 'types.0'],
   ])('answers 400 for %j', async (body, path) => {
-    const response = await post(`/v1/queues/${uniqueName('claim-invalid')}/claim`, body);
+    const response = await postJson(`/v1/queues/${uniqueName('claim-invalid')}/claim`, body);
 
     expect((await problemOf(response)).errors?.[0]?.path).toBe(path);
   });
@@ -99,8 +92,8 @@ describe('complete, fail, extend, release', () => {
   it('answers 409 for a token that never held the job, and 400 for one that is no uuid', async () => {
     const { id } = await claimedJob();
 
-    const stale = await post(`/v1/jobs/${id}/complete`, { leaseToken: crypto.randomUUID() });
-    const malformed = await post(`/v1/jobs/${id}/complete`, { leaseToken: 'abc' });
+    const stale = await postJson(`/v1/jobs/${id}/complete`, { leaseToken: crypto.randomUUID() });
+    const malformed = await postJson(`/v1/jobs/${id}/complete`, { leaseToken: 'abc' });
 
     expect((await problemOf(stale)).status).toBe(409);
     expect((await problemOf(malformed)).errors?.[0]?.path).toBe('leaseToken');
@@ -117,7 +110,7 @@ describe('complete, fail, extend, release', () => {
       param: { id: second.id },
       json: { leaseToken: second.leaseToken, error: 'bad payload', forGood: true },
     });
-    const both = await post(`/v1/jobs/${second.id}/fail`, { leaseToken: second.leaseToken, forGood: true, retryInSeconds: 1 });
+    const both = await postJson(`/v1/jobs/${second.id}/fail`, { leaseToken: second.leaseToken, forGood: true, retryInSeconds: 1 });
 
     expectStatus(retrying, 200);
     const retryingJob = await retrying.json();

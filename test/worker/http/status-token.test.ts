@@ -1,9 +1,39 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { defineJob } from '../../../src/drain/define-job';
+import { createApp } from '../../../src/http/app';
 import { statusTokenSigner } from '../../../src/http/auth/status-token';
-import { ADMIN_TOKEN, BASE_URL, enqueueJob, problemOf, request, uniqueName, type EnqueuedJob } from './support/api';
-import { fetchWithEnv } from './support/invoke';
+import { uiRoutes } from '../../../src/ui';
+import { appDeps } from '../support/databases';
+import {
+  ADMIN_TOKEN,
+  BASE_URL,
+  claimOne,
+  enqueueJob,
+  postJson,
+  problemOf,
+  request,
+  uniqueName,
+  type EnqueuedJob,
+} from './support/api';
+import { fetchApp, fetchWithEnv } from './support/invoke';
 import { serverSentEvents } from './support/sse';
+
+/** Every field a status token may see (JobStatusView); nothing else. */
+const STATUS_VIEW_FIELDS = ['attempts', 'createdAt', 'finishedAt', 'id', 'maxAttempts', 'progress', 'result', 'runAt', 'startedAt', 'status'];
+
+
+/** The first `event: job` of a job's stream, parsed. */
+async function firstStreamedJob(response: Response): Promise<Record<string, unknown>> {
+  const stream = serverSentEvents(response);
+  try {
+    for await (const event of stream) if (event.event === 'job') return JSON.parse(event.data) as Record<string, unknown>;
+  } finally {
+    await stream.return(undefined);
+  }
+  throw new Error('the stream ended without a job event');
+}
 
 const inOneHour = () => Math.floor(Date.now() / 1000) + 3600;
 
@@ -26,6 +56,93 @@ describe('status tokens', () => {
     expect(await read.json()).toMatchObject({ id: job.id, status: 'queued' });
     expect(events.status).toBe(200);
     expect(first).toMatchObject({ event: 'job' });
+  });
+
+  it('show only the status view: no payload, result, error, tenant, queue, worker or dedup key, on every route', async () => {
+    const queue = uniqueName('status-view');
+    const enqueued = await postJson(`/v1/queues/${queue}/jobs`, {
+      tenant: uniqueName('tenant'),
+      dedupKey: 'secret-dedup-key',
+      maxAttempts: 3,
+      payload: { url: 'https://hooks.example.test', headers: { authorization: 'Bearer payload-secret' } },
+    });
+    const job = await enqueued.json<EnqueuedJob>();
+    const claimed = await claimOne(queue);
+    await postJson(`/v1/jobs/${job.id}/extend`, {
+      leaseToken: claimed.leaseToken,
+      progress: { percent: 40, message: 'Resizing', cursor: 'private-cursor' },
+    });
+    await postJson(`/v1/jobs/${job.id}/fail`, { leaseToken: claimed.leaseToken, error: { message: 'secret error text' }, retryInSeconds: 3600 });
+    const statusUrl = new URL(job.statusUrl!);
+
+    const read = await request(statusUrl.pathname + statusUrl.search);
+    const waited = await request(`${statusUrl.pathname}${statusUrl.search}&wait=1`);
+    const streamed = await firstStreamedJob(await request(`${statusUrl.pathname}/events${statusUrl.search}`));
+    const page = await request(`/status/${job.id}${statusUrl.search}`);
+    const asAdmin = await request(`/v1/jobs/${job.id}`, { apiKey: ADMIN_TOKEN });
+
+    const view = await read.json<Record<string, unknown>>();
+    expect(Object.keys(view).sort()).toEqual(STATUS_VIEW_FIELDS);
+    expect(view).toMatchObject({
+      id: job.id,
+      status: 'retrying',
+      attempts: 1,
+      maxAttempts: 3,
+      progress: { percent: 40, message: 'Resizing' },
+      result: null,
+    });
+    expect(Object.keys(await waited.json<object>()).sort()).toEqual(STATUS_VIEW_FIELDS);
+    expect(streamed).toEqual(view);
+    const html = await page.text();
+    for (const text of [JSON.stringify(view), html]) {
+      for (const secret of ['payload-secret', 'secret error text', 'private-cursor', 'secret-dedup-key', queue, 'test-worker']) {
+        expect(text).not.toContain(secret);
+      }
+    }
+    // An API key still sees the whole job.
+    expect(await asAdmin.json()).toMatchObject({ payload: job.payload, lastError: { message: 'secret error text' } });
+  });
+
+  it("show a result only as the job definition publishes it (publicResult), and its own progress (publicProgress)", async () => {
+    const type = uniqueName('published');
+    const definition = defineJob(type, z.object({}), () => ({ downloadUrl: 'https://files.example.test/1', internalId: 'x-secret' }), {
+      publicResult: (result) => ({ downloadUrl: result.downloadUrl }),
+      publicProgress: (progress) => ({ step: (progress as { step: string }).step }),
+    });
+    const deps = appDeps({ jobType: (_env, name) => (name === type ? definition : undefined) });
+    const app = createApp(deps);
+    app.route('/', uiRoutes(deps));
+    const job = await enqueueJob(type, { type });
+    const claimed = await claimOne(type);
+    await postJson(`/v1/jobs/${job.id}/extend`, { leaseToken: claimed.leaseToken, progress: { step: 'rendering', percent: 10 } });
+    const statusUrl = new URL(job.statusUrl!);
+    const running = await (await fetchApp(app, new Request(new URL(statusUrl.pathname + statusUrl.search, BASE_URL)))).json();
+    await postJson(`/v1/jobs/${job.id}/complete`, {
+      leaseToken: claimed.leaseToken,
+      result: { downloadUrl: 'https://files.example.test/1', internalId: 'x-secret' },
+    });
+
+    const done = await (await fetchApp(app, new Request(new URL(statusUrl.pathname + statusUrl.search, BASE_URL)))).json();
+    const withoutOptIn = await (await request(statusUrl.pathname + statusUrl.search)).json();
+
+    expect(running).toMatchObject({ status: 'running', progress: { step: 'rendering' }, result: null });
+    expect(done).toMatchObject({ status: 'succeeded', result: { downloadUrl: 'https://files.example.test/1' } });
+    expect(JSON.stringify(done)).not.toContain('x-secret');
+    // The reference Worker does not know this type: closed by default.
+    expect(withoutOptIn).toMatchObject({ status: 'succeeded', result: null });
+  });
+
+  it('have their view described in the OpenAPI document, as the other answer of GET /v1/jobs/{id}', async () => {
+    type Schema = { properties?: object; anyOf?: { $ref?: string }[] };
+    const document = await (await request('/v1/openapi.json')).json<{
+      components: { schemas: Record<string, Schema> };
+      paths: Record<string, { get?: { responses: Record<string, { content: Record<string, { schema: Schema }> }> } }>;
+    }>();
+    const answer = document.paths['/v1/jobs/{id}']?.get?.responses['200']?.content['application/json']?.schema;
+
+    expect(Object.keys(document.components.schemas.JobStatusView?.properties ?? {}).sort()).toEqual(STATUS_VIEW_FIELDS);
+    expect(answer?.anyOf?.map((schema) => schema.$ref)).toEqual(['#/components/schemas/Job', '#/components/schemas/JobStatusView']);
+    expect(Object.keys(document.components.schemas.EnqueuedJobReference?.properties ?? {})).toEqual(['id', 'status', 'statusUrl', 'deduplicated']);
   });
 
   it('open nothing but their own job', async () => {

@@ -5,7 +5,7 @@ import { postgresAddressOf } from '../../support/postgres-address';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** `host:port` of the local Neon proxy: the Worker's LOCAL_NEON_PROXY binding. */
+    /** `host:port/<secret>` of the local Neon proxy: the Worker's LOCAL_NEON_PROXY binding. */
     neonProxy: string;
     /** A migrated database that the Worker tests share: the Worker's DATABASE_URL binding. */
     workerDatabaseUrl: string;
@@ -24,7 +24,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const database = `${runPrefix}_worker`;
   await cloneTemplate(adminUrl, database, templateDatabase);
   const proxy = await startNeonProxy({ postgres: postgresAddressOf(adminUrl) });
-  project.provide('neonProxy', new URL(proxy.url).host);
+  project.provide('neonProxy', proxy.address);
   project.provide('workerDatabaseUrl', withDatabase(adminUrl, database));
   return () => proxy.close();
 }

@@ -37,12 +37,13 @@ function renderTotals(queues) {
 }
 
 function renderHealth(health) {
-  const deadTuples = health.deadTuples.reduce((sum, table) => sum + table.deadTuples, 0);
+  // A tenant-bound key gets none of the database's own figures.
+  const tables = health.deadTuples || [];
   byId('health-oldest-waiting').textContent = formatSeconds(health.oldestWaitingSeconds);
   byId('health-reaped').textContent = health.expiredLeasesReaped;
-  byId('health-dead-tuples').textContent = deadTuples;
-  byId('health-dead-tuples').title = health.deadTuples.map((table) => table.table + ': ' + table.deadTuples).join(', ');
-  byId('health-oldest-snapshot').textContent = health.oldestSnapshotSeconds === null
+  byId('health-dead-tuples').textContent = health.deadTuples ? tables.reduce((sum, table) => sum + table.deadTuples, 0) : '—';
+  byId('health-dead-tuples').title = tables.map((table) => table.table + ': ' + table.deadTuples).join(', ');
+  byId('health-oldest-snapshot').textContent = health.oldestSnapshotSeconds == null
     ? '—'
     : formatSeconds(health.oldestSnapshotSeconds) + ' (pid ' + health.oldestSnapshotPid + ')';
 }

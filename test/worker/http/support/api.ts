@@ -24,6 +24,11 @@ export function request(path: string, init: RequestInit & { apiKey?: string } = 
   return workerFetch(new URL(path, BASE_URL), { ...rest, headers });
 }
 
+/** A POST of a JSON body, with the admin key unless another is given. */
+export function postJson(path: string, body: unknown, apiKey = ADMIN_TOKEN): Promise<Response> {
+  return request(path, { method: 'POST', apiKey, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
 export function client(apiKey: string | undefined = ADMIN_TOKEN): SkiplockClient {
   return skiplockClient(BASE_URL, { apiKey, fetch: workerFetch });
 }
@@ -41,12 +46,15 @@ export async function createKey(scopes: ApiKeyScope[], tenant?: string): Promise
   return (await success(client().v1.keys.$post({ json: { name: uniqueName('test-key'), scopes, tenant } }))).secret;
 }
 
-export function enqueueJob(
+/** Enqueues a new job (201) and answers it. */
+export async function enqueueJob(
   queue: string,
   json: { tenant?: string; payload?: unknown; type?: string } = {},
   apiKey = ADMIN_TOKEN,
 ) {
-  return success(client(apiKey).v1.queues[':queue'].jobs.$post({ param: { queue }, json, header: {} }));
+  const response = await client(apiKey).v1.queues[':queue'].jobs.$post({ param: { queue }, json, header: {} });
+  if (response.status !== 201) throw new Error(`expected 201, got ${response.status}: ${await response.text()}`);
+  return response.json();
 }
 
 /** Claims the next job of a queue, as a pull worker would. */
