@@ -48,8 +48,8 @@ export function problemResponses<const S extends readonly ProblemStatus[]>(
 /** Routes that take `Authorization: Bearer <key>`. */
 export const BEARER_SECURITY = [{ bearer: [] }];
 
-/** Routes open to anyone: the document says so with an empty requirement. */
-export const PUBLIC_SECURITY = [];
+/** Routes open to anyone that tell a key holder more: an empty requirement, or the bearer key. */
+export const OPTIONAL_BEARER_SECURITY = [{}, ...BEARER_SECURITY];
 
 /**
  * What every operation of the document carries, so that SDK generators name

@@ -3,7 +3,7 @@ import { hasScope, type KeyHolder } from '../auth/principal.js';
 import { optionalKeyHolder } from '../auth/access.js';
 import type { AppDeps } from '../context.js';
 import { logError } from '../logging.js';
-import { BEARER_SECURITY, jsonResponse, problemResponses, PUBLIC_SECURITY } from '../openapi-responses.js';
+import { jsonResponse, OPTIONAL_BEARER_SECURITY, problemResponses } from '../openapi-responses.js';
 import { Problem } from '../problem.js';
 import { router } from '../validation.js';
 
@@ -32,7 +32,7 @@ export function healthRoutes(deps: AppDeps) {
     description:
       'Without a key: up (200) or down (503), nothing more. With an operator key (read or admin, bound to no ' +
       "tenant): the round trip's latency, and on 503 the database's own error.",
-    security: [...PUBLIC_SECURITY, ...BEARER_SECURITY],
+    security: OPTIONAL_BEARER_SECURITY,
     responses: { 200: jsonResponse(HealthSchema, 'Up, and the database answers'), ...problemResponses(401, 429, 503) },
   });
 
