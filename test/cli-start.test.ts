@@ -50,7 +50,7 @@ describe('npm start', () => {
 
     try {
       const output = stack.output();
-      expect(output).toMatch(/migrations: applied 0001_jobs\.sql/);
+      expect(output).toMatch(/migrations: applied 0001_schema\.sql/);
       expect(output).toMatch(new RegExp(`API +http://127\\.0\\.0\\.1:${port}\\n`));
       expect(output).toMatch(/admin key +test-admin +\(from ADMIN_TOKEN\)/);
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);

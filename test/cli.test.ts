@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { projectRoot } from '../src/local/start/local-paths';
+import { pgDb } from '../src/db/pg';
 import { anyFreePort } from '../src/local/ports';
 import { withDatabase } from './support/admin';
 import { createTestDatabase } from './support/database';
@@ -54,11 +55,29 @@ describe('skiplock migrate', () => {
 
     const first = await runMigrate(database.url);
     expect(first).toMatchObject({ code: 0, stderr: '' });
-    expect(first.stdout).toMatch(/: applied 0001_jobs\.sql/);
+    expect(first.stdout).toMatch(/: applied 0001_schema\.sql/);
 
     const second = await runMigrate(undefined, ['--database-url', database.url]);
     expect(second).toMatchObject({ code: 0, stderr: '' });
     expect(second.stdout).toMatch(/: schema up to date: \d+ migrations? (was|were) already applied\n$/);
+  });
+
+  it('refuses in one line a database with the pre-release schema, saying what to do', async () => {
+    const database = await createTestDatabase({ migrated: false });
+    cleanups.push(database.drop);
+    // A database migrated by skiplock before its schema was folded into one file.
+    const db = pgDb(database.url, { max: 1 });
+    cleanups.push(() => db.close());
+    await db.query({
+      text: `CREATE SCHEMA skiplock;
+             CREATE TABLE skiplock.migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO skiplock.migrations (name, checksum) VALUES ('0001_jobs.sql', 'x'), ('0002_api_keys.sql', 'y')`,
+      params: [],
+    });
+    expectOneLineFailure(
+      await runMigrate(database.url),
+      /^skiplock migrate: this database has skiplock's schema from before its first release \(migration 0001_jobs\.sql\), which cannot be upgraded: drop that schema \(DROP SCHEMA skiplock CASCADE/,
+    );
   });
 
   it('says DATABASE_URL is missing', async () => {

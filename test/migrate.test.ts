@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { pgDb } from '../src/db/pg';
 import type { SessionDb } from '../src/db/types';
 import { loadMigrations } from '../src/migrate/load';
 import { MigrationError, migrate } from '../src/migrate/runner';
+import { dumpSchema, SCHEMA_DUMP_FILE } from '../scripts/schema-dump';
 import { createTestDatabase, type TestDatabase } from './support/database';
 
 describe('migrate', () => {
@@ -33,6 +34,12 @@ describe('migrate', () => {
       params: [],
     });
     expect(ledger).toEqual(migrations.map(({ name, checksum }) => ({ name, checksum })));
+  });
+
+  it('makes the schema docs/schema.sql documents (npm run schema:dump rewrites it after a schema change)', async () => {
+    const { db } = await blankDatabase();
+    await migrate(db, await loadMigrations());
+    expect(await dumpSchema(db)).toBe(await readFile(SCHEMA_DUMP_FILE, 'utf8'));
   });
 
   it('lets two processes migrate at once: one applies, the other waits and finds nothing to do', async () => {

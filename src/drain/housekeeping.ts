@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { pruneFinishedJobs } from '../engine/prune.js';
+import { maintainHistory, pruneEvents, type HistoryMaintenance } from '../engine/prune.js';
 import type { DrainBudget } from './budget.js';
 import type { Logger } from './logger.js';
 import { runMaintenance, type MaintenanceCounts } from './maintenance.js';
@@ -11,11 +11,11 @@ const PRUNE_BATCH = 1000;
 /** Pruning is bounded per drain, so a backlog of history never eats the time meant for jobs. */
 const MAX_PRUNE_BATCHES = 5;
 
-export interface HousekeepingCounts extends MaintenanceCounts {
+export interface HousekeepingCounts extends MaintenanceCounts, HistoryMaintenance {
   /** Jobs enqueued by due periodic schedules. */
   periodicEnqueued: number;
-  /** Finished jobs deleted past their retention. */
-  pruned: number;
+  /** Events deleted past the retention. */
+  prunedEvents: number;
 }
 
 export const NO_HOUSEKEEPING: HousekeepingCounts = {
@@ -24,13 +24,16 @@ export const NO_HOUSEKEEPING: HousekeepingCounts = {
   dedupKeysReleased: 0,
   statisticsRefreshed: 0,
   periodicEnqueued: 0,
-  pruned: 0,
+  createdDays: 0,
+  droppedDays: 0,
+  deletedJobs: 0,
+  prunedEvents: 0,
 };
 
 /**
  * Everything a drain does before it runs jobs: hand back expired leases,
- * expire what can no longer start, enqueue due periodic jobs, and prune
- * finished jobs past retention. Each step is bounded; a backlog larger than
+ * expire what can no longer start, enqueue due periodic jobs, and apply the
+ * retention to the history. Each step is bounded; a backlog larger than
  * one round is finished by the next.
  */
 export async function runHousekeeping(
@@ -39,11 +42,12 @@ export async function runHousekeeping(
 ): Promise<HousekeepingCounts> {
   const maintenance = await runMaintenance(db);
   const periodicEnqueued = await enqueueDuePeriodicJobs(db, options.logger);
-  let pruned = 0;
+  const history = await maintainHistory(db, { retentionSeconds: options.retentionSeconds });
+  let prunedEvents = 0;
   for (let batch = 0; batch < MAX_PRUNE_BATCHES && options.budget.claiming; batch++) {
-    const deleted = await pruneFinishedJobs(db, { retentionSeconds: options.retentionSeconds, limit: PRUNE_BATCH });
-    pruned += deleted;
+    const deleted = await pruneEvents(db, { retentionSeconds: options.retentionSeconds, limit: PRUNE_BATCH });
+    prunedEvents += deleted;
     if (deleted < PRUNE_BATCH) break;
   }
-  return { ...maintenance, periodicEnqueued, pruned };
+  return { ...maintenance, ...history, periodicEnqueued, prunedEvents };
 }

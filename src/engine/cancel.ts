@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import { toJob } from './job-json.js';
-import type { Job } from './types.js';
+import { getJob } from './read-jobs.js';
+import { FINAL_STATUSES, type Job } from './types.js';
 
 export type CancelOutcome =
   /** It was waiting: it is cancelled now and will never run. */
@@ -15,28 +16,39 @@ export interface CancelResult {
   outcome: CancelOutcome;
 }
 
-const cancelSql = /* sql */ `
-WITH target AS (
-  SELECT id, state FROM skiplock.jobs WHERE id = $1 AND ($2::text IS NULL OR tenant = $2)
+const cancelSql = /* sql */ `WITH target AS MATERIALIZED (
+  SELECT id, state FROM skiplock.jobs
+  WHERE id = $1 AND ($2::text IS NULL OR tenant = $2)
+  FOR UPDATE
 ),
-cancelled AS (
+requested AS (
   UPDATE skiplock.jobs j
-  SET state = CASE WHEN j.state = 'running' THEN 'running' ELSE 'cancelled' END,
-      cancel_requested_at = CASE WHEN j.state = 'running' THEN coalesce(j.cancel_requested_at, now()) END
-  FROM target
-  WHERE j.id = target.id AND j.state IN ('scheduled', 'queued', 'retrying', 'running')
-  RETURNING j.id, j.attempts, j.state, skiplock.job_json(j) AS job
+  SET cancel_requested_at = coalesce(j.cancel_requested_at, now())
+  FROM target t
+  WHERE j.id = t.id AND t.state = 'running'
+  RETURNING j.id, j.attempts, 'cancel_requested' AS outcome, skiplock.job_json(j) AS job
+),
+ended AS (
+  DELETE FROM skiplock.jobs j
+  USING target t
+  WHERE j.id = t.id AND t.state <> 'running'
+  RETURNING j AS live
+),
+finished AS (
+  INSERT INTO skiplock.finished_jobs
+  SELECT (skiplock.as_finished(ended.live, 'cancelled', NULL, NULL)).* FROM ended
+  RETURNING finished_jobs.id, finished_jobs.attempts, 'cancelled' AS outcome, skiplock.job_json(finished_jobs) AS job
+),
+changed AS (
+  SELECT * FROM requested UNION ALL SELECT * FROM finished
 ),
 events AS (
-  INSERT INTO skiplock.job_events (job_id, kind, attempt)
-  SELECT id, CASE state WHEN 'running' THEN 'cancel_requested' ELSE 'cancelled' END, attempts FROM cancelled
+  INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, outcome, attempts FROM changed
 )
-SELECT coalesce(c.job, skiplock.job_json(j)) AS job,
-       CASE WHEN c.id IS NULL THEN 'already_finished'
-            WHEN c.state = 'running' THEN 'cancel_requested' ELSE 'cancelled' END AS outcome
-FROM target
-JOIN skiplock.jobs j ON j.id = target.id
-LEFT JOIN cancelled c ON c.id = target.id`;
+SELECT job, outcome FROM changed
+UNION ALL
+SELECT skiplock.job_json(f), 'already_finished' FROM skiplock.finished_jobs f
+WHERE f.id = $1 AND ($2::text IS NULL OR f.tenant = $2)`;
 
 /**
  * Cancels a job. `tenant` scopes the lookup for a tenant-bound caller: another
@@ -48,5 +60,9 @@ export async function cancel(db: Queryable, id: string, scope: { tenant?: string
     text: cancelSql,
     params: [id, scope.tenant ?? null],
   });
-  return row && { job: toJob(row.job), outcome: row.outcome };
+  if (row !== undefined) return { job: toJob(row.job), outcome: row.outcome };
+  // A job that finished while this statement waited for its row lock is in
+  // the history, which this statement's snapshot predates; a new one sees it.
+  const job = await getJob(db, id, scope);
+  return job && FINAL_STATUSES.includes(job.status) ? { job, outcome: 'already_finished' } : undefined;
 }

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import { InvalidInputError } from './errors.js';
 import { toJob } from './job-json.js';
-import type { ClaimedJob, Job } from './types.js';
+import type { ClaimedJob } from './types.js';
 
 export interface ClaimOptions {
   /** At most this many jobs; the statement can never return more. */
@@ -19,16 +19,15 @@ export interface ClaimOptions {
 
 export const MAX_CLAIM = 1000;
 
-/**
- * The claim statement lives in the database (skiplock.claim_batch, migration
- * 0007), which keeps its plan per connection.
- */
-const claimBatchSql = /* sql */ `
-SELECT job, lease_token AS "leaseToken" FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6)`;
+/** The claim lives in the database (skiplock.claim_batch), which keeps its plans per connection. */
+const claimBatchSql = /* sql */ `SELECT * FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6)`;
+
+/** A row of skiplock.claim_batch: the job's own columns (skiplock.claimed_job). */
+type ClaimedRow = Omit<ClaimedJob, 'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result'>;
 
 /**
  * Claims up to `max` ready jobs in one statement, fairly across tenants and
- * within every tenant's limits (how: migrations/0007_claim_batch_function.sql).
+ * within every tenant's limits (how: skiplock.claim_batch in migrations/0001_schema.sql).
  * Each job comes with the fencing token its worker must present.
  */
 export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<ClaimedJob[]> {
@@ -36,7 +35,7 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
     throw new InvalidInputError(`max must be an integer from 1 to ${MAX_CLAIM}`, 'max');
   }
   if (options.types?.length === 0) return [];
-  const rows = await db.query<{ job: Job; leaseToken: string }>({
+  const rows = await db.query<ClaimedRow>({
     name: 'skiplock_claim_batch',
     text: claimBatchSql,
     params: [
@@ -48,5 +47,36 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
       options.workerId,
     ],
   });
-  return rows.map((row) => ({ ...toJob(row.job), leaseToken: row.leaseToken }));
+  return rows.map((row) => claimedJob(row, options.workerId));
+}
+
+/** A claimed row as the full job, every field written out so all jobs share one shape (and one hidden class). */
+function claimedJob(row: ClaimedRow, workerId: string): ClaimedJob {
+  return toJob({
+    id: row.id,
+    queue: row.queue,
+    type: row.type,
+    tenant: row.tenant,
+    status: 'running',
+    priority: row.priority,
+    payload: row.payload,
+    attempts: row.attempts,
+    maxAttempts: row.maxAttempts,
+    leaseSeconds: row.leaseSeconds,
+    runAt: row.runAt,
+    expiresAt: row.expiresAt,
+    dedupKey: row.dedupKey,
+    createdAt: row.createdAt,
+    firstStartedAt: row.firstStartedAt,
+    startedAt: row.startedAt,
+    finishedAt: null,
+    durationMs: null,
+    leaseExpiresAt: row.leaseExpiresAt,
+    workerId,
+    cancelRequested: false,
+    progress: row.progress,
+    result: null,
+    lastError: row.lastError,
+    leaseToken: row.leaseToken,
+  });
 }

@@ -2,6 +2,7 @@ import type { Query, Queryable } from '../db/types.js';
 import { InvalidInputError } from './errors.js';
 import { jobHandle, type JobHandle } from './job-handle.js';
 import { toJob } from './job-json.js';
+import { getJobSql } from './read-jobs.js';
 import type { JobType, PayloadOf, ResultOf } from './job-type.js';
 import type { Job, Json } from './types.js';
 
@@ -32,7 +33,7 @@ export interface EnqueueInput {
 
 export interface EnqueueResult {
   job: Job;
-  /** True when a job with the same queue, tenant and dedup key already existed; `job` is that job. */
+  /** True when a job of the same tenant and queue held the dedup key; `job` is that job. */
   deduplicated: boolean;
 }
 
@@ -45,24 +46,27 @@ export type TypedEnqueueOptions = Omit<EnqueueInput, 'type' | 'payload' | 'queue
 export const MAX_BATCH = 1000;
 
 /**
- * One statement enqueues a whole batch (a single job is a batch of one):
- * the jobs arrive as one JSON parameter, the tenant rows the claim needs are
- * made on first sight, the unique dedup index settles races between
- * concurrent enqueues (the loser gets the winner's row back through the no-op
- * DO UPDATE, which also returns rows committed after this statement's
- * snapshot), and every new job gets its `enqueued` event.
+ * One statement enqueues a whole batch (a single job is a batch of one): the
+ * jobs arrive as one JSON parameter, and the tenant rows the claim needs are
+ * made on first sight. A job with a dedup key is stored only if it wins its
+ * key in skiplock.dedup_keys, whose unique key settles races between
+ * concurrent enqueues: a key in force stays with its job (the no-op DO UPDATE
+ * returns that job's id even when it committed after this statement's
+ * snapshot), a lapsed one (its job finished longer ago than its dedup
+ * window) passes to the new job.
  */
 const enqueueSql = /* sql */ `
 WITH input AS MATERIALIZED (
-  SELECT i.ordinal, skiplock.uuid_v7() AS id,
+  -- One clock reading, and the position in the batch: ids in input order.
+  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
          i.job->>'queue' AS queue,
          coalesce(i.job->>'type', i.job->>'queue') AS type,
          coalesce(i.job->>'tenant', 'default') AS tenant,
          coalesce(i.job->'payload', 'null') AS payload,
-         coalesce((i.job->>'priority')::integer, 0) AS priority,
+         coalesce((i.job->>'priority')::smallint, 0) AS priority,
          coalesce((i.job->>'runAt')::timestamptz,
                   now() + make_interval(secs => coalesce((i.job->>'delaySeconds')::float8, 0))) AS run_at,
-         coalesce((i.job->>'maxAttempts')::integer, 5) AS max_attempts,
+         coalesce((i.job->>'maxAttempts')::smallint, 5) AS max_attempts,
          coalesce((i.job->>'leaseSeconds')::integer, 60) AS lease_seconds,
          coalesce((i.job->>'backoffBaseSeconds')::real, 1) AS backoff_base_seconds,
          coalesce((i.job->>'backoffMaxSeconds')::real, 3600) AS backoff_max_seconds,
@@ -71,11 +75,22 @@ WITH input AS MATERIALIZED (
          i.job->>'dedupKey' AS dedup_key,
          coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds
   FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal)
+  -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
+  CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock
 ),
 new_tenants AS (
   INSERT INTO skiplock.tenants (name)
   SELECT DISTINCT tenant FROM input
   ON CONFLICT (name) DO NOTHING
+),
+keys AS (
+  INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
+  SELECT tenant, queue, dedup_key, id FROM input WHERE dedup_key IS NOT NULL
+  ORDER BY ordinal
+  ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
+    SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
+        expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END
+  RETURNING k.tenant, k.queue, k.dedup_key, k.job_id
 ),
 written AS (
   INSERT INTO skiplock.jobs AS j
@@ -86,46 +101,27 @@ written AS (
          run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
          expires_at, dedup_key, dedup_window_seconds
   FROM input
+  WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
   ORDER BY ordinal
-  -- Dedup keys are per tenant (migration 0008, jobs_tenant_dedup_idx): the
-  -- conflict target and the match below both take the tenant.
-  ON CONFLICT (queue, tenant, dedup_key) WHERE dedup_key IS NOT NULL
-    DO UPDATE SET dedup_key = EXCLUDED.dedup_key
-  RETURNING j.id, j.queue, j.tenant, j.dedup_key, skiplock.job_json(j) AS job,
-            j.finished_at IS NOT NULL
-              AND j.finished_at + make_interval(secs => j.dedup_window_seconds) <= now() AS dedup_lapsed
-),
-events AS (
-  INSERT INTO skiplock.job_events (job_id, kind, attempt)
-  SELECT w.id, 'enqueued', 0 FROM written w JOIN input USING (id)
+  RETURNING j.id, skiplock.job_json(j) AS job
 )
--- Each input finds its row by the id it was given, or else (deduplicated) by
--- its dedup key: two equality joins, each hashed. One join on either
--- condition cannot be hashed and compares every pair (180 ms for 1,000).
-SELECT coalesce(inserted.job, matched.job) AS job,
-       inserted.id IS NULL AS deduplicated,
-       coalesce(inserted.dedup_lapsed, matched.dedup_lapsed) AS dedup_lapsed
+-- Each input finds its new row by the id it was given, or else (deduplicated)
+-- the job that holds its key: equality joins the planner can hash, and a
+-- lookup by id for each dedup hit only.
+SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
+         (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END) AS job,
+       inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy"
 FROM input i
 LEFT JOIN written inserted ON inserted.id = i.id
-LEFT JOIN written matched
-  ON inserted.id IS NULL AND matched.queue = i.queue AND matched.tenant = i.tenant AND matched.dedup_key = i.dedup_key
+LEFT JOIN keys key
+  ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
 ORDER BY i.ordinal`;
 
-/**
- * A finished job whose dedup window has passed keeps its key until the
- * maintenance sweep clears it; an enqueue that meets such a key clears it
- * itself, so the window is exact.
- */
-const releaseDedupKeysSql = /* sql */ `
-UPDATE skiplock.jobs SET dedup_key = NULL
-WHERE id = ANY($1::uuid[])
-  AND finished_at IS NOT NULL
-  AND finished_at + make_interval(secs => dedup_window_seconds) <= now()`;
-
 interface EnqueueRow {
-  job: Job;
+  /** Null only for a dedup hit on a job that committed after the statement began: read again. */
+  job: Job | null;
   deduplicated: boolean;
-  dedup_lapsed: boolean;
+  heldBy: string | null;
 }
 
 /**
@@ -191,21 +187,17 @@ export async function enqueueBatch(
 
 async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
   const rows = await db.query<EnqueueRow>(enqueueQuery(jobs));
-  const lapsed = rows.filter((row) => row.deduplicated && row.dedup_lapsed);
-  if (lapsed.length === 0) return rows.map(toResult);
-  // Rare: a finished job's dedup window ran out and no sweep has cleared its key yet.
-  await db.query({
-    name: 'skiplock_release_dedup_keys',
-    text: releaseDedupKeysSql,
-    params: [lapsed.map((row) => row.job.id)],
-  });
-  const again = await db.query<EnqueueRow>(enqueueQuery(jobs.filter((_, i) => rows[i]!.dedup_lapsed)));
-  let next = 0;
-  return rows.map((row) => (row.dedup_lapsed ? toResult(again[next++]!) : toResult(row)));
+  return Promise.all(rows.map(async (row) => ({ job: toJob(row.job ?? (await heldJob(db, row))), deduplicated: row.deduplicated })));
 }
 
-function toResult(row: EnqueueRow): EnqueueResult {
-  return { job: toJob(row.job), deduplicated: row.deduplicated };
+/**
+ * The job a dedup hit matched, when the enqueue's own snapshot could not see
+ * it (a concurrent enqueue committed it meanwhile): a later statement can.
+ */
+async function heldJob(db: Queryable, row: EnqueueRow): Promise<Job> {
+  const [held] = await db.query<{ job: Job }>({ name: 'skiplock_get_job', text: getJobSql, params: [row.heldBy, null] });
+  if (held === undefined) throw new Error(`the job holding a dedup key vanished: ${row.heldBy}`);
+  return held.job;
 }
 
 function checkBatch(jobs: readonly EnqueueInput[]): void {
@@ -220,7 +212,7 @@ function checkBatch(jobs: readonly EnqueueInput[]): void {
       throw new InvalidInputError('give expiresAt or ttlSeconds, not both', `jobs.${index}.expiresAt`);
     }
     if (job.dedupKey === undefined) return;
-    const key = JSON.stringify([job.queue, job.tenant ?? 'default', job.dedupKey]);
+    const key = JSON.stringify([job.tenant ?? 'default', job.queue, job.dedupKey]);
     // One statement cannot both insert a key and match it: the caller must decide.
     if (seen.has(key)) throw new InvalidInputError('two jobs of one batch share a dedup key', `jobs.${index}.dedupKey`);
     seen.add(key);

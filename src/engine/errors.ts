@@ -23,3 +23,10 @@ export class InvalidInputError extends EngineError {
     super(message);
   }
 }
+
+/**
+ * The constraints an illegal change of a job's state violates (the schema's
+ * transition trigger and the history's final outcomes): a job changed state
+ * under the caller, which can try again with what it now reads.
+ */
+export const STATE_TRANSITION_CONSTRAINTS: readonly string[] = ['jobs_legal_transition', 'finished_jobs_state_final'];

@@ -1,35 +1,40 @@
 import type { Queryable } from '../db/types.js';
 
 /** Waiting jobs past their expires_at never run: they become expired. Bounded and SKIP LOCKED. */
-const expireJobsSql = /* sql */ `
-WITH due AS MATERIALIZED (
+const expireJobsSql = /* sql */ `WITH due AS MATERIALIZED (
   SELECT id FROM skiplock.jobs
   WHERE expires_at <= now() AND state IN ('scheduled', 'queued', 'retrying')
   ORDER BY expires_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED
 ),
-expired AS (
-  UPDATE skiplock.jobs j SET state = 'expired'
-  FROM due WHERE j.id = due.id
-  RETURNING j.id, j.attempts
+ended AS (
+  DELETE FROM skiplock.jobs j USING due WHERE j.id = due.id RETURNING j AS live
+),
+finished AS (
+  INSERT INTO skiplock.finished_jobs
+  SELECT (skiplock.as_finished(ended.live, 'expired', NULL, NULL)).* FROM ended
+  RETURNING finished_jobs.id, finished_jobs.attempts
 ),
 events AS (
-  INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, 'expired', attempts FROM expired
+  INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, 'expired', attempts FROM finished
 )
-SELECT count(*)::integer AS expired FROM expired`;
+SELECT count(*)::integer AS expired FROM finished`;
 
 /** Finished jobs whose dedup window has passed free their key for new jobs. */
-const releaseLapsedDedupKeysSql = /* sql */ `
-WITH lapsed AS MATERIALIZED (
-  SELECT id FROM skiplock.jobs
-  WHERE dedup_key IS NOT NULL AND finished_at IS NOT NULL
-    AND finished_at + make_interval(secs => dedup_window_seconds) <= now()
+const releaseLapsedDedupKeysSql = /* sql */ `WITH lapsed AS MATERIALIZED (
+  SELECT tenant, queue, dedup_key FROM skiplock.dedup_keys
+  WHERE expires_at <= now()
+  ORDER BY expires_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED
 ),
 released AS (
-  UPDATE skiplock.jobs j SET dedup_key = NULL FROM lapsed WHERE j.id = lapsed.id RETURNING j.id
+  DELETE FROM skiplock.dedup_keys k
+  USING lapsed l
+  -- Checked again under the lock: an enqueue may have taken the key meanwhile.
+  WHERE (k.tenant, k.queue, k.dedup_key) = (l.tenant, l.queue, l.dedup_key) AND k.expires_at <= now()
+  RETURNING k.job_id
 )
 SELECT count(*)::integer AS released FROM released`;
 

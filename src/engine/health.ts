@@ -47,7 +47,7 @@ SELECT
   (SELECT count(*)::integer
      FROM skiplock.job_events e
     WHERE e.kind = 'lease_expired' AND e.at > now() - make_interval(secs => $2)
-      AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = e.job_id AND j.tenant = $1))
+      AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM skiplock.all_jobs a WHERE a.id = e.job_id AND a.tenant = $1))
   ) AS "expiredLeasesReaped",
   (SELECT coalesce(jsonb_agg(jsonb_build_object(
             'table', relname, 'deadTuples', n_dead_tup, 'liveTuples', n_live_tup,

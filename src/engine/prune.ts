@@ -1,38 +1,56 @@
 import type { Queryable } from '../db/types.js';
 
 /**
- * Deletes finished jobs older than the retention, and their events, in one
- * bounded batch (oldest first, SKIP LOCKED) so pruning never holds long locks
- * or makes one huge transaction. Call again while it returns a full batch.
+ * Retention of the history. The days of finished jobs older than the
+ * retention are dropped whole, and the partitions of the days ahead made
+ * (skiplock.maintain_finished_jobs), so a finished job is kept at least the
+ * retention and at most a day longer, and pruning leaves nothing to vacuum.
  */
-const pruneSql = /* sql */ `
+const maintainHistorySql = /* sql */ `
+SELECT created, dropped, deleted FROM skiplock.maintain_finished_jobs(make_interval(secs => $1::float8))`;
+
+/** Events older than the retention, in one bounded batch, oldest first. */
+const pruneEventsSql = /* sql */ `
 WITH doomed AS MATERIALIZED (
-  SELECT id FROM skiplock.jobs
-  WHERE state IN ('succeeded', 'failed', 'cancelled', 'expired')
-    AND finished_at < now() - make_interval(secs => $1::float8)
-  ORDER BY finished_at
+  SELECT id FROM skiplock.job_events
+  WHERE at < now() - make_interval(secs => $1::float8)
+  ORDER BY at
   LIMIT $2
-  FOR UPDATE SKIP LOCKED
 ),
 pruned AS (
-  DELETE FROM skiplock.jobs j USING doomed WHERE j.id = doomed.id RETURNING j.id
-),
-pruned_events AS (
-  DELETE FROM skiplock.job_events e USING pruned WHERE e.job_id = pruned.id
+  DELETE FROM skiplock.job_events e USING doomed WHERE e.id = doomed.id RETURNING e.id
 )
 SELECT count(*)::integer AS pruned FROM pruned`;
 
-export interface PruneOptions {
-  /** Keep finished jobs this long. */
+export interface RetentionOptions {
+  /** Keep finished jobs, and events, at least this long. */
   retentionSeconds: number;
-  /** At most this many jobs per call. Default 1000. */
-  limit?: number;
 }
 
-export async function pruneFinishedJobs(db: Queryable, options: PruneOptions): Promise<number> {
+export interface HistoryMaintenance {
+  /** Partitions made for the days ahead. */
+  createdDays: number;
+  /** Days of finished jobs dropped past the retention. */
+  droppedDays: number;
+  /** Finished jobs deleted one by one: those of a day that had no partition of its own. */
+  deletedJobs: number;
+}
+
+/** Drops the days past the retention and prepares the days ahead. */
+export async function maintainHistory(db: Queryable, options: RetentionOptions): Promise<HistoryMaintenance> {
+  const [row] = await db.query<{ created: number; dropped: number; deleted: number }>({
+    name: 'skiplock_maintain_history',
+    text: maintainHistorySql,
+    params: [options.retentionSeconds],
+  });
+  return { createdDays: row?.created ?? 0, droppedDays: row?.dropped ?? 0, deletedJobs: row?.deleted ?? 0 };
+}
+
+/** Deletes up to `limit` (default 1000) events past the retention; call again while it returns a full batch. */
+export async function pruneEvents(db: Queryable, options: RetentionOptions & { limit?: number }): Promise<number> {
   const [row] = await db.query<{ pruned: number }>({
-    name: 'skiplock_prune',
-    text: pruneSql,
+    name: 'skiplock_prune_events',
+    text: pruneEventsSql,
     params: [options.retentionSeconds, options.limit ?? 1000],
   });
   return row?.pruned ?? 0;

@@ -8,9 +8,10 @@ export interface TenantScope {
   tenant?: string;
 }
 
-const getJobSql = /* sql */ `
-SELECT skiplock.job_json(j) AS job FROM skiplock.jobs j
-WHERE j.id = $1 AND ($2::text IS NULL OR j.tenant = $2)`;
+/** Live or finished: all_jobs pushes the condition into both tables' id indexes. */
+export const getJobSql = /* sql */ `
+SELECT skiplock.job_json(a) AS job FROM skiplock.all_jobs a
+WHERE a.id = $1 AND ($2::text IS NULL OR a.tenant = $2)`;
 
 export async function getJob(db: Queryable, id: string, scope: TenantScope = {}): Promise<Job | undefined> {
   const [row] = await db.query<{ job: Job }>({
@@ -44,30 +45,48 @@ export interface JobPage {
 }
 
 /**
- * Newest first, keyset-paginated on enqueue order, so pages stay stable while
- * jobs arrive. The byte cap ($7) is applied around the page: of the jobs the
- * page would hold, those whose JSON starts past the cap stay in the database
- * (a payload, result, error and progress may each be 256 KiB); `fetched`
- * tells the caller that the cap, not the end of the jobs, ended the page.
+ * Newest first, keyset-paginated on the id (UUIDv7: creation order to the
+ * millisecond), so pages stay stable while jobs arrive and both tables'
+ * id indexes give the order. A status belongs to one table: the other
+ * branch is switched off by its one-time condition instead of being
+ * searched for rows that cannot match. The byte cap ($7) is applied around
+ * the page: of the jobs the page would hold, those whose JSON starts past
+ * the cap stay in the database (a payload, result, error and progress may
+ * each be 256 KiB); `fetched` tells the caller that the cap, not the end of
+ * the jobs, ended the page.
  */
 const listJobsSql = /* sql */ `
 WITH page AS (
-  SELECT j.seq, skiplock.job_json(j) AS job FROM skiplock.jobs j
-  WHERE ($1::text IS NULL OR j.queue = $1)
-    AND ($2::text IS NULL OR j.tenant = $2)
-    AND ($3::text IS NULL OR skiplock.job_status(j.state, j.run_at) = $3)
-    AND ($4::text IS NULL OR j.type = $4)
-    AND ($5::bigint IS NULL OR j.seq < $5)
-  ORDER BY j.seq DESC
+  (SELECT j.id, skiplock.job_json(j) AS job FROM skiplock.jobs j
+   WHERE ($3::text IS NULL OR $3 IN ('scheduled', 'queued', 'retrying', 'running'))
+     AND ($1::text IS NULL OR j.queue = $1)
+     AND ($2::text IS NULL OR j.tenant = $2)
+     AND ($3::text IS NULL OR skiplock.job_status(j.state, j.run_at) = $3)
+     AND ($4::text IS NULL OR j.type = $4)
+     AND ($5::uuid IS NULL OR j.id < $5)
+   ORDER BY j.id DESC
+   LIMIT $6)
+  UNION ALL
+  (SELECT f.id, skiplock.job_json(f) AS job FROM skiplock.finished_jobs f
+   WHERE ($3::text IS NULL OR $3 IN ('succeeded', 'failed', 'cancelled', 'expired'))
+     AND ($1::text IS NULL OR f.queue = $1)
+     AND ($2::text IS NULL OR f.tenant = $2)
+     AND ($3::text IS NULL OR f.state = $3)
+     AND ($4::text IS NULL OR f.type = $4)
+     AND ($5::uuid IS NULL OR f.id < $5)
+   ORDER BY f.id DESC
+   LIMIT $6)
+  ORDER BY id DESC
   LIMIT $6
-), sized AS (
-  SELECT seq, job, count(*) OVER () AS fetched,
-         sum(octet_length(job::text)) OVER (ORDER BY seq DESC) - octet_length(job::text) AS bytes_before
+),
+sized AS (
+  SELECT id, job, count(*) OVER () AS fetched,
+         sum(octet_length(job::text)) OVER (ORDER BY id DESC) - octet_length(job::text) AS bytes_before
   FROM page
 )
-SELECT seq::text AS seq, job, fetched::integer AS fetched FROM sized
+SELECT id, job, fetched::integer AS fetched FROM sized
 WHERE $7::bigint IS NULL OR bytes_before < $7
-ORDER BY seq DESC`;
+ORDER BY id DESC`;
 
 export const MAX_PAGE = 500;
 
@@ -76,7 +95,7 @@ export async function listJobs(db: Queryable, options: ListJobsOptions = {}): Pr
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
     throw new InvalidInputError(`limit must be an integer from 1 to ${MAX_PAGE}`, 'limit');
   }
-  const rows = await db.query<{ seq: string; job: Job; fetched: number }>({
+  const rows = await db.query<{ id: string; job: Job; fetched: number }>({
     name: 'skiplock_list_jobs',
     text: listJobsSql,
     params: [
@@ -93,15 +112,15 @@ export async function listJobs(db: Queryable, options: ListJobsOptions = {}): Pr
   const cutByBytes = rows.length < (rows[0]?.fetched ?? 0);
   return {
     jobs: page.map((row) => toJob(row.job)),
-    nextCursor: rows.length > limit || cutByBytes ? encodeCursor(page[page.length - 1]!.seq) : null,
+    nextCursor: rows.length > limit || cutByBytes ? encodeCursor(page[page.length - 1]!.id) : null,
   };
 }
 
-const MAX_BIGINT = 2n ** 63n - 1n;
-
-function encodeCursor(seq: string): string {
-  return btoa(`seq:${seq}`).replace(/=+$/, '');
+function encodeCursor(id: string): string {
+  return btoa(`id:${id}`).replace(/=+$/, '');
 }
+
+const CURSOR = /^id:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 function decodeCursor(cursor: string): string {
   let decoded: string;
@@ -110,21 +129,52 @@ function decodeCursor(cursor: string): string {
   } catch {
     throw new InvalidInputError('cursor is not one this API issued', 'cursor');
   }
-  const match = /^seq:(\d{1,19})$/.exec(decoded);
-  // A bigint holds at most 2^63 - 1: a larger number was never issued, and Postgres would refuse it.
-  if (!match || BigInt(match[1]!) > MAX_BIGINT) throw new InvalidInputError('cursor is not one this API issued', 'cursor');
+  const match = CURSOR.exec(decoded);
+  if (!match) throw new InvalidInputError('cursor is not one this API issued', 'cursor');
   return match[1]!;
 }
 
+/**
+ * A job's history, oldest first: the events stored for what its row cannot
+ * say, and those its row says (enqueued, each attempt's claim, completed).
+ * Every event that ends an attempt records when that attempt started, so
+ * the claims of earlier attempts are read from them; the row's own started_at
+ * is the last attempt's claim unless an event already ended that attempt.
+ */
 const jobEventsSql = /* sql */ `
-SELECT e.id::integer AS id, e.job_id AS "jobId", skiplock.iso(e.at) AS at, e.kind, e.attempt,
-       e.worker_id AS "workerId", e.detail
-FROM skiplock.job_events e
-WHERE e.job_id = $1
-  AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = $1 AND j.tenant = $2))
-ORDER BY e.id`;
+WITH job AS (
+  SELECT a.id, a.state, a.attempts, a.created_at, a.started_at, a.worker_id, a.finished_at
+  FROM skiplock.all_jobs a
+  WHERE a.id = $1 AND ($2::text IS NULL OR a.tenant = $2)
+),
+stored AS (
+  SELECT e.id, e.at, e.kind, e.attempt, e.worker_id, e.detail,
+         (e.detail->>'startedAt')::timestamptz AS attempt_started_at
+  FROM skiplock.job_events e JOIN job ON e.job_id = job.id
+),
+history AS (
+  SELECT NULL::bigint AS id, job.created_at AS at, 'enqueued' AS kind, 0 AS attempt, NULL AS worker_id, NULL::jsonb AS detail
+  FROM job
+  UNION ALL
+  SELECT NULL, s.attempt_started_at, 'claimed', s.attempt, s.worker_id, NULL
+  FROM stored s WHERE s.attempt_started_at IS NOT NULL
+  UNION ALL
+  SELECT NULL, job.started_at, 'claimed', job.attempts, job.worker_id, NULL
+  FROM job
+  WHERE job.started_at IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM stored s WHERE s.attempt_started_at = job.started_at)
+  UNION ALL
+  SELECT s.id, s.at, s.kind, s.attempt, s.worker_id, s.detail FROM stored s
+  UNION ALL
+  SELECT NULL, job.finished_at, 'completed', job.attempts, job.worker_id, NULL
+  FROM job WHERE job.state = 'succeeded'
+)
+SELECT h.id::integer AS id, $1::uuid AS "jobId", skiplock.iso(h.at) AS at, h.kind, h.attempt,
+       h.worker_id AS "workerId", h.detail
+FROM history h
+ORDER BY h.at, h.id NULLS FIRST`;
 
-/** A job's history, oldest first. */
+/** A job's history, oldest first; empty when there is no such job (in the caller's tenant). */
 export async function getJobEvents(db: Queryable, id: string, scope: TenantScope = {}): Promise<JobEvent[]> {
   return db.query<JobEvent>({
     name: 'skiplock_job_events',

@@ -9,33 +9,50 @@ import type { Job } from './types.js';
  * fails when its attempts are spent, or ends cancelled if that was asked.
  * Bounded and SKIP LOCKED, so overlapping reapers split the work.
  */
-const reclaimSql = /* sql */ `
-WITH abandoned AS MATERIALIZED (
-  SELECT id FROM skiplock.jobs
+const reclaimSql = /* sql */ `WITH abandoned AS MATERIALIZED (
+  SELECT id,
+         CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+              WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END AS next
+  FROM skiplock.jobs
   WHERE state = 'running'
     AND CASE WHEN $1::text IS NULL THEN lease_expires_at < now() ELSE worker_id = $1 END
   ORDER BY lease_expires_at
   LIMIT $2
   FOR UPDATE SKIP LOCKED
 ),
-reclaimed AS (
+requeued AS (
   UPDATE skiplock.jobs j
-  SET state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-                   WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
-      run_at = now(),
-      lease_token = NULL, lease_expires_at = NULL,
+  SET state = 'queued', run_at = now(), lease_token = NULL, lease_expires_at = NULL,
       last_error = jsonb_build_object('message', $3::text, 'workerId', j.worker_id, 'attempt', j.attempts)
-  FROM abandoned
-  WHERE j.id = abandoned.id
-  RETURNING j.id, j.attempts, j.worker_id, j.state, skiplock.job_json(j) AS job
+  FROM abandoned a
+  WHERE j.id = a.id AND a.next = 'queued'
+  RETURNING j.id, j.attempts, j.worker_id, j.started_at, 'queued' AS next, skiplock.job_json(j) AS job
+),
+ended AS (
+  DELETE FROM skiplock.jobs j
+  USING abandoned a
+  WHERE j.id = a.id AND a.next <> 'queued'
+  RETURNING j AS live, a.next
+),
+finished AS (
+  INSERT INTO skiplock.finished_jobs
+  SELECT (skiplock.as_finished(ended.live, ended.next, NULL,
+            jsonb_build_object('message', $3::text, 'workerId', (ended.live).worker_id,
+                               'attempt', (ended.live).attempts))).*
+  FROM ended
+  RETURNING finished_jobs.id, finished_jobs.attempts, finished_jobs.worker_id, finished_jobs.started_at,
+            finished_jobs.state AS next, skiplock.job_json(finished_jobs) AS job
+),
+ended_attempt AS (
+  SELECT * FROM requeued UNION ALL SELECT * FROM finished
 ),
 events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
   SELECT id, CASE WHEN $1::text IS NULL THEN 'lease_expired' ELSE 'released' END, attempts, worker_id,
-         jsonb_build_object('next', skiplock.job_status(state, now()))
-  FROM reclaimed
+         jsonb_build_object('next', next, 'startedAt', started_at)
+  FROM ended_attempt
 )
-SELECT job FROM reclaimed`;
+SELECT job FROM ended_attempt`;
 
 export interface ReclaimOptions {
   /** At most this many jobs per call; call again while it returns a full batch. */

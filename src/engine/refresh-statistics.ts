@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/types.js';
 
-/** Analyzes skiplock.jobs when its statistics are missing or stale (see migration 0006). */
+/** Analyzes skiplock.jobs when its statistics are missing or stale (skiplock.refresh_statistics). */
 const refreshStatisticsSql = /* sql */ `SELECT skiplock.refresh_statistics() AS refreshed`;
 
 /** True when it analyzed the jobs table. */

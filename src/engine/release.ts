@@ -14,31 +14,44 @@ export interface ReleaseOptions {
 }
 
 /** Hands claimed jobs back before they finished (one statement for any number). */
-const releaseSql = /* sql */ `
-WITH input AS (
+const releaseSql = /* sql */ `WITH input AS MATERIALIZED (
   SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, "leaseToken" uuid)
 ),
-released AS (
+handed_back AS (
   UPDATE skiplock.jobs j
-  SET state = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
-                   WHEN $2::float8 > 0 THEN 'scheduled' ELSE 'queued' END,
+  SET state = CASE WHEN $2::float8 > 0 THEN 'scheduled' ELSE 'queued' END,
       run_at = now() + make_interval(secs => $2::float8),
-      attempts = CASE WHEN $3::boolean THEN attempts ELSE attempts - 1 END,
+      attempts = CASE WHEN $3::boolean THEN j.attempts ELSE j.attempts - 1 END,
       lease_token = NULL, lease_expires_at = NULL
   FROM input
   -- By key, and the token alone proves the job runs (see complete.ts).
-  WHERE j.id = ANY(ARRAY(SELECT id FROM input))
-    AND j.id = input.id AND j.lease_token = input."leaseToken"
-  RETURNING j.id, j.attempts, j.worker_id, j.state,
-            CASE WHEN $4::boolean THEN skiplock.job_json(j) END AS job
+  WHERE j.id = input.id AND j.lease_token = input."leaseToken" AND j.cancel_requested_at IS NULL
+  RETURNING j.id, CASE WHEN $3::boolean THEN j.attempts ELSE j.attempts + 1 END AS attempt, j.worker_id,
+            j.started_at, 'released' AS kind, CASE WHEN $4::boolean THEN skiplock.job_json(j) END AS job
+),
+-- A job whose cancellation was asked for ends cancelled instead of waiting again.
+cancelled AS (
+  DELETE FROM skiplock.jobs j
+  USING input
+  WHERE j.id = input.id AND j.lease_token = input."leaseToken" AND j.cancel_requested_at IS NOT NULL
+  RETURNING j AS live
+),
+finished AS (
+  INSERT INTO skiplock.finished_jobs
+  SELECT (skiplock.as_finished(cancelled.live, 'cancelled', NULL, NULL)).* FROM cancelled
+  RETURNING finished_jobs.id, finished_jobs.attempts AS attempt, finished_jobs.worker_id, finished_jobs.started_at,
+            'cancelled' AS kind, CASE WHEN $4::boolean THEN skiplock.job_json(finished_jobs) END AS job
+),
+ended_attempt AS (
+  SELECT * FROM handed_back UNION ALL SELECT * FROM finished
 ),
 events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
-  SELECT id, CASE state WHEN 'cancelled' THEN 'cancelled' ELSE 'released' END, attempts, worker_id,
-         jsonb_build_object('delaySeconds', $2::float8, 'attemptCounted', $3::boolean)
-  FROM released
+  SELECT id, kind, attempt, worker_id,
+         jsonb_build_object('startedAt', started_at, 'delaySeconds', $2::float8, 'attemptCounted', $3::boolean)
+  FROM ended_attempt
 )
-SELECT id, job FROM released`;
+SELECT id, job FROM ended_attempt`;
 
 async function runReleases(db: Queryable, leases: readonly Lease[], options: ReleaseOptions, withJobs: boolean) {
   return db.query<{ id: string; job: Job | null }>({

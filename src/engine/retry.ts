@@ -9,23 +9,29 @@ export interface RetryResult {
 }
 
 /** Runs a failed, cancelled or expired job again, with a fresh set of attempts. */
-const retrySql = /* sql */ `
-WITH target AS (
-  SELECT id FROM skiplock.jobs WHERE id = $1 AND ($2::text IS NULL OR tenant = $2)
+const retrySql = /* sql */ `WITH gone AS (
+  DELETE FROM skiplock.finished_jobs f
+  WHERE f.id = $1 AND ($2::text IS NULL OR f.tenant = $2) AND f.state IN ('failed', 'cancelled', 'expired')
+  RETURNING f.*
 ),
-retried AS (
-  UPDATE skiplock.jobs j
-  SET state = 'queued', run_at = now(), attempts = 0, cancel_requested_at = NULL,
-      lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, result = NULL, expires_at = NULL
-  FROM target
-  WHERE j.id = target.id AND j.state IN ('failed', 'cancelled', 'expired')
+back AS (
+  INSERT INTO skiplock.jobs AS j
+    (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
+     backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
+     first_started_at, started_at, worker_id, payload, progress, last_error)
+  SELECT id, queue, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
+         backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
+         first_started_at, started_at, NULL, payload, progress, last_error
+  FROM gone
   RETURNING j.id, skiplock.job_json(j) AS job
 ),
 events AS (
-  INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, 'retried', 0 FROM retried
+  INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, 'retried', 0 FROM back
 )
-SELECT coalesce(r.job, skiplock.job_json(j)) AS job, r.id IS NOT NULL AS retried
-FROM target JOIN skiplock.jobs j ON j.id = target.id LEFT JOIN retried r ON r.id = target.id`;
+SELECT job, true AS retried FROM back
+UNION ALL
+SELECT skiplock.job_json(a), false FROM skiplock.all_jobs a
+WHERE a.id = $1 AND ($2::text IS NULL OR a.tenant = $2) AND NOT EXISTS (SELECT 1 FROM back)`;
 
 export async function retry(db: Queryable, id: string, scope: { tenant?: string } = {}): Promise<RetryResult | undefined> {
   const [row] = await db.query<RetryResult>({

@@ -110,11 +110,8 @@ new_tenants AS (
 ),
 enqueued AS (
   INSERT INTO skiplock.jobs (queue, type, tenant, payload, priority, run_at)
-  SELECT queue, type, tenant, payload, coalesce((options->>'priority')::integer, 0), last_run_at FROM advanced
+  SELECT queue, type, tenant, payload, coalesce((options->>'priority')::smallint, 0), last_run_at FROM advanced
   RETURNING id
-),
-events AS (
-  INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, 'enqueued', 0 FROM enqueued
 )
 SELECT count(*)::integer AS enqueued FROM enqueued`;
 

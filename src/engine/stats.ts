@@ -12,20 +12,19 @@ export interface QueueStatsRow {
 }
 
 /**
- * Counts per queue, tenant and status: what is waiting and running now (from
- * the partial indexes) and what finished in the last hour (throughput).
+ * Counts per queue, tenant and status: what is waiting and running now (the
+ * queue table) and what finished in the last hour (the history's newest
+ * days, found through its BRIN index on finished_at).
  */
-const queueStatsSql = /* sql */ `
-SELECT queue, tenant, skiplock.job_status(state, run_at) AS status, count(*)::integer AS count,
+const queueStatsSql = /* sql */ `SELECT queue, tenant, skiplock.job_status(state, run_at) AS status, count(*)::integer AS count,
        CASE WHEN skiplock.job_status(state, run_at) = 'queued'
             THEN extract(epoch FROM now() - min(run_at))::float8 END AS "oldestWaitSeconds"
 FROM skiplock.jobs
-WHERE state IN ('scheduled', 'queued', 'retrying', 'running')
 GROUP BY 1, 2, 3
 UNION ALL
 SELECT queue, tenant, state, count(*)::integer, NULL
-FROM skiplock.jobs
-WHERE state IN ('succeeded', 'failed', 'cancelled', 'expired') AND finished_at > now() - interval '1 hour'
+FROM skiplock.finished_jobs
+WHERE finished_at > now() - interval '1 hour'
 GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3`;
 

@@ -68,7 +68,8 @@ export type JobEventKind =
   | 'lease_expired';
 
 export interface JobEvent {
-  id: number;
+  /** The stored event's id; null for an event read from the job's row (enqueued, claimed, completed). */
+  id: number | null;
   jobId: string;
   at: string;
   kind: JobEventKind;

@@ -94,20 +94,18 @@ function toEnqueueInput(holder: KeyHolder, request: EnqueueRequest, job: Enqueue
   }
   return {
     ...input,
-    dedupKey: idempotencyDedupKey(tenant, request, index),
+    dedupKey: idempotencyDedupKey(request, index),
     dedupWindowSeconds: job.dedupWindowSeconds ?? IDEMPOTENCY_WINDOW_SECONDS,
   };
 }
 
 /**
- * The Idempotency-Key maps onto the engine's dedup key, in a namespace that
- * client dedup keys cannot enter, per tenant (the dedup index is per tenant
- * since migration 0008; the tenant stays in the key so that keys stored
- * before it still match), and per position in a batch (a retried batch gets
- * each of its jobs back).
- * JSON keeps the parts apart whatever characters they hold.
+ * The Idempotency-Key maps onto the engine's dedup key (which is per tenant
+ * and queue), in a namespace that client dedup keys cannot enter, and per
+ * position in a batch (a retried batch gets each of its jobs back). JSON
+ * keeps the parts apart whatever characters they hold.
  */
-function idempotencyDedupKey(tenant: string, request: EnqueueRequest, index: number): string {
-  const parts = request.batch ? [tenant, request.idempotencyKey, index] : [tenant, request.idempotencyKey];
+function idempotencyDedupKey(request: EnqueueRequest, index: number): string {
+  const parts = request.batch ? [request.idempotencyKey, index] : [request.idempotencyKey];
   return IDEMPOTENCY_DEDUP_PREFIX + JSON.stringify(parts);
 }

@@ -1,6 +1,6 @@
 import { HTTPException } from 'hono/http-exception';
 import { DatabaseError } from '../db/errors.js';
-import { InvalidInputError, StaleLeaseError } from '../engine/errors.js';
+import { InvalidInputError, STATE_TRANSITION_CONSTRAINTS, StaleLeaseError } from '../engine/errors.js';
 import { conflict, Problem, validationProblem } from './problem.js';
 
 /** Seconds a client should wait before retrying when the database is unreachable. */
@@ -53,7 +53,7 @@ function fromDatabaseError(error: DatabaseError): Problem | undefined {
   }
   const code = error.code ?? '';
   // The transition trigger: the job changed state under the request.
-  if (code === '23514' && error.constraint === 'job_transitions') {
+  if (code === '23514' && error.constraint !== undefined && STATE_TRANSITION_CONSTRAINTS.includes(error.constraint)) {
     return conflict('state-conflict', 'State conflict', 'the job changed state while this request ran: read it again');
   }
   // 22xxx data exceptions (bad dates, out-of-range numbers, invalid JSON text),

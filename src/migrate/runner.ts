@@ -17,6 +17,30 @@ export class MigrationError extends Error {
   override readonly name = 'MigrationError';
 }
 
+/**
+ * The database holds the schema of a skiplock from before its first release,
+ * whose migrations were since folded into one: no upgrade path leads from it.
+ */
+export class PreReleaseSchemaError extends MigrationError {
+  constructor(readonly migration: string) {
+    super(
+      `this database has skiplock's schema from before its first release (migration ${migration}), which cannot be ` +
+        'upgraded: drop that schema (DROP SCHEMA skiplock CASCADE, losing its jobs) and migrate again',
+    );
+  }
+}
+
+/** The migrations of the pre-release schema (folded into 0001_schema.sql). */
+const PRE_RELEASE_MIGRATIONS = new Set([
+  '0001_jobs.sql',
+  '0002_api_keys.sql',
+  '0003_job_notify.sql',
+  '0004_jit_off.sql',
+  '0005_lean_hot_path.sql',
+  '0006_refresh_statistics.sql',
+  '0007_claim_batch_function.sql',
+]);
+
 // Any fixed number works; it only has to be the same in every process that migrates.
 const MIGRATION_LOCK_KEY = 7_210_428_017;
 
@@ -66,6 +90,8 @@ export async function migrate(db: SessionDb, migrations: readonly Migration[]): 
 }
 
 function checkLedger(ledger: Map<string, string>, migrations: readonly Migration[]): void {
+  const retired = [...ledger.keys()].find((name) => PRE_RELEASE_MIGRATIONS.has(name));
+  if (retired !== undefined) throw new PreReleaseSchemaError(retired);
   const known = new Set(migrations.map((m) => m.name));
   for (const migration of migrations) {
     const recorded = ledger.get(migration.name);

@@ -45,9 +45,10 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     expect(peak).toBe(2);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect(runs.size).toBe(60);
-    // 60 jobs in claims of at most 25: three that find jobs, and one or two that find the queue empty.
+    // 60 jobs in claims of at most 25, the next sent once fewer than half a batch is left
+    // (so each takes about half a batch), and one or two that find the queue empty.
     expect(claims()).toBeGreaterThanOrEqual(3);
-    expect(claims()).toBeLessThanOrEqual(5);
+    expect(claims()).toBeLessThanOrEqual(8);
   });
 
   it('hands back unstarted a job that waited for a slot until half its lease ran out', async () => {

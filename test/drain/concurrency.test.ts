@@ -42,7 +42,7 @@ describe('what a drain claims and how many it runs at once', () => {
 
     expect(counts).toMatchObject({ claimed: 2, succeeded: 2 });
     const rows = await db.query<{ type: string; state: string; attempts: number }>({
-      text: 'SELECT type, state, attempts FROM skiplock.jobs ORDER BY seq',
+      text: 'SELECT type, state, attempts FROM skiplock.all_jobs ORDER BY id',
       params: [],
     });
     expect(rows).toEqual([

@@ -8,7 +8,9 @@ import {
   extendLease,
   getJob,
   getJobEvents,
-  pruneFinishedJobs,
+  fail,
+  maintainHistory,
+  pruneEvents,
   reapExpiredLeases,
   refreshStatistics,
   releaseLapsedDedupKeys,
@@ -81,36 +83,84 @@ describe('maintenance', () => {
     expect(await expireJobs(db)).toBe(0);
   });
 
-  it('frees a dedup key once its window has passed', async () => {
+  it('keeps a finished job\'s dedup key for its window, then frees it', async () => {
     const { db } = await open('pg');
     const { job } = await enqueue(db, { queue: 'q', dedupKey: 'k', dedupWindowSeconds: 60 });
     const [claimed] = await claimBatch(db, { max: 1, workerId: 'w' });
     await complete(db, claimed!);
+    expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({ deduplicated: true, job: { id: job.id } });
     expect(await releaseLapsedDedupKeys(db)).toBe(0);
-    await db.query({ text: "UPDATE skiplock.jobs SET finished_at = now() - interval '2 minutes' WHERE id = $1", params: [job.id] });
-    // The enqueue itself notices the lapsed window, before any sweep ran.
-    const fresh = await enqueue(db, { queue: 'q', dedupKey: 'k' });
+    const lapse = (id: string) =>
+      db.query({ text: "UPDATE skiplock.dedup_keys SET expires_at = now() - interval '1 second' WHERE job_id = $1", params: [id] });
+    await lapse(job.id);
+    // The enqueue itself takes over a lapsed key, before any sweep ran.
+    const fresh = await enqueue(db, { queue: 'q', dedupKey: 'k', dedupWindowSeconds: 60 });
     expect(fresh.deduplicated).toBe(false);
     expect(fresh.job.id).not.toBe(job.id);
-    expect((await getJob(db, job.id))!.dedupKey).toBeNull();
+    expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({ deduplicated: true, job: { id: fresh.job.id } });
+    // The sweep frees lapsed keys of jobs nobody enqueued again, and only those.
+    const [second] = await claimBatch(db, { max: 1, workerId: 'w' });
+    await complete(db, second!);
+    await lapse(fresh.job.id);
+    expect(await releaseLapsedDedupKeys(db)).toBe(1);
+    expect(await db.query({ text: 'SELECT 1 FROM skiplock.dedup_keys', params: [] })).toEqual([]);
   });
 
-  it('prunes finished jobs past retention in bounded batches, with their events, and nothing else', async () => {
+  it('drops the days of finished jobs past the retention, and nothing else', async () => {
     const { db } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 5 }, () => ({ queue: 'q' })));
-    const claimed = await claimBatch(db, { max: 3, workerId: 'w' });
-    for (const job of claimed) await complete(db, job);
-    await db.query({ text: "UPDATE skiplock.jobs SET finished_at = now() - interval '2 days' WHERE state = 'succeeded'", params: [] });
-    expect(await pruneFinishedJobs(db, { retentionSeconds: 86_400, limit: 2 })).toBe(2);
-    expect(await pruneFinishedJobs(db, { retentionSeconds: 86_400, limit: 2 })).toBe(1);
-    expect(await pruneFinishedJobs(db, { retentionSeconds: 86_400, limit: 2 })).toBe(0);
-    const [counts] = await db.query<{ jobs: number; orphan_events: number }>({
-      text: `SELECT (SELECT count(*)::integer FROM skiplock.jobs) AS jobs,
-                    (SELECT count(*)::integer FROM skiplock.job_events e
-                     WHERE NOT EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = e.job_id)) AS orphan_events`,
+    const finishOne = async (queue: string) => {
+      await enqueue(db, { queue });
+      const [claimed] = await claimBatch(db, { max: 1, workerId: 'w', queues: [queue] });
+      await complete(db, claimed!);
+      return claimed!.id;
+    };
+    const recent = await finishOne('q');
+    // A day long past, with a partition of its own, and a job that finished then.
+    const old = await finishOne('q');
+    await db.query({
+      text: `CREATE TABLE skiplock.finished_jobs_20200101 PARTITION OF skiplock.finished_jobs
+             FOR VALUES FROM ('2020-01-01 00:00+00') TO ('2020-01-02 00:00+00')`,
       params: [],
     });
-    expect(counts).toEqual({ jobs: 2, orphan_events: 0 });
+    await db.query({ text: "UPDATE skiplock.finished_jobs SET finished_at = '2020-01-01 12:00+00' WHERE id = $1", params: [old] });
+    // A job that finished two days ago, on a day without a partition: it waits in the default one.
+    const stray = await finishOne('q');
+    await db.query({ text: "UPDATE skiplock.finished_jobs SET finished_at = now() - interval '2 days' WHERE id = $1", params: [stray] });
+    const waiting = (await enqueue(db, { queue: 'waiting' })).job.id;
+
+    expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toEqual({ createdDays: 0, droppedDays: 1, deletedJobs: 1 });
+    expect(await getJob(db, old)).toBeUndefined();
+    expect(await getJob(db, stray)).toBeUndefined();
+    expect(await getJob(db, recent)).toMatchObject({ status: 'succeeded' });
+    expect(await getJob(db, waiting)).toMatchObject({ status: 'queued' });
+    const partitions = await db.query<{ name: string }>({
+      text: "SELECT relname AS name FROM pg_class WHERE relname LIKE 'finished\\_jobs\\_2%' ORDER BY 1",
+      params: [],
+    });
+    expect(partitions.map((p) => p.name)).not.toContain('finished_jobs_20200101');
+    // Today and the next two days exist, made by the migration or by this call.
+    const today = new Date().toISOString().slice(0, 10).replaceAll('-', '');
+    expect(partitions.map((p) => p.name)).toContain(`finished_jobs_${today}`);
+    expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toEqual({ createdDays: 0, droppedDays: 0, deletedJobs: 0 });
+  });
+
+  it('prunes events past the retention in bounded batches', async () => {
+    const { db } = await open('pg');
+    await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'q' })));
+    for (const job of await claimBatch(db, { max: 3, workerId: 'w' })) {
+      await fail(db, { ...job, error: { message: 'no' }, forGood: true });
+    }
+    await db.query({ text: "ALTER TABLE skiplock.job_events DISABLE TRIGGER job_events_append_only", params: [] });
+    await db.query({ text: "UPDATE skiplock.job_events SET at = now() - interval '2 days'", params: [] });
+    await db.query({ text: "ALTER TABLE skiplock.job_events ENABLE TRIGGER job_events_append_only", params: [] });
+    await enqueue(db, { queue: 'q' });
+    const [late] = await claimBatch(db, { max: 1, workerId: 'w' });
+    await fail(db, { ...late!, error: { message: 'later' }, forGood: true });
+    expect(await pruneEvents(db, { retentionSeconds: 86_400, limit: 2 })).toBe(2);
+    expect(await pruneEvents(db, { retentionSeconds: 86_400, limit: 2 })).toBe(1);
+    expect(await pruneEvents(db, { retentionSeconds: 86_400, limit: 2 })).toBe(0);
+    const left = await db.query<{ job_id: string }>({ text: 'SELECT job_id FROM skiplock.job_events', params: [] });
+    expect(left.map((e) => e.job_id)).toEqual([late!.id]);
   });
 
   it('analyzes the jobs table once it changed more than it holds, and not again until it does', async () => {

@@ -73,12 +73,12 @@ describe('scenario 2: Postgres stopped and started during drains and HTTP enqueu
     const acknowledged = answers.filter((answer) => answer.status === 201).map((answer) => answer.id!);
     const counts = await untilAllSucceeded(db, 90_000);
     const found = await db.query<{ id: string; state: string }>({
-      text: 'SELECT id, state FROM skiplock.jobs WHERE id = ANY($1::uuid[])',
+      text: 'SELECT id, state FROM skiplock.all_jobs WHERE id = ANY($1::uuid[])',
       params: [acknowledged],
     });
     const history = await runHistory(db);
     const [firstCompletion] = await db.query<{ atMs: number | null }>({
-      text: "SELECT extract(epoch FROM min(at))::float8 * 1000 AS \"atMs\" FROM skiplock.job_events WHERE kind = 'completed' AND at > to_timestamp($1 / 1000.0)",
+      text: "SELECT extract(epoch FROM min(finished_at))::float8 * 1000 AS \"atMs\" FROM skiplock.finished_jobs WHERE state = 'succeeded' AND finished_at > to_timestamp($1 / 1000.0)",
       params: [restartedAt],
     });
     await db.close();

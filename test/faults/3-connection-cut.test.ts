@@ -97,11 +97,11 @@ describe('scenario 3: the connection between workers and Postgres cut mid-claim 
 
     const history = await runHistory(setup);
     const notSucceeded = await setup.query<{ id: string }>({
-      text: "SELECT id FROM skiplock.jobs WHERE id = ANY($1::uuid[]) AND state <> 'succeeded'",
+      text: "SELECT id FROM skiplock.all_jobs WHERE id = ANY($1::uuid[]) AND state <> 'succeeded'",
       params: [[...acknowledged]],
     });
     const completedTwice = await setup.query<{ id: string }>({
-      text: "SELECT job_id AS id FROM skiplock.job_events WHERE kind = 'completed' GROUP BY job_id HAVING count(*) > 1",
+      text: "SELECT id FROM skiplock.finished_jobs WHERE state = 'succeeded' GROUP BY id HAVING count(*) > 1",
       params: [],
     });
     const reaped = history.runs.filter((run) => run.endedBy === 'lease_expired').length;

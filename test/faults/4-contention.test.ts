@@ -91,7 +91,7 @@ describe('scenario 4: 8 drains and 8 pull workers on limited tenants', () => {
     const ratedClaims = history.runs.filter((run) => run.tenant === 'rated').length;
     const states = await jobStates(db);
     const completedTwice = await db.query<{ id: string }>({
-      text: "SELECT job_id AS id FROM skiplock.job_events WHERE kind = 'completed' GROUP BY job_id HAVING count(*) > 1",
+      text: "SELECT id FROM skiplock.finished_jobs WHERE state = 'succeeded' GROUP BY id HAVING count(*) > 1",
       params: [],
     });
     const tenantsAboveFromIntervals = Object.entries(CONCURRENCY).filter(([tenant, limit]) => (intervalPeak.get(tenant) ?? 0) > limit);

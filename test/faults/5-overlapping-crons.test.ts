@@ -47,7 +47,7 @@ describe('scenario 5: overlapping Cron Triggers and duplicate deliveries of one 
 
     const history = await runHistory(db);
     const ticks = await db.query<{ runAt: string; jobs: number }>({
-      text: "SELECT run_at::text AS \"runAt\", count(*)::integer AS jobs FROM skiplock.jobs WHERE type = 'tick' GROUP BY run_at ORDER BY run_at",
+      text: "SELECT run_at::text AS \"runAt\", count(*)::integer AS jobs FROM skiplock.all_jobs WHERE type = 'tick' GROUP BY run_at ORDER BY run_at",
       params: [],
     });
     const ticksTwice = ticks.filter((row) => row.jobs > 1);

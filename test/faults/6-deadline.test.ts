@@ -28,7 +28,7 @@ describe('scenario 6: a drain whose budget ends while 5 jobs run', () => {
     const history = await runHistory(db);
     const released = history.runs.filter((run) => run.endedBy === 'released').length;
     const progress = await db.query<{ attempts: number; result: { sleptMs: number } }>({
-      text: 'SELECT attempts, result FROM skiplock.jobs',
+      text: 'SELECT attempts, result FROM skiplock.all_jobs',
       params: [],
     });
     await recordScenario({

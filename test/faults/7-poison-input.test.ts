@@ -40,8 +40,8 @@ describe('scenario 7: poison input', () => {
 
     const [poisonAfter, malformedAfter] = [await jobById(db, poison.id), await jobById(db, malformed.id)];
     const [ahead] = await db.query<{ completedBefore: number }>({
-      text: `SELECT count(*)::integer AS "completedBefore" FROM skiplock.job_events
-             WHERE kind = 'completed' AND at < (SELECT max(at) FROM skiplock.job_events WHERE job_id = $1 AND kind = 'failed')`,
+      text: `SELECT count(*)::integer AS "completedBefore" FROM skiplock.finished_jobs
+             WHERE state = 'succeeded' AND finished_at < (SELECT max(at) FROM skiplock.job_events WHERE job_id = $1 AND kind = 'failed')`,
       params: [poison.id],
     });
     const history = await runHistory(db);

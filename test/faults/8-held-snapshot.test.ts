@@ -21,7 +21,7 @@ const DRAINS = 2;
 
 async function completedSince(db: Queryable, sinceMs: number): Promise<number> {
   const [row] = await db.query<{ count: number }>({
-    text: "SELECT count(*)::integer AS count FROM skiplock.job_events WHERE kind = 'completed' AND at >= to_timestamp($1 / 1000.0)",
+    text: "SELECT count(*)::integer AS count FROM skiplock.finished_jobs WHERE state = 'succeeded' AND finished_at >= to_timestamp($1 / 1000.0)",
     params: [sinceMs],
   });
   return row!.count;

@@ -30,7 +30,7 @@ afterEach(() => {
 
 async function states(db: Db): Promise<Record<string, number>> {
   const rows = await db.query<{ state: string; count: number }>({
-    text: 'SELECT state, count(*)::integer AS count FROM skiplock.jobs GROUP BY state',
+    text: 'SELECT state, count(*)::integer AS count FROM skiplock.all_jobs GROUP BY state',
     params: [],
   });
   return Object.fromEntries(rows.map((row) => [row.state, row.count]));
@@ -60,7 +60,7 @@ describe('npm run work', () => {
     expect(after.failed).toBeUndefined();
     expect((after.succeeded ?? 0) + (after.queued ?? 0) + (after.scheduled ?? 0)).toBe(8);
     const [endless] = await db.query<{ state: string; attempts: number }>({
-      text: "SELECT state, attempts FROM skiplock.jobs WHERE payload = '{\"ms\": 60000}'",
+      text: "SELECT state, attempts FROM skiplock.all_jobs WHERE payload = '{\"ms\": 60000}'",
       params: [],
     });
     expect(endless).toEqual({ state: 'scheduled', attempts: 0 });

@@ -20,7 +20,7 @@ async function insertRunningJob(leaseEndsInSeconds: number): Promise<string> {
 
 async function stateOf(id: string): Promise<string | undefined> {
   const [row] = await httpDatabase(env).query<{ state: string }>({
-    text: 'SELECT state FROM skiplock.jobs WHERE id = $1',
+    text: 'SELECT state FROM skiplock.all_jobs WHERE id = $1',
     params: [id],
   });
   return row?.state;

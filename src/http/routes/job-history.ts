@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { getJobEvents, type JobEvent } from '../../engine/index.js';
+import { getJobEvents } from '../../engine/index.js';
 import { access } from '../auth/access.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
@@ -9,18 +9,6 @@ import { JobHistorySchema } from '../schemas/job-history.js';
 import { JobIdParamsSchema } from '../schemas/job.js';
 import { router } from '../validation.js';
 
-/**
- * A claim's event records its lease token; the history says that the claim
- * happened, not with which token, since the token is what lets a worker
- * complete or fail the job.
- */
-function withoutLeaseToken(event: JobEvent): JobEvent {
-  const { detail } = event;
-  if (typeof detail !== 'object' || detail === null || Array.isArray(detail) || !('leaseToken' in detail)) return event;
-  const { leaseToken: _token, ...rest } = detail;
-  return { ...event, detail: Object.keys(rest).length === 0 ? null : rest };
-}
-
 export function jobHistoryRoutes(deps: AppDeps) {
   const jobHistoryRoute = createRoute({
     method: 'get',
@@ -28,7 +16,9 @@ export function jobHistoryRoutes(deps: AppDeps) {
     operationId: 'getJobHistory',
     tags: ['jobs'],
     summary: "A job's events, oldest first",
-    description: 'Every change of the job: enqueued, claimed, lease extended, failed, completed, retried… Keys only: a status token does not open it.',
+    description:
+      "Every change of the job: enqueued, claimed, lease extended, failed, completed, retried… Those the job's own row " +
+      'records (enqueued, each claim, completed) have no event id. Keys only: a status token does not open it.',
     security: BEARER_SECURITY,
     middleware: access(deps, { scopes: ['read'] }),
     request: { params: JobIdParamsSchema },
@@ -37,8 +27,8 @@ export function jobHistoryRoutes(deps: AppDeps) {
 
   return router().openapi(jobHistoryRoute, async (c) => {
     const events = await getJobEvents(deps.database(c.env), c.req.valid('param').id, tenantScope(c.var.principal));
-    // Enqueueing writes the first event, so no events means no job this caller may see.
+    // Every job's history starts with its enqueue, so none means no job this caller may see.
     if (events.length === 0) throw jobNotFound();
-    return c.json({ events: events.map(withoutLeaseToken) }, 200);
+    return c.json({ events }, 200);
   });
 }

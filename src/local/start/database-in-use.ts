@@ -11,6 +11,8 @@ export interface DatabaseInUse {
   readonly target: DatabaseTarget;
   /** Where it is, for the banner. */
   readonly description: string;
+  /** The embedded server's data folder, as shown to the user; undefined for DATABASE_URL's. */
+  readonly dataDir?: string;
   /** Settles if the server exits while in use; never, for a server someone else runs. */
   readonly exited: Promise<void>;
   stop(): Promise<void>;
@@ -46,6 +48,7 @@ export async function startEmbeddedDatabase(dataDir: PostgresDataDir, passwordFi
   return {
     target: parseDatabaseUrl(url, 'the embedded Postgres URL'),
     description: `embedded Postgres on 127.0.0.1:${port}, data in ${shown}${dataDir.reason ? ` (${dataDir.reason})` : ''}`,
+    dataDir: shown,
     exited: waitUntilGone(pid, Infinity).then(() => {}),
     stop: () => server.stop(),
   };

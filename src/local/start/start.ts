@@ -5,6 +5,7 @@ import { anyFreePort } from '../ports.js';
 import { startScheduledTrigger } from '../scheduled-trigger.js';
 import { readCronTriggers } from '../wrangler-config.js';
 import { applyMigrations, describeMigrateResult } from '../../cli/apply-migrations.js';
+import { PreReleaseSchemaError, type MigrateResult } from '../../migrate/runner.js';
 import { banner } from './banner.js';
 import { choosePort } from './choose-port.js';
 import { externalDatabase, startEmbeddedDatabase, type DatabaseInUse } from './database-in-use.js';
@@ -65,7 +66,7 @@ async function startStack(
 
   const database = await startDatabase(config);
   running.add('Postgres', () => database.stop());
-  console.log(`migrations: ${describeMigrateResult(await applyMigrations(database.target))}`);
+  console.log(`migrations: ${describeMigrateResult(await migrateDatabase(database))}`);
 
   const { host, port } = database.target;
   const proxy = await startNeonProxy({ postgres: { host, port }, port: proxyPort });
@@ -114,6 +115,17 @@ async function startStack(
       database.exited.then(() => 'the embedded Postgres exited'),
     ]),
   };
+}
+
+/** The migrations; an embedded database made by a pre-release skiplock is to be thrown away, and the message says how. */
+async function migrateDatabase(database: DatabaseInUse): Promise<MigrateResult> {
+  return applyMigrations(database.target).catch((error: unknown) => {
+    if (!(error instanceof PreReleaseSchemaError) || database.dataDir === undefined) throw error;
+    throw new Error(
+      `the embedded Postgres in ${database.dataDir} has skiplock's schema from before its first release, which cannot be upgraded: ` +
+        `delete ${database.dataDir} (its jobs go with it) and npm start again`,
+    );
+  });
 }
 
 async function startDatabase(config: StartConfig): Promise<DatabaseInUse> {

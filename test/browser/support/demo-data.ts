@@ -63,14 +63,14 @@ async function finishJobs(db: Queryable, queue: DemoQueue): Promise<void> {
  * the state does not change, so the transition rules do not apply.
  */
 const spreadFinishTimesSql = /* sql */ `
-UPDATE skiplock.jobs
+UPDATE skiplock.finished_jobs
 SET finished_at = now() - ((random() + random() + random()) / 3 * 3500 + 30) * interval '1 second',
     started_at = NULL
 WHERE state IN ('succeeded', 'failed')`;
 
 const backdateWaitSql = /* sql */ `
 UPDATE skiplock.jobs SET run_at = now() - $2 * interval '1 minute'
-WHERE id = (SELECT id FROM skiplock.jobs WHERE queue = $1 AND state = 'queued' ORDER BY seq LIMIT 1)`;
+WHERE id = (SELECT id FROM skiplock.jobs WHERE queue = $1 AND state = 'queued' ORDER BY id LIMIT 1)`;
 
 async function fillQueue(db: Queryable, queue: DemoQueue): Promise<void> {
   for (const [index, job] of (await claimedJobs(db, queue, queue.running)).entries()) {

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../../src/db/types';
 
-/** One run of a job: from its claim to the event that ended it (Infinity: still running). */
+/** One run of a job: from its claim to what ended it (Infinity: still running). */
 export interface Run {
   jobId: string;
   tenant: string;
@@ -17,53 +17,38 @@ export interface RunHistory {
   runTwiceAtOnce: string[];
 }
 
-const RUN_ENDS = ['completed', 'released', 'failed', 'cancelled', 'lease_expired'];
-
 /**
- * Every claim and the event that ended it, per job, in time order. `at` is the
- * wall clock when the event row was written, and a job can only be claimed
- * again after the statement that ended its run committed, so in a correct
- * history each claim comes after the end of the run before it.
+ * Every run of every job: an attempt that ended with an event (failed,
+ * released, lease expired, cancelled), which records when it started, and
+ * the last attempt of a job that runs now or succeeded, from its row. Times
+ * are the wall clock when each statement wrote them, and a job can only be
+ * claimed again after the statement that ended its run committed, so in a
+ * correct history no run of a job starts before the one before it ended.
  */
-const eventsSql = /* sql */ `
-SELECT e.job_id AS "jobId", j.tenant, e.kind, e.worker_id AS "workerId",
-       extract(epoch FROM e.at)::float8 * 1000 AS "atMs"
+const runsSql = /* sql */ `
+SELECT a.id AS "jobId", a.tenant, e.worker_id AS "workerId", e.kind AS "endedBy",
+       extract(epoch FROM (e.detail->>'startedAt')::timestamptz)::float8 * 1000 AS "startMs",
+       extract(epoch FROM e.at)::float8 * 1000 AS "endMs"
 FROM skiplock.job_events e
-JOIN skiplock.jobs j ON j.id = e.job_id
-WHERE e.kind = 'claimed' OR e.kind = ANY($1::text[])
-ORDER BY e.job_id, e.at, e.id`;
-
-interface EventRow {
-  jobId: string;
-  tenant: string;
-  kind: string;
-  workerId: string | null;
-  atMs: number;
-}
+JOIN skiplock.all_jobs a ON a.id = e.job_id
+WHERE e.detail->>'startedAt' IS NOT NULL
+UNION ALL
+SELECT a.id, a.tenant, a.worker_id, CASE WHEN a.state = 'succeeded' THEN 'completed' END,
+       extract(epoch FROM a.started_at)::float8 * 1000,
+       CASE WHEN a.state = 'succeeded' THEN extract(epoch FROM a.finished_at)::float8 * 1000 ELSE 'Infinity' END
+FROM skiplock.all_jobs a
+WHERE a.state IN ('running', 'succeeded')
+  AND NOT EXISTS (SELECT 1 FROM skiplock.job_events e
+                  WHERE e.job_id = a.id AND (e.detail->>'startedAt')::timestamptz = a.started_at)
+ORDER BY 1, 5`;
 
 export async function runHistory(db: Queryable): Promise<RunHistory> {
-  const events = await db.query<EventRow>({ text: eventsSql, params: [RUN_ENDS] });
-  const runs: Run[] = [];
+  const runs = await db.query<Run>({ text: runsSql, params: [] });
   const twice = new Set<string>();
-  let open: Run | undefined;
-  for (const event of events) {
-    if (open !== undefined && open.jobId !== event.jobId) {
-      runs.push(open);
-      open = undefined;
-    }
-    if (event.kind === 'claimed') {
-      if (open !== undefined) {
-        twice.add(event.jobId);
-        runs.push(open);
-      }
-      const { jobId, tenant, workerId, atMs } = event;
-      open = { jobId, tenant, workerId, startMs: atMs, endMs: Number.POSITIVE_INFINITY, endedBy: null };
-    } else if (open !== undefined) {
-      runs.push({ ...open, endMs: event.atMs, endedBy: event.kind });
-      open = undefined;
-    }
-  }
-  if (open !== undefined) runs.push(open);
+  runs.forEach((run, i) => {
+    const before = runs[i - 1];
+    if (before?.jobId === run.jobId && run.startMs < before.endMs) twice.add(run.jobId);
+  });
   return { runs, runTwiceAtOnce: [...twice] };
 }
 
@@ -88,7 +73,7 @@ export function peakConcurrency(runs: readonly Run[]): Map<string, number> {
 /** Jobs per state, e.g. `{ succeeded: 980, running: 20 }`. */
 export async function jobStates(db: Queryable): Promise<Record<string, number>> {
   const rows = await db.query<{ state: string; count: number }>({
-    text: 'SELECT state, count(*)::integer AS count FROM skiplock.jobs GROUP BY state',
+    text: 'SELECT state, count(*)::integer AS count FROM skiplock.all_jobs GROUP BY state',
     params: [],
   });
   return Object.fromEntries(rows.map((row) => [row.state, row.count]));

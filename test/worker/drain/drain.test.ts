@@ -59,7 +59,7 @@ describe('drainOnce in workerd', () => {
       });
       await Promise.all([1, 2].map(() => drainOnce(db, registry, { budgetSeconds: 5, logger: quiet })));
       const [row] = await db.query<{ count: number }>({
-        text: 'SELECT count(*)::integer AS count FROM skiplock.jobs WHERE type = $1',
+        text: 'SELECT count(*)::integer AS count FROM skiplock.all_jobs WHERE type = $1',
         params: [type],
       });
       expect(row!.count).toBe(tick);

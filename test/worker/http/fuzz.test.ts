@@ -68,9 +68,10 @@ beforeAll(async () => {
       (
         await database.query<Record<string, string>>({
           text: /* sql */ `
-            SELECT (SELECT md5(coalesce(string_agg(j::text, '|' ORDER BY j.id), '')) FROM skiplock.jobs j) AS jobs,
+            SELECT (SELECT md5(coalesce(string_agg(j::text, '|' ORDER BY j.id), '')) FROM skiplock.all_jobs j) AS jobs,
                    (SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t.name), '')) FROM skiplock.tenants t) AS tenants,
                    (SELECT md5(coalesce(string_agg(k::text, '|' ORDER BY k.id), '')) FROM skiplock.api_keys k) AS keys,
+                   (SELECT md5(coalesce(string_agg(d::text, '|' ORDER BY d.job_id), '')) FROM skiplock.dedup_keys d) AS dedup_keys,
                    (SELECT count(*)::text FROM skiplock.job_events) AS events`,
           params: [],
         })

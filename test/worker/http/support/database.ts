@@ -27,7 +27,7 @@ export async function createOwnDatabase(label: string): Promise<string> {
 /** Counts a queue's jobs directly in the database. */
 export async function jobCount(queue: string): Promise<number> {
   const [row] = await sharedDatabase().query<{ count: number }>({
-    text: 'SELECT count(*)::integer AS count FROM skiplock.jobs WHERE queue = $1',
+    text: 'SELECT count(*)::integer AS count FROM skiplock.all_jobs WHERE queue = $1',
     params: [queue],
   });
   return row!.count;

@@ -1,0 +1,808 @@
+-- skiplock's schema.
+--
+-- Two tables hold the jobs. `skiplock.jobs` is the queue: jobs waiting or
+-- running, narrow and with only the indexes that claiming, counting running
+-- jobs and reaping need, so a claim stays cheap however long the history is.
+-- When a job finishes, the statement that finishes it moves its row to
+-- `skiplock.finished_jobs`, which is partitioned by day: retention drops whole
+-- days, so the history never needs vacuuming. `skiplock.all_jobs` shows both.
+--
+-- A job's row says what happened on the way through (created, claimed,
+-- started, finished, by which worker, after how many attempts);
+-- `skiplock.job_events` records only what the row cannot: failed attempts,
+-- lease expiries, hand-backs, heartbeats, cancellations and retries.
+
+CREATE SCHEMA IF NOT EXISTS skiplock;
+
+-- UUIDv7 (RFC 9562): unguessable (48 random bits) and in creation order, so
+-- a job's id is also its place in the lists, newest first. The first 48 bits
+-- are the Unix time in milliseconds and the next 12 the fraction of that
+-- millisecond (RFC 9562's method 3), so ids of one connection sort in the
+-- order they were made; `n` (14 bits, before the random ones) orders the ids
+-- one statement makes at one instant, such as a batch enqueue's jobs.
+-- Postgres 18's uuidv7() does the same from the one clock reading; this works
+-- from 13 on.
+CREATE FUNCTION skiplock.uuid_v7(at timestamptz, n integer DEFAULT 0) RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
+  SELECT encode(
+    substring(int8send(floor(extract(epoch FROM at) * 1000)::bigint) FROM 3)
+    || substring(int4send(28672 + (floor(extract(epoch FROM at) * 1000000)::bigint % 1000 * 4096 / 1000)::integer) FROM 3)
+    || substring(int4send(32768 + (n & 16383)) FROM 3)
+    || substring(uuid_send(gen_random_uuid()) FROM 11),
+    'hex')::uuid
+$$;
+
+-- ---------------------------------------------------------------------------
+-- The queue
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE skiplock.jobs (
+  -- Also the enqueue order (see skiplock.uuid_v7).
+  id                   uuid        PRIMARY KEY DEFAULT skiplock.uuid_v7(clock_timestamp()),
+  queue                text        NOT NULL,
+  type                 text        NOT NULL,
+  tenant               text        NOT NULL DEFAULT 'default',
+  -- Waiting (scheduled, queued, retrying) or running. The API shows a waiting
+  -- job as scheduled, queued or retrying by its run_at (skiplock.job_status).
+  state                text        NOT NULL DEFAULT 'queued',
+  priority             smallint    NOT NULL DEFAULT 0,
+  run_at               timestamptz NOT NULL DEFAULT now(),
+  attempts             smallint    NOT NULL DEFAULT 0,
+  max_attempts         smallint    NOT NULL DEFAULT 5,
+  -- The per-job timeout: how long one claim owns the job without a heartbeat.
+  lease_seconds        integer     NOT NULL DEFAULT 60,
+  backoff_base_seconds real        NOT NULL DEFAULT 1,
+  backoff_max_seconds  real        NOT NULL DEFAULT 3600,
+  expires_at           timestamptz,
+  dedup_key            text,
+  dedup_window_seconds integer     NOT NULL DEFAULT 0,
+  created_at           timestamptz NOT NULL DEFAULT now(),
+  first_started_at     timestamptz,
+  -- The current (or last) attempt: when its claim started it, and by whom.
+  started_at           timestamptz,
+  worker_id            text,
+  -- Fencing token: a new one per claim, present exactly while the job runs;
+  -- every change a worker makes must present it.
+  lease_token          uuid,
+  lease_expires_at     timestamptz,
+  cancel_requested_at  timestamptz,
+  payload              jsonb       NOT NULL DEFAULT 'null',
+  progress             jsonb,
+  -- The last failed attempt's error, kept while the job waits to retry.
+  last_error           jsonb,
+  CONSTRAINT jobs_state_live CHECK (state IN ('scheduled', 'queued', 'retrying', 'running')),
+  CONSTRAINT jobs_lease_while_running CHECK (
+    (state = 'running') = (lease_token IS NOT NULL)
+    AND (state <> 'running' OR lease_expires_at IS NOT NULL)),
+  CONSTRAINT jobs_priority_range CHECK (priority BETWEEN -1000 AND 1000),
+  CONSTRAINT jobs_attempts_range CHECK (max_attempts BETWEEN 1 AND 1000 AND attempts >= 0),
+  CONSTRAINT jobs_lease_range CHECK (lease_seconds BETWEEN 1 AND 86400),
+  CONSTRAINT jobs_names_length CHECK (
+    length(queue) BETWEEN 1 AND 128 AND length(type) BETWEEN 1 AND 128 AND length(tenant) BETWEEN 1 AND 128)
+-- Room on each page for a claimed row's new version next to its old one.
+) WITH (fillfactor = 80);
+
+-- Claiming: per tenant, in claim order. Covers only waiting rows.
+CREATE INDEX jobs_waiting_idx ON skiplock.jobs (tenant, priority DESC, run_at, id)
+  WHERE state IN ('scheduled', 'queued', 'retrying');
+-- Running jobs: counted per tenant (limits, fairness); expired leases (the reaper).
+CREATE INDEX jobs_running_idx ON skiplock.jobs (tenant, lease_expires_at) WHERE state = 'running';
+-- Jobs that must expire before they ever start.
+CREATE INDEX jobs_expiring_idx ON skiplock.jobs (expires_at)
+  WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'queued', 'retrying');
+
+-- Which changes of state a live job may make; finishing moves the row to
+-- finished_jobs instead. Waiting jobs only start; running ones end their
+-- attempt by waiting again (a retry, a hand-back, a reaped lease).
+CREATE FUNCTION skiplock.is_legal_transition(from_state text, to_state text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT (from_state, to_state) IN (
+    ('scheduled', 'running'), ('queued', 'running'), ('retrying', 'running'),
+    ('running', 'scheduled'), ('running', 'queued'), ('running', 'retrying'),
+    ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'))
+$$;
+
+CREATE FUNCTION skiplock.refuse_illegal_transition() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'illegal job state transition: % -> %', OLD.state, NEW.state
+    USING ERRCODE = 'check_violation', DETAIL = format('job %s', OLD.id), CONSTRAINT = TG_NAME;
+END
+$$;
+
+-- Whoever issues the UPDATE. A constraint trigger, so the error names a
+-- constraint that exists; its WHEN clause keeps legal updates (every claim
+-- and completion) from queueing anything.
+CREATE CONSTRAINT TRIGGER jobs_legal_transition
+  AFTER UPDATE OF state ON skiplock.jobs
+  FOR EACH ROW
+  WHEN (OLD.state IS DISTINCT FROM NEW.state AND NOT skiplock.is_legal_transition(OLD.state, NEW.state))
+  EXECUTE FUNCTION skiplock.refuse_illegal_transition();
+
+-- ---------------------------------------------------------------------------
+-- The history
+-- ---------------------------------------------------------------------------
+
+-- Every column of jobs, in the same order, then the outcome. Partitioned by
+-- the day the job finished (UTC); skiplock.maintain_finished_jobs() makes the
+-- days ahead and drops those past the retention. The default partition
+-- catches what finishes on a day not made yet, so no completion can fail.
+CREATE TABLE skiplock.finished_jobs (
+  id                   uuid        NOT NULL,
+  queue                text        NOT NULL,
+  type                 text        NOT NULL,
+  tenant               text        NOT NULL,
+  state                text        NOT NULL,
+  priority             smallint    NOT NULL,
+  run_at               timestamptz NOT NULL,
+  attempts             smallint    NOT NULL,
+  max_attempts         smallint    NOT NULL,
+  lease_seconds        integer     NOT NULL,
+  backoff_base_seconds real        NOT NULL,
+  backoff_max_seconds  real        NOT NULL,
+  expires_at           timestamptz,
+  dedup_key            text,
+  dedup_window_seconds integer     NOT NULL,
+  created_at           timestamptz NOT NULL,
+  first_started_at     timestamptz,
+  started_at           timestamptz,
+  worker_id            text,
+  lease_token          uuid,
+  lease_expires_at     timestamptz,
+  cancel_requested_at  timestamptz,
+  payload              jsonb       NOT NULL,
+  progress             jsonb,
+  last_error           jsonb,
+  finished_at          timestamptz NOT NULL,
+  result               jsonb,
+  CONSTRAINT finished_jobs_state_final CHECK (state IN ('succeeded', 'failed', 'cancelled', 'expired'))
+) PARTITION BY RANGE (finished_at);
+
+CREATE TABLE skiplock.finished_jobs_default PARTITION OF skiplock.finished_jobs DEFAULT;
+
+-- Lookups by id and lists newest first (ids are in creation order), and
+-- time windows (throughput): rows arrive in finish order, so a BRIN index
+-- serves those at almost no cost per row.
+CREATE INDEX finished_jobs_id_idx ON skiplock.finished_jobs (id);
+CREATE INDEX finished_jobs_finished_at_idx ON skiplock.finished_jobs USING brin (finished_at);
+
+-- A finished job's outcome is final; only a retry, which moves it back to
+-- the queue, runs it again.
+CREATE FUNCTION skiplock.refuse_finished_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'illegal job state transition: % -> %', OLD.state, NEW.state
+    USING ERRCODE = 'check_violation', DETAIL = format('job %s', OLD.id), HINT = 'retry the job instead',
+          CONSTRAINT = 'finished_jobs_state_final';
+END
+$$;
+
+CREATE TRIGGER finished_jobs_outcome_final
+  BEFORE UPDATE OF state ON skiplock.finished_jobs
+  FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
+  EXECUTE FUNCTION skiplock.refuse_finished_change();
+
+-- Makes the partitions of the next days and drops those whose whole day is
+-- older than the retention; deletes what the default partition holds past
+-- it. Partitions are DDL, so their names and bounds are written into the
+-- statements (they are dates this function computes, never input). Each
+-- change waits at most lock_timeout for its lock and is otherwise left for
+-- the next call, so a long reader never stalls the completions queued
+-- behind a waiting drop.
+CREATE FUNCTION skiplock.maintain_finished_jobs(retention interval, days_ahead integer DEFAULT 2)
+RETURNS TABLE (created integer, dropped integer, deleted integer)
+LANGUAGE plpgsql
+SET lock_timeout = '100ms'
+AS $$
+DECLARE
+  today date := (now() AT TIME ZONE 'UTC')::date;
+  day date;
+  partition_name text;
+  partition_day date;
+BEGIN
+  created := 0; dropped := 0; deleted := 0;
+  FOR day IN SELECT generate_series(today, today + days_ahead, interval '1 day')::date LOOP
+    partition_name := 'finished_jobs_' || to_char(day, 'YYYYMMDD');
+    CONTINUE WHEN to_regclass('skiplock.' || partition_name) IS NOT NULL;
+    -- Rows of that day already in the default partition keep the day there.
+    CONTINUE WHEN EXISTS (
+      SELECT 1 FROM skiplock.finished_jobs_default
+      WHERE finished_at >= day::timestamp AT TIME ZONE 'UTC' AND finished_at < (day + 1)::timestamp AT TIME ZONE 'UTC');
+    BEGIN
+      EXECUTE format('CREATE TABLE skiplock.%I PARTITION OF skiplock.finished_jobs FOR VALUES FROM (%L) TO (%L)',
+                     partition_name, day::timestamp AT TIME ZONE 'UTC', (day + 1)::timestamp AT TIME ZONE 'UTC');
+      created := created + 1;
+    EXCEPTION WHEN lock_not_available OR duplicate_table THEN
+      NULL;
+    END;
+  END LOOP;
+
+  FOR partition_name IN
+    SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'skiplock.finished_jobs'::regclass AND c.relname ~ '^finished_jobs_\d{8}$'
+    ORDER BY c.relname
+  LOOP
+    partition_day := to_date(substr(partition_name, 15), 'YYYYMMDD');
+    EXIT WHEN (partition_day + 1)::timestamp AT TIME ZONE 'UTC' > now() - retention;
+    BEGIN
+      EXECUTE format('DROP TABLE skiplock.%I', partition_name);
+      dropped := dropped + 1;
+    EXCEPTION WHEN lock_not_available THEN
+      NULL;
+    END;
+  END LOOP;
+
+  DELETE FROM skiplock.finished_jobs_default WHERE finished_at < now() - retention;
+  GET DIAGNOSTICS deleted = ROW_COUNT;
+  RETURN NEXT;
+END
+$$;
+
+SELECT skiplock.maintain_finished_jobs(interval '7 days');
+
+-- ---------------------------------------------------------------------------
+-- Jobs as the API shows them
+-- ---------------------------------------------------------------------------
+
+CREATE VIEW skiplock.all_jobs AS
+SELECT j.*, NULL::timestamptz AS finished_at, NULL::jsonb AS result FROM skiplock.jobs j
+UNION ALL
+SELECT f.* FROM skiplock.finished_jobs f;
+
+-- The status the API shows: waiting jobs are scheduled (run_at ahead),
+-- retrying (waiting out a backoff) or queued (ready now).
+CREATE FUNCTION skiplock.job_status(state text, run_at timestamptz) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT CASE
+    WHEN state IN ('scheduled', 'queued', 'retrying') AND run_at <= now() THEN 'queued'
+    WHEN state IN ('scheduled', 'queued') THEN 'scheduled'
+    ELSE state
+  END
+$$;
+
+CREATE FUNCTION skiplock.iso(ts timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+
+-- The job as the engine and the API show it (camelCase). row_to_json over a
+-- named row type is several times cheaper than jsonb_build_object; its
+-- timestamps come out as Postgres writes them in JSON, and the engine gives
+-- them the API's form (UTC, milliseconds, Z).
+CREATE TYPE skiplock.job_shape AS (
+  id                 uuid,
+  queue              text,
+  type               text,
+  tenant             text,
+  status             text,
+  priority           integer,
+  payload            jsonb,
+  attempts           integer,
+  "maxAttempts"      integer,
+  "leaseSeconds"     integer,
+  "runAt"            timestamptz,
+  "expiresAt"        timestamptz,
+  "dedupKey"         text,
+  "createdAt"        timestamptz,
+  "firstStartedAt"   timestamptz,
+  "startedAt"        timestamptz,
+  "finishedAt"       timestamptz,
+  "durationMs"       bigint,
+  "leaseExpiresAt"   timestamptz,
+  "workerId"         text,
+  "cancelRequested"  boolean,
+  progress           jsonb,
+  result             jsonb,
+  "lastError"        jsonb
+);
+
+-- One expression, so the planner inlines it into each statement.
+CREATE FUNCTION skiplock.job_json(j skiplock.all_jobs) RETURNS json
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT row_to_json(ROW(
+    j.id, j.queue, j.type, j.tenant, skiplock.job_status(j.state, j.run_at), j.priority,
+    j.payload, j.attempts, j.max_attempts, j.lease_seconds, j.run_at, j.expires_at, j.dedup_key,
+    j.created_at, j.first_started_at, j.started_at, j.finished_at,
+    (extract(epoch FROM j.finished_at - j.started_at) * 1000)::bigint,
+    j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
+    j.progress, j.result, j.last_error)::skiplock.job_shape)
+$$;
+
+-- The same for a row of either table.
+CREATE FUNCTION skiplock.job_json(j skiplock.jobs) RETURNS json
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT skiplock.job_json(ROW(j.*, NULL, NULL)::skiplock.all_jobs)
+$$;
+
+CREATE FUNCTION skiplock.job_json(f skiplock.finished_jobs) RETURNS json
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT skiplock.job_json(ROW(f.*)::skiplock.all_jobs)
+$$;
+
+-- How a live job becomes a finished one: the one definition every statement
+-- that finishes jobs inserts (complete, fail, cancel, expire, reap). The
+-- lease ends with the run. An expression the planner inlines, so taking it
+-- apart again with (...).* costs nothing per column.
+CREATE FUNCTION skiplock.as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb)
+RETURNS skiplock.finished_jobs
+LANGUAGE sql VOLATILE AS $$
+  SELECT ROW(
+    j.id, j.queue, j.type, j.tenant, outcome, j.priority, j.run_at, j.attempts, j.max_attempts,
+    j.lease_seconds, j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key,
+    j.dedup_window_seconds, j.created_at, j.first_started_at, j.started_at, j.worker_id,
+    NULL, NULL, j.cancel_requested_at, j.payload, j.progress, coalesce(error, j.last_error),
+    clock_timestamp(), outcome_result)::skiplock.finished_jobs
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Deduplication
+-- ---------------------------------------------------------------------------
+
+-- The dedup keys in force, per tenant and queue: a live job's key, and a
+-- finished job's for its dedup window. A table of its own, with a unique
+-- key, so concurrent enqueues cannot both win, and so a key outlives its
+-- job's move to the history.
+CREATE TABLE skiplock.dedup_keys (
+  tenant     text        NOT NULL,
+  queue      text        NOT NULL,
+  dedup_key  text        NOT NULL,
+  job_id     uuid        NOT NULL,
+  -- Null while the job is live; once it finished, when its key stops matching.
+  expires_at timestamptz,
+  PRIMARY KEY (tenant, queue, dedup_key)
+);
+CREATE INDEX dedup_keys_expiring_idx ON skiplock.dedup_keys (expires_at) WHERE expires_at IS NOT NULL;
+
+-- A job that finishes frees its key, or keeps it for its dedup window.
+-- Whoever moves the job to the history; only rows with a key run it.
+CREATE FUNCTION skiplock.on_keyed_job_finished() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.dedup_window_seconds > 0 THEN
+    UPDATE skiplock.dedup_keys
+    SET expires_at = NEW.finished_at + make_interval(secs => NEW.dedup_window_seconds)
+    WHERE (tenant, queue, dedup_key) = (NEW.tenant, NEW.queue, NEW.dedup_key) AND job_id = NEW.id;
+  ELSE
+    DELETE FROM skiplock.dedup_keys
+    WHERE (tenant, queue, dedup_key) = (NEW.tenant, NEW.queue, NEW.dedup_key) AND job_id = NEW.id;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER finished_jobs_release_dedup_key
+  AFTER INSERT ON skiplock.finished_jobs
+  FOR EACH ROW WHEN (NEW.dedup_key IS NOT NULL)
+  EXECUTE FUNCTION skiplock.on_keyed_job_finished();
+
+-- ---------------------------------------------------------------------------
+-- Events: what a job's row cannot say
+-- ---------------------------------------------------------------------------
+
+-- Append-only. No foreign key, so appending stays one cheap insert.
+CREATE TABLE skiplock.job_events (
+  id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  job_id    uuid        NOT NULL,
+  -- The wall clock when the row is written, not the transaction's start: a
+  -- statement's start can precede the commit it waited to see.
+  at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+  kind      text        NOT NULL,
+  attempt   integer     NOT NULL,
+  worker_id text,
+  detail    jsonb,
+  CONSTRAINT job_events_kind_known CHECK (kind IN
+    ('lease_extended', 'failed', 'retried', 'released', 'cancel_requested', 'cancelled', 'expired',
+     'lease_expired'))
+);
+CREATE INDEX job_events_job_idx ON skiplock.job_events (job_id, id);
+CREATE INDEX job_events_at_idx ON skiplock.job_events USING brin (at);
+
+CREATE FUNCTION skiplock.refuse_event_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'skiplock.job_events is append-only' USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+CREATE TRIGGER job_events_append_only
+  BEFORE UPDATE ON skiplock.job_events
+  FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();
+
+-- ---------------------------------------------------------------------------
+-- Tenants
+-- ---------------------------------------------------------------------------
+
+-- Tenant settings and the claim bookkeeping that enforces them. A row is made
+-- when a tenant first enqueues; has_settings says whether its own limits
+-- apply or the defaults do.
+CREATE TABLE skiplock.tenants (
+  name              text        PRIMARY KEY,
+  has_settings      boolean     NOT NULL DEFAULT false,
+  concurrency       integer     CHECK (concurrency >= 0),
+  rate_count        integer     CHECK (rate_count >= 0),
+  rate_per_seconds  integer     CHECK (rate_per_seconds >= 1),
+  weight            integer     NOT NULL DEFAULT 1 CHECK (weight BETWEEN 1 AND 1000),
+  -- Bumped by every claim that takes jobs of a limited tenant: a claimer whose
+  -- snapshot predates the bump knows its count of running jobs is stale.
+  claim_seq         bigint      NOT NULL DEFAULT 0,
+  window_started_at timestamptz,
+  window_claims     integer     NOT NULL DEFAULT 0,
+  updated_at        timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT tenants_rate_pair CHECK ((rate_count IS NULL) = (rate_per_seconds IS NULL))
+);
+
+-- Settings for tenants without their own. One row.
+CREATE TABLE skiplock.tenant_defaults (
+  singleton        boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  concurrency      integer CHECK (concurrency >= 0),
+  rate_count       integer CHECK (rate_count >= 0),
+  rate_per_seconds integer CHECK (rate_per_seconds >= 1),
+  weight           integer NOT NULL DEFAULT 1 CHECK (weight BETWEEN 1 AND 1000),
+  CONSTRAINT tenant_defaults_rate_pair CHECK ((rate_count IS NULL) = (rate_per_seconds IS NULL))
+);
+INSERT INTO skiplock.tenant_defaults DEFAULT VALUES;
+
+-- The limits in force for each tenant: its own settings, or the defaults.
+CREATE VIEW skiplock.tenant_limits AS
+SELECT t.name, t.has_settings AS custom, t.claim_seq,
+       CASE WHEN t.has_settings THEN t.concurrency ELSE d.concurrency END AS concurrency,
+       CASE WHEN t.has_settings THEN t.rate_count ELSE d.rate_count END AS rate_count,
+       CASE WHEN t.has_settings THEN t.rate_per_seconds ELSE d.rate_per_seconds END AS rate_per_seconds,
+       CASE WHEN t.has_settings THEN t.weight ELSE d.weight END AS weight
+FROM skiplock.tenants t CROSS JOIN skiplock.tenant_defaults d;
+
+-- Autovacuum never analyzes a table as small as tenant_defaults, and without
+-- statistics the planner takes each of these for a thousand rows, which
+-- tips every claim towards planning afresh instead of its kept plan.
+ANALYZE skiplock.tenant_defaults;
+ANALYZE skiplock.tenants;
+
+-- ---------------------------------------------------------------------------
+-- Claiming
+-- ---------------------------------------------------------------------------
+
+-- A claimed job as a worker receives it: what the job row holds, in
+-- columns (each driver reads these for a fraction of what building JSON
+-- costs), camelCase so a row needs no mapping, timestamps in JSON's form
+-- (ISO 8601, whatever the session's DateStyle). What every claimed job
+-- shares (status running, the claiming worker) the caller knows.
+CREATE TYPE skiplock.claimed_job AS (
+  id                 uuid,
+  queue              text,
+  type               text,
+  tenant             text,
+  priority           integer,
+  payload            jsonb,
+  attempts           integer,
+  "maxAttempts"      integer,
+  "leaseSeconds"     integer,
+  "leaseToken"       uuid,
+  "leaseExpiresAt"   json,
+  "runAt"            json,
+  "expiresAt"        json,
+  "dedupKey"         text,
+  "createdAt"        json,
+  "firstStartedAt"   json,
+  "startedAt"        json,
+  progress           jsonb,
+  "lastError"        jsonb
+);
+
+CREATE FUNCTION skiplock.claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT ROW(
+    j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
+    j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
+    to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error)::skiplock.claimed_job
+$$;
+
+-- Claims up to max_jobs ready jobs, fairly across tenants and within every
+-- tenant's limits; each with the fencing token its worker must present.
+--
+-- A function, so its plans are made once per connection and kept, whichever
+-- driver calls it (planning costs more than running a small claim, and
+-- Postgres would keep planning a prepared statement afresh when its
+-- estimates favour it). Its statements are written to read the indexes in
+-- order, and the settings below keep them so whatever the statistics say:
+-- on a table not analyzed yet the planner takes the backlog for a few dozen
+-- rows and would sort all of it (seconds on a deep queue) to find the first
+-- job. jit is off: on a deep backlog the planner judges the statements
+-- expensive enough to compile, which takes seconds too.
+--
+-- lease_seconds: null for each job's own; job_types, queues: null for all;
+-- only_tenant: null for all (a tenant-bound pull worker gives its own).
+CREATE FUNCTION skiplock.claim_batch(
+  max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text)
+RETURNS SETOF skiplock.claimed_job
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+  first_tenant text;
+  second_tenant text;
+  -- The claim's fencing token, shared by the jobs it takes: a job's next
+  -- claim gets another, and that is all fencing needs.
+  token uuid := gen_random_uuid();
+BEGIN
+  -- The first tenant with waiting jobs, in index order: one probe. None
+  -- waiting is the idle case, and it ends here.
+  SELECT j.tenant INTO first_tenant FROM skiplock.jobs j
+  WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
+  ORDER BY j.tenant, j.priority DESC, j.run_at, j.id
+  LIMIT 1;
+  IF first_tenant IS NULL THEN
+    RETURN;
+  END IF;
+
+  -- The next tenant with waiting jobs, probed the same way (ordered by the
+  -- whole index key, so the kept plan reads the index whatever the
+  -- statistics say).
+  IF only_tenant IS NULL THEN
+    SELECT j.tenant INTO second_tenant FROM skiplock.jobs j
+    WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > first_tenant
+    ORDER BY j.tenant, j.priority DESC, j.run_at, j.id
+    LIMIT 1;
+  END IF;
+
+  -- One tenant waiting, without limits: nothing to share or count, so a
+  -- plain SKIP LOCKED claim of its first jobs in claim order.
+  IF second_tenant IS NULL
+     AND NOT EXISTS (SELECT 1 FROM skiplock.tenant_limits t
+                     WHERE t.name = first_tenant AND (t.concurrency IS NOT NULL OR t.rate_count IS NOT NULL))
+  THEN
+    RETURN QUERY
+    WITH picked AS MATERIALIZED (
+      SELECT j.ctid FROM skiplock.jobs j
+      WHERE j.tenant = first_tenant
+        AND j.state IN ('scheduled', 'queued', 'retrying')
+        AND j.run_at <= now()
+        AND (j.expires_at IS NULL OR j.expires_at > now())
+        AND (job_types IS NULL OR j.type = ANY(job_types))
+        AND (queues IS NULL OR j.queue = ANY(queues))
+      ORDER BY j.priority DESC, j.run_at, j.id
+      LIMIT max_jobs
+      -- Materialized with its LIMIT: an UPDATE ... WHERE id IN (SELECT ...
+      -- LIMIT n FOR UPDATE SKIP LOCKED) may re-run the subquery and take more.
+      FOR UPDATE SKIP LOCKED
+    ),
+    claimed AS (
+      UPDATE skiplock.jobs j
+      SET state = 'running', attempts = j.attempts + 1, worker_id = worker,
+          lease_token = token,
+          lease_expires_at = now() + make_interval(secs => coalesce(claim_batch.lease_seconds, j.lease_seconds)),
+          started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
+          cancel_requested_at = NULL
+      -- By the row's address: each is locked, so it stays where the lock found
+      -- it, and no index is searched again.
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM picked))
+      RETURNING j.priority, j.run_at, j.id, skiplock.claimed_job(j) AS job
+    )
+    SELECT (claimed.job).* FROM claimed
+    ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+    RETURN;
+  END IF;
+
+  -- Several tenants, or limits to keep:
+  -- 1. `waiting_tenants` walks the waiting index one tenant at a time (a loose
+  --    index scan), so its cost follows the number of tenants with work, not
+  --    the depth of the backlog. Its steps test only what the index holds and
+  --    order by its whole key, which keeps the plan an ordered index scan
+  --    whatever the statistics say.
+  -- 2. `tenant_load` keeps the tenants with a job this claim could take
+  --    (ready, unexpired, of the asked types and queues), since the LIMITs
+  --    below keep max_jobs tenants and must not spend them on tenants with
+  --    nothing to give; it adds each one's limits and running jobs.
+  -- 3. `limited` locks the tenants with a concurrency or rate limit (SKIP
+  --    LOCKED, in fairness order) and keeps those no other claim took jobs of
+  --    since this statement's snapshot (claim_seq unchanged). The running
+  --    count comes from that snapshot; with the lock held and claim_seq
+  --    unchanged it cannot be low, so a limit holds however many claimers
+  --    run. Unlimited tenants take no lock.
+  -- 4. `picked` takes, per tenant, its first jobs in claim order, as many as
+  --    it may start; `chosen` orders them by (running + rank) / weight:
+  --    weighted max-min fairness over running slots (a weight-3 tenant gets
+  --    three turns per round), ties drawn at random so equal tenants take
+  --    turns across claims too, LIMIT max_jobs, materialized once.
+  -- 5. `locked` locks the chosen rows (SKIP LOCKED, state checked again),
+  --    `claimed` starts them, `served` books the claim on limited tenants.
+  RETURN QUERY
+  WITH RECURSIVE waiting_tenants(tenant) AS (
+    (SELECT j.tenant FROM skiplock.jobs j
+     WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
+     ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.tenant FROM skiplock.jobs j
+            WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > w.tenant
+              AND (only_tenant IS NULL OR j.tenant = only_tenant)
+            ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
+    FROM waiting_tenants w WHERE w.tenant IS NOT NULL
+  ),
+  tenant_load AS MATERIALIZED (
+    SELECT w.tenant, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
+           (SELECT count(*) FROM skiplock.jobs r WHERE r.tenant = w.tenant AND r.state = 'running') AS running,
+           random() AS tiebreak
+    FROM waiting_tenants w
+    JOIN skiplock.tenant_limits t ON t.name = w.tenant
+    WHERE EXISTS (
+      SELECT 1 FROM skiplock.jobs j
+      WHERE j.tenant = w.tenant AND j.state IN ('scheduled', 'queued', 'retrying')
+        AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
+        AND (job_types IS NULL OR j.type = ANY(job_types)) AND (queues IS NULL OR j.queue = ANY(queues)))
+  ),
+  limited AS MATERIALIZED (
+    SELECT t.name, t.claim_seq, t.window_started_at, t.window_claims
+    FROM skiplock.tenants t
+    JOIN tenant_load l ON l.tenant = t.name
+    WHERE (l.concurrency IS NOT NULL OR l.rate_count IS NOT NULL)
+      AND (l.concurrency IS NULL OR l.running < l.concurrency)
+    ORDER BY l.running::float8 / l.weight, l.tiebreak
+    LIMIT max_jobs
+    FOR UPDATE OF t SKIP LOCKED
+  ),
+  capacity AS MATERIALIZED (
+    SELECT l.tenant, l.weight, l.running, l.tiebreak,
+           least(max_jobs,
+                 coalesce(l.concurrency - l.running, max_jobs),
+                 coalesce(l.rate_count - CASE
+                   WHEN m.window_started_at > now() - make_interval(secs => l.rate_per_seconds)
+                   THEN m.window_claims ELSE 0 END, max_jobs)) AS free
+    FROM tenant_load l
+    LEFT JOIN limited m ON m.name = l.tenant
+    WHERE (l.concurrency IS NULL AND l.rate_count IS NULL)
+       OR m.claim_seq = l.claim_seq
+    ORDER BY l.running::float8 / l.weight, l.tiebreak
+    LIMIT max_jobs
+  ),
+  picked AS MATERIALIZED (
+    SELECT p.id, c.tenant, (c.running + p.rank)::float8 / c.weight AS turn, c.tiebreak, p.rank
+    FROM capacity c
+    CROSS JOIN LATERAL (
+      SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS rank
+      FROM skiplock.jobs j
+      WHERE j.tenant = c.tenant
+        AND j.state IN ('scheduled', 'queued', 'retrying')
+        AND j.run_at <= now()
+        AND (j.expires_at IS NULL OR j.expires_at > now())
+        AND (job_types IS NULL OR j.type = ANY(job_types))
+        AND (queues IS NULL OR j.queue = ANY(queues))
+      ORDER BY j.priority DESC, j.run_at, j.id
+      LIMIT c.free
+    ) p
+    WHERE c.free > 0
+  ),
+  chosen AS MATERIALIZED (
+    SELECT id, row_number() OVER (ORDER BY turn, tiebreak, rank) AS position
+    FROM picked ORDER BY turn, tiebreak, rank LIMIT max_jobs
+  ),
+  locked AS MATERIALIZED (
+    -- One lookup by key per chosen job: a semi-join, or a list of keys beside
+    -- the state condition, lets the planner read the whole waiting index.
+    SELECT l.ctid FROM chosen CROSS JOIN LATERAL (
+      SELECT j.ctid FROM skiplock.jobs j
+      WHERE j.id = chosen.id AND j.state IN ('scheduled', 'queued', 'retrying')
+      FOR UPDATE SKIP LOCKED
+    ) l
+  ),
+  claimed AS (
+    UPDATE skiplock.jobs j
+    SET state = 'running', attempts = j.attempts + 1, worker_id = worker,
+        lease_token = token,
+        lease_expires_at = now() + make_interval(secs => coalesce(claim_batch.lease_seconds, j.lease_seconds)),
+        started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
+        cancel_requested_at = NULL
+    WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM locked))
+    RETURNING j.id, j.tenant, skiplock.claimed_job(j) AS job
+  ),
+  served AS (
+    UPDATE skiplock.tenants t
+    SET claim_seq = t.claim_seq + 1,
+        window_started_at = CASE WHEN l.rate_count IS NULL THEN t.window_started_at
+          WHEN t.window_started_at > now() - make_interval(secs => l.rate_per_seconds) THEN t.window_started_at
+          ELSE now() END,
+        window_claims = CASE WHEN l.rate_count IS NULL THEN 0
+          WHEN t.window_started_at > now() - make_interval(secs => l.rate_per_seconds) THEN t.window_claims + n.claims
+          ELSE n.claims END
+    FROM (SELECT tenant, count(*)::integer AS claims FROM claimed GROUP BY tenant) n
+    JOIN tenant_load l ON l.tenant = n.tenant
+    WHERE t.name = n.tenant AND t.name IN (SELECT name FROM limited)
+  )
+  SELECT (claimed.job).* FROM claimed JOIN chosen USING (id) ORDER BY chosen.position;
+END
+$$;
+
+-- The claim's plan rests on the statistics of skiplock.jobs, and a queue
+-- table changes wholesale faster than autovacuum looks. Without them, on a
+-- fresh table of 100,000 waiting jobs, the planner sorts every waiting job
+-- on each claim instead of reading the waiting index in order. Housekeeping
+-- calls this: it analyzes the table when it was never analyzed yet holds
+-- more than a few pages, or has seen more changes than it holds rows since
+-- its last analysis; it skips the table while another analysis runs, and
+-- where the role may not analyze it (not the owner).
+CREATE FUNCTION skiplock.refresh_statistics() RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  stale boolean;
+BEGIN
+  SELECT ((c.reltuples < 0 AND pg_relation_size(c.oid) > 16 * current_setting('block_size')::bigint)
+          OR s.n_mod_since_analyze > greatest(1000, c.reltuples))
+         AND pg_has_role(c.relowner, 'USAGE')
+    INTO stale
+    FROM pg_stat_user_tables s
+    JOIN pg_class c ON c.oid = s.relid
+   WHERE s.relid = 'skiplock.jobs'::regclass;
+  IF stale THEN
+    ANALYZE (SKIP_LOCKED) skiplock.jobs;
+  END IF;
+  RETURN coalesce(stale, false);
+END
+$$;
+
+-- Wake-ups for workers that LISTEN (the Node worker): every statement that
+-- inserts jobs sends one NOTIFY on channel `skiplock_jobs`. Once per
+-- statement, not per row: NOTIFY takes a global lock at commit, and
+-- Postgres folds a transaction's identical notifications into one. Jobs that
+-- become ready later (delays, retries, hand-backs) are found by polling.
+CREATE FUNCTION skiplock.notify_jobs_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('skiplock_jobs', '');
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_notify_inserted
+  AFTER INSERT ON skiplock.jobs
+  FOR EACH STATEMENT EXECUTE FUNCTION skiplock.notify_jobs_inserted();
+
+-- ---------------------------------------------------------------------------
+-- Periodic jobs
+-- ---------------------------------------------------------------------------
+
+-- next_run_at moves forward by compare-and-set, so two drains that overlap
+-- enqueue each tick once.
+CREATE TABLE skiplock.schedules (
+  name        text        PRIMARY KEY,
+  cron        text        NOT NULL,
+  timezone    text        NOT NULL DEFAULT 'UTC',
+  queue       text        NOT NULL,
+  type        text        NOT NULL,
+  tenant      text        NOT NULL DEFAULT 'default',
+  payload     jsonb       NOT NULL DEFAULT 'null',
+  options     jsonb       NOT NULL DEFAULT '{}',
+  next_run_at timestamptz NOT NULL,
+  last_run_at timestamptz,
+  enabled     boolean     NOT NULL DEFAULT true,
+  created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- ---------------------------------------------------------------------------
+-- API keys
+-- ---------------------------------------------------------------------------
+
+-- Only the SHA-256 of a key's secret is stored: the secret is shown once,
+-- when the key is made. A key is found by the hash of the secret a request
+-- presents, so the database compares hashes, never secrets. Revoking keeps
+-- the row, so the list of keys stays an audit trail.
+CREATE TABLE skiplock.api_keys (
+  id            uuid        PRIMARY KEY DEFAULT skiplock.uuid_v7(clock_timestamp()),
+  name          text        NOT NULL,
+  -- Lowercase hex SHA-256 of the whole secret.
+  secret_sha256 text        NOT NULL UNIQUE,
+  -- The start of the secret, kept so people can tell their keys apart.
+  secret_prefix text        NOT NULL,
+  scopes        text[]      NOT NULL,
+  -- A tenant-bound key sees and touches only this tenant's jobs.
+  tenant        text,
+  created_at    timestamptz NOT NULL DEFAULT now(),
+  revoked_at    timestamptz,
+  CONSTRAINT api_keys_name_length CHECK (length(name) BETWEEN 1 AND 128),
+  CONSTRAINT api_keys_hash_format CHECK (secret_sha256 ~ '^[0-9a-f]{64}$'),
+  CONSTRAINT api_keys_scopes_known CHECK (
+    cardinality(scopes) >= 1 AND scopes <@ ARRAY['admin', 'enqueue', 'read', 'worker']::text[]),
+  CONSTRAINT api_keys_tenant_length CHECK (tenant IS NULL OR length(tenant) BETWEEN 1 AND 128),
+  -- Admin reaches every tenant (tenant settings, keys), so it cannot be bound to one.
+  CONSTRAINT api_keys_admin_unbound CHECK (tenant IS NULL OR NOT 'admin' = ANY (scopes))
+);

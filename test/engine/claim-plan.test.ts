@@ -1,0 +1,147 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setTenant } from '../../src/engine';
+import { pgDb } from '../../src/db/pg';
+import { createTestDatabase } from '../support/database';
+
+/**
+ * The claim's plans, read from inside skiplock.claim_batch with
+ * auto_explain: whoever changes the claim is told here when a plan stops
+ * reading the waiting index in order and starts sorting the jobs table (on a
+ * deep backlog that is the difference between a millisecond and seconds).
+ * Checked on a table with planner statistics and on a fresh one without.
+ */
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  /** Outer for the input a node reads; CTEs and subqueries hang off it as InitPlan or SubPlan. */
+  'Parent Relationship'?: string;
+  Plans?: PlanNode[];
+}
+
+interface ExplainedStatement {
+  query: string;
+  plan: PlanNode;
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+/** Nodes that pass rows through unchanged in order, between a Sort and what it sorts. */
+const PASS_THROUGH = new Set(['Limit', 'Result', 'Subquery Scan', 'Materialize', 'LockRows']);
+
+/**
+ * Scans of skiplock.jobs that a Sort reads: the claim must never sort the
+ * jobs table (sorting the few rows it claimed, read back from a CTE, is fine).
+ */
+function sortedJobScans(plan: PlanNode): PlanNode[] {
+  return nodes(plan)
+    .filter((node) => node['Node Type'] === 'Sort')
+    .flatMap((sort) => {
+      const outer = (node: PlanNode) => node.Plans?.find((child) => child['Parent Relationship'] === 'Outer');
+      let input = outer(sort);
+      while (input !== undefined && PASS_THROUGH.has(input['Node Type'])) input = outer(input);
+      return input?.['Relation Name'] === 'jobs' ? [input] : [];
+    });
+}
+
+/** Runs one claim and returns the plan of every statement it ran, as auto_explain logs them. */
+async function explainClaim(url: string, tenant: string | null): Promise<ExplainedStatement[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const statements: ExplainedStatement[] = [];
+  client.on('notice', (notice) => {
+    const at = notice.message?.indexOf('{') ?? -1;
+    if (at < 0) return;
+    const explained = JSON.parse(notice.message!.slice(at)) as { 'Query Text': string; Plan: PlanNode };
+    statements.push({ query: explained['Query Text'], plan: explained.Plan });
+  });
+  try {
+    for (const setting of [
+      "LOAD 'auto_explain'",
+      'SET auto_explain.log_min_duration = 0',
+      'SET auto_explain.log_nested_statements = on',
+      "SET auto_explain.log_format = 'json'",
+      "SET auto_explain.log_level = 'notice'",
+      "SET client_min_messages = 'notice'",
+    ]) {
+      await client.query(setting);
+    }
+    // Twice: the second call runs the plans the function keeps (generic ones).
+    for (let call = 0; call < 2; call++) {
+      statements.length = 0;
+      await client.query('SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [50, tenant, 'plan-test']);
+    }
+  } finally {
+    await client.end();
+  }
+  return statements.filter((statement) => statement.query.includes('skiplock.jobs'));
+}
+
+const SEED = /* sql */ `
+INSERT INTO skiplock.tenants (name) SELECT 't' || g FROM generate_series(1, $1::int) g ON CONFLICT DO NOTHING;
+`;
+
+describe('the claim plan', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function seededDatabase(tenants: number, analyzed: boolean): Promise<string> {
+    const database = await createTestDatabase();
+    cleanups.push(database.drop);
+    const db = pgDb(database.url, { max: 1 });
+    try {
+      await db.query({ text: SEED, params: [tenants] });
+      // 20,000 waiting jobs over the tenants, and 20,000 finished ones.
+      await db.query({
+        text: `INSERT INTO skiplock.jobs (id, queue, type, tenant, payload)
+               SELECT skiplock.uuid_v7(clock_timestamp(), g), 'q', 'q', 't' || (1 + g % $1::int), 'null'
+               FROM generate_series(1, 20000) g`,
+        params: [tenants],
+      });
+      await db.query({
+        text: `INSERT INTO skiplock.finished_jobs
+                 (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
+                  backoff_base_seconds, backoff_max_seconds, dedup_window_seconds, created_at, payload, finished_at)
+               SELECT skiplock.uuid_v7(clock_timestamp(), g), 'q', 'q', 't1', 'succeeded', 0, now(), 1, 5, 60, 1, 3600, 0,
+                      now(), 'null', now()
+               FROM generate_series(1, 20000) g`,
+        params: [],
+      });
+      if (tenants > 1) await setTenant(db, 't1', { concurrency: 5, rateLimit: null, weight: 1 });
+      if (analyzed) await db.query({ text: 'ANALYZE', params: [] });
+    } finally {
+      await db.close();
+    }
+    return database.url;
+  }
+
+  for (const analyzed of [true, false]) {
+    const statistics = analyzed ? 'with planner statistics' : 'on a table never analyzed';
+
+    it(`one tenant without limits, ${statistics}: reads the waiting index, sorts no jobs`, async () => {
+      const statements = await explainClaim(await seededDatabase(1, analyzed), null);
+      expect(statements.length).toBeGreaterThan(0);
+      for (const { query, plan } of statements) {
+        expect(sortedJobScans(plan), query).toEqual([]);
+        expect(nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'), query).toEqual([]);
+      }
+      const indexes = statements.flatMap(({ plan }) => nodes(plan).map((node) => node['Index Name']));
+      expect(indexes).toContain('jobs_waiting_idx');
+    });
+
+    it(`many tenants, one of them limited, ${statistics}: reads the waiting index, sorts no jobs`, async () => {
+      const statements = await explainClaim(await seededDatabase(50, analyzed), null);
+      for (const { query, plan } of statements) {
+        expect(sortedJobScans(plan), query).toEqual([]);
+        expect(nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'), query).toEqual([]);
+      }
+      const indexes = statements.flatMap(({ plan }) => nodes(plan).map((node) => node['Index Name']));
+      expect(indexes).toContain('jobs_waiting_idx');
+    });
+  }
+});
