@@ -3,6 +3,7 @@ import { StaleLeaseError } from '../engine/errors.js';
 import { extendLease } from '../engine/extend-lease.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { AttemptInterrupted } from './job-errors.js';
+import { errorFields, type Logger } from './logger.js';
 
 /** Heartbeats come at a third of the lease, so two can fail before it runs out... */
 const HEARTBEATS_PER_LEASE = 3;
@@ -26,6 +27,9 @@ export class AttemptLease {
    */
   private grantedSeconds: number;
   private grantedAt: number;
+  /** A failed heartbeat is tried again sooner than a whole period later. */
+  private retryAt: number | undefined;
+  private beating: Promise<void> | undefined;
 
   /**
    * @param leaseSeconds what each heartbeat asks for (the job type's lease, or the job's own).
@@ -42,13 +46,14 @@ export class AttemptLease {
     this.grantedAt = claimSentAt;
   }
 
-  get heartbeatEveryMs(): number {
-    return Math.max(MIN_HEARTBEAT_MS, (this.grantedSeconds * 1000) / HEARTBEATS_PER_LEASE);
+  /** When the next heartbeat is due (ms since the epoch; never while one is on its way); a progress save counts as one. */
+  get heartbeatDueAt(): number {
+    if (this.beating !== undefined || this.over) return Number.POSITIVE_INFINITY;
+    return this.retryAt ?? this.grantedAt + this.heartbeatEveryMs;
   }
 
-  /** Until the next heartbeat is due; a progress save counts as one. */
-  msUntilHeartbeat(): number {
-    return Math.max(0, this.grantedAt + this.heartbeatEveryMs - Date.now());
+  private get heartbeatEveryMs(): number {
+    return Math.max(MIN_HEARTBEAT_MS, (this.grantedSeconds * 1000) / HEARTBEATS_PER_LEASE);
   }
 
   /** Extends the lease (and saves progress when given). Rejects with StaleLeaseError once the job is lost. */
@@ -63,6 +68,7 @@ export class AttemptLease {
       });
       this.grantedSeconds = this.leaseSeconds;
       this.grantedAt = sentAt;
+      this.retryAt = undefined;
       if (options.progress !== undefined) this.progressSaved = true;
       if (extended.cancelRequested) this.interrupt(new AttemptInterrupted('cancelled'));
     } catch (error) {
@@ -71,8 +77,28 @@ export class AttemptLease {
     }
   }
 
-  /** Refuses further heartbeats: a handler that kept running after its attempt ended changes nothing. */
-  end(): void {
+  /**
+   * The heartbeat the schedule asks for when it is due; one at a time. A lost
+   * lease already stopped the attempt; any other failure (a dropped
+   * connection) is worth another try while the lease still runs.
+   */
+  beat(log: Logger): Promise<void> {
+    if (this.over) return Promise.resolve();
+    this.beating ??= this.extend()
+      .catch((error: unknown) => {
+        if (error instanceof StaleLeaseError) return;
+        log.warn('heartbeat failed; trying again', errorFields(error));
+        this.retryAt = Date.now() + this.heartbeatEveryMs / 2;
+      })
+      .finally(() => {
+        this.beating = undefined;
+      });
+    return this.beating;
+  }
+
+  /** Refuses further heartbeats, and waits for one still on its way: a handler that kept running changes nothing. */
+  async end(): Promise<void> {
     this.over = true;
+    await this.beating;
   }
 }

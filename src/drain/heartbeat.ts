@@ -1,54 +1,59 @@
-import { StaleLeaseError } from '../engine/errors.js';
-import type { AttemptLease } from './attempt-lease.js';
-import { errorFields, type Logger } from './logger.js';
+/** What the schedule beats: an attempt's lease. */
+export interface Beating {
+  /** When the next heartbeat is due (ms since the epoch); Infinity while one is on its way. */
+  readonly heartbeatDueAt: number;
+  /** Sends the heartbeat; settles when it is done, never rejects. */
+  beat(): Promise<void>;
+}
 
 /**
- * Extends an attempt's lease every third of its length until stopped (a
- * progress save in between counts as a heartbeat). `run()` is awaited
- * together with the handler (never a free-running interval, which Workers
- * cancel when the invocation ends), so it lives exactly as long as the
- * attempt. Stopped by a flag and its own timer rather than an AbortSignal:
- * every attempt starts and stops one, and most end long before a beat.
+ * The heartbeats of every attempt a loop runs, on one timer set for the
+ * earliest that is due. Attempts join and leave it for the price of a set
+ * operation, which matters when most jobs end long before their first beat.
+ * Each beat is awaited by its attempt when it ends (never left to run free,
+ * which Workers cancel when the invocation ends), and `stop()` clears the
+ * timer when the loop ends.
  */
-export class Heartbeat {
-  private stopped = false;
+export class HeartbeatSchedule {
+  private readonly attempts = new Set<Beating>();
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private wake: (() => void) | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
 
-  constructor(
-    private readonly lease: AttemptLease,
-    private readonly log: Logger,
-  ) {}
+  add(attempt: Beating): void {
+    this.attempts.add(attempt);
+    this.wakeBy(attempt.heartbeatDueAt);
+  }
 
-  /** Beats until stop(), or until the lease is lost. Never rejects. */
-  async run(): Promise<void> {
-    for (;;) {
-      await this.pause(this.lease.msUntilHeartbeat());
-      if (this.stopped) return;
-      if (this.lease.msUntilHeartbeat() > 0) continue;
-      try {
-        await this.lease.extend();
-      } catch (error) {
-        // A lost lease already stopped the attempt; anything else (a dropped
-        // connection) is worth another try while the lease still runs.
-        if (error instanceof StaleLeaseError) return;
-        this.log.warn('heartbeat failed; trying again', errorFields(error));
-        await this.pause(this.lease.heartbeatEveryMs / 2);
-      }
-    }
+  delete(attempt: Beating): void {
+    this.attempts.delete(attempt);
   }
 
   stop(): void {
-    this.stopped = true;
     clearTimeout(this.timer);
-    this.wake?.();
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
   }
 
-  private pause(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.wake = resolve;
-      this.timer = setTimeout(resolve, ms);
-    });
+  private wakeBy(at: number): void {
+    if (at >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.beatThoseDue(), Math.max(0, at - Date.now()));
+  }
+
+  private beatThoseDue(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    for (const attempt of this.attempts) {
+      const dueAt = attempt.heartbeatDueAt;
+      if (dueAt <= now) {
+        void attempt.beat().then(() => {
+          if (this.attempts.has(attempt)) this.wakeBy(attempt.heartbeatDueAt);
+        });
+      } else {
+        this.wakeBy(dueAt);
+      }
+    }
   }
 }

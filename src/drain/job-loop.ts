@@ -5,10 +5,11 @@ import type { ClaimedJob } from '../engine/types.js';
 import type { DrainBudget } from './budget.js';
 import { CompletionBatch } from './completion-batch.js';
 import { noJobCounts, type JobCounts } from './job-counts.js';
-import { errorFields, withFields, type Logger } from './logger.js';
+import { HeartbeatSchedule } from './heartbeat.js';
+import { errorFields, type Logger } from './logger.js';
 import { recordOutcome } from './record-outcome.js';
 import type { JobRegistry } from './registry.js';
-import { runAttempt } from './run-attempt.js';
+import { Attempt } from './run-attempt.js';
 import { sleep } from '../engine/sleep.js';
 import { WakeUp } from './wake-up.js';
 
@@ -54,22 +55,32 @@ interface ClaimedAt {
  * Claims jobs of the registry's types and runs them, at most `concurrency` at
  * a time, until the budget stops claiming and what runs has finished.
  *
- * The loop alone claims, one statement at a time; successes are completed
- * beside it in group commits (CompletionBatch), so a busy queue costs two
- * statements per batch of jobs, an idle one answers at once, and no job
- * waits for another's completion to start. The loop and the completions
- * hold at most two connections beside the running attempts.
+ * The loop alone claims, one statement at a time, in the background while it
+ * starts the jobs it holds; successes are completed beside it in group
+ * commits (CompletionBatch), so a busy queue costs two statements per batch
+ * of jobs, an idle one answers at once, and no job waits for another's
+ * completion, or for a claim, to start. The loop and the completions hold at
+ * most two connections beside the running attempts.
  */
 export async function runJobs(db: Queryable, registry: JobRegistry, options: JobLoopOptions): Promise<JobCounts> {
   const { budget, concurrency, logger, waitForWork } = options;
   const claimBatchSize = Math.max(concurrency, options.claimBatchSize ?? concurrency);
   const counts = noJobCounts();
   const running = new Set<Promise<void>>();
-  const attemptEnded = new WakeUp();
+  /** Wakes the loop: an attempt ended (or, below, a claim came back). */
+  const wake = new WakeUp();
+  /** An attempt ended since the loop last looked. */
+  let anAttemptEnded = false;
   /** Claimed ahead, in claim order, waiting for a free slot. */
   const claimedAhead: ClaimedAt[] = [];
   const completions = new CompletionBatch(db, counts, logger);
   const pace = new AttemptPace();
+  const heartbeats = new HeartbeatSchedule();
+  /** The attempts running now: the deadline interrupts them all. */
+  const attempts = new Set<Attempt>();
+  const stopListening = budget.onDeadline((reason) => {
+    for (const attempt of attempts) attempt.interrupt(reason);
+  });
   /**
    * What the last claim said about the queue. A claim can come back short,
    * even empty, while jobs wait: a concurrent claim held the rows it chose
@@ -103,10 +114,17 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   }
 
   async function run({ job, claimSentAt }: ClaimedAt): Promise<void> {
-    const definition = registry.definitionOf(job.type)!;
-    const log = withFields(logger, { jobId: job.id, type: job.type, attempt: job.attempts });
+    const attempt = new Attempt(db, job, claimSentAt, registry.definitionOf(job.type)!, logger);
+    attempts.add(attempt);
+    heartbeats.add(attempt);
     const startedAt = Date.now();
-    const outcome = await runAttempt(db, job, claimSentAt, definition, budget, log);
+    let outcome;
+    try {
+      outcome = await attempt.run();
+    } finally {
+      attempts.delete(attempt);
+      heartbeats.delete(attempt);
+    }
     pace.record(Date.now() - startedAt);
     if (outcome.kind === 'succeeded') completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result });
     else await recordOutcome(db, job, outcome, counts, options.handBackDelaySeconds);
@@ -122,7 +140,8 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       )
       .finally(() => {
         running.delete(task);
-        attemptEnded.notify();
+        anAttemptEnded = true;
+        wake.notify();
       });
     running.add(task);
   }
@@ -140,13 +159,15 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     await handBack(unstarted);
   }
 
-  for (;;) {
-    await startClaimed();
-    const mayClaim = budget.claiming && !claimFailed;
-    // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
-    const worthClaiming = lastClaimFull || somethingHappened || (running.size === 0 && lastClaimFound);
-    if (mayClaim && claimedAhead.length === 0 && running.size < concurrency && worthClaiming) {
-      const max = pace.claimSize(claimBatchSize - running.size, concurrency, budget.msUntilAbort());
+  /** The claim on its way, if any: one at a time, running beside the attempts. */
+  let claiming: Promise<void> | undefined;
+
+  /**
+   * Claims in the background, so the loop keeps starting the jobs it holds
+   * while the claim is out; the answer wakes the loop.
+   */
+  function claimInBackground(max: number): void {
+    claiming = (async () => {
       try {
         let claimSentAt = Date.now();
         let jobs = await claim(max);
@@ -165,15 +186,41 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
         if (waitForWork === undefined) claimFailed = true;
         lastClaimFound = false;
         lastClaimFull = false;
+      } finally {
+        claiming = undefined;
+        wake.notify();
       }
-      somethingHappened = false;
-      continue;
-    }
-    const waitsForWork = mayClaim && waitForWork !== undefined && running.size < concurrency;
-    if (running.size === 0 && claimedAhead.length === 0 && !waitsForWork) break;
-    await nextEvent(attemptEnded, waitsForWork ? waitForWork : undefined, budget.stopped);
-    somethingHappened = true;
+    })();
   }
+
+  /**
+   * Claiming ahead starts again once the jobs on hand fall below half a
+   * batch (or one per slot), so the next batch arrives while these still keep
+   * the slots busy: no slot waits for a claim's round trip.
+   */
+  const refillBelow = claimBatchSize > concurrency ? Math.max(concurrency, Math.floor(claimBatchSize / 2)) : 1;
+
+  for (;;) {
+    await startClaimed();
+    const mayClaim = budget.claiming && !claimFailed;
+    // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
+    const worthClaiming = lastClaimFull || somethingHappened || (running.size === 0 && lastClaimFound);
+    const room = claimBatchSize - claimedAhead.length - running.size;
+    if (mayClaim && claiming === undefined && worthClaiming && room > 0 && claimedAhead.length < refillBelow) {
+      claimInBackground(pace.claimSize(room, concurrency, budget.msUntilAbort()));
+      somethingHappened = false;
+    }
+    const waitsForWork = mayClaim && waitForWork !== undefined && claiming === undefined && running.size < concurrency;
+    if (running.size === 0 && claimedAhead.length === 0 && claiming === undefined && !waitsForWork) break;
+    const event = await nextEvent(wake, waitsForWork ? waitForWork : undefined, budget.stopped);
+    if (event === 'work' || anAttemptEnded) somethingHappened = true;
+    anAttemptEnded = false;
+  }
+  // A claim may still be out when the budget stops the loop: its jobs are handed back.
+  await claiming;
+  await startClaimed();
+  stopListening();
+  heartbeats.stop();
   await completions.settle();
   return counts;
 }
@@ -197,18 +244,21 @@ async function pause(ms: number, waitForWork: ((signal: AbortSignal) => Promise<
   }
 }
 
-/** Until an attempt ends, or (when given) work may have arrived, or the loop is stopped. */
+/** Until the loop is woken (an attempt ended, a claim came back), or (when given) work may have arrived, or it is stopped. */
 async function nextEvent(
-  attemptEnded: WakeUp,
+  wake: WakeUp,
   waitForWork: ((signal: AbortSignal) => Promise<void>) | undefined,
   stopped: AbortSignal,
-): Promise<void> {
-  if (waitForWork === undefined) return attemptEnded.next();
+): Promise<'wake' | 'work'> {
+  if (waitForWork === undefined) return wake.next().then(() => 'wake');
   const settled = new AbortController();
   try {
-    await Promise.race([attemptEnded.next(), waitForWork(AbortSignal.any([settled.signal, stopped]))]);
+    return await Promise.race([
+      wake.next().then(() => 'wake' as const),
+      waitForWork(AbortSignal.any([settled.signal, stopped])).then(() => 'work' as const),
+    ]);
   } finally {
-    attemptEnded.abandon();
+    wake.abandon();
     settled.abort();
   }
 }

@@ -2,12 +2,11 @@ import type { Queryable } from '../db/types.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { AttemptLease } from './attempt-lease.js';
 import { retryDelaySeconds } from './backoff.js';
-import type { DrainBudget } from './budget.js';
 import type { JobContext, JobDefinition } from './define-job.js';
-import { Heartbeat } from './heartbeat.js';
+import type { Beating } from './heartbeat.js';
 import { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter } from './job-errors.js';
 import { toJobResult } from './job-result.js';
-import type { Logger } from './logger.js';
+import { withFields, type Logger } from './logger.js';
 
 /** How an attempt ended, and so what the drain writes. */
 export type AttemptOutcome =
@@ -22,77 +21,119 @@ export type AttemptOutcome =
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
- * Runs one claimed job (its claim sent at `claimSentAt`): the handler and its
- * heartbeat side by side, until the handler settles or the attempt's signal
- * fires (deadline, timeout, cancel, lost lease). A handler that ignores the
- * signal is not waited for; its lease is closed, so whatever it does later
- * changes nothing.
+ * One attempt of a claimed job (its claim sent at `claimSentAt`), and the
+ * context its handler gets. It runs the handler until it settles or the
+ * attempt is interrupted (deadline, timeout, cancel, lost lease); a handler
+ * that ignores the interruption is not waited for, and its lease is closed,
+ * so whatever it does later changes nothing. Its heartbeats come from the
+ * loop's HeartbeatSchedule.
+ *
+ * Most attempts of a busy queue last microseconds, so an attempt costs what
+ * it uses: the abort signal and the job's logger are made when the handler
+ * first asks for them.
  */
-export async function runAttempt(
-  db: Queryable,
-  job: ClaimedJob,
-  claimSentAt: number,
-  definition: JobDefinition,
-  budget: DrainBudget,
-  log: Logger,
-): Promise<AttemptOutcome> {
-  const interruption = new AbortController();
-  const interrupt = (reason: Error) => interruption.abort(reason);
-  const { signal } = interruption;
-  const stopListening = budget.onDeadline(interrupt);
-  const { timeoutSeconds } = definition.options;
-  const timeout =
-    timeoutSeconds === undefined
-      ? undefined
-      : setTimeout(() => interrupt(new AttemptInterrupted('timeout', `${timeoutSeconds} s`)), timeoutSeconds * 1000);
-  const lease = new AttemptLease(db, job, definition.options.leaseSeconds ?? job.leaseSeconds, claimSentAt, interrupt);
-  const context: JobContext = {
-    job,
-    attempt: job.attempts,
-    signal,
-    log,
-    extendLease: (leaseSeconds) => lease.extend(leaseSeconds === undefined ? {} : { leaseSeconds }),
-    progress: (value) => lease.extend({ progress: value }),
-  };
-  const heartbeat = new Heartbeat(lease, log);
-  try {
-    const [settled] = await Promise.all([
-      settleUnlessAborted(definition.run(job.payload, context), signal).finally(() => heartbeat.stop()),
-      heartbeat.run(),
-    ]);
-    // Interrupted, or threw because the signal fired: either way the signal's reason decides.
-    if (settled === undefined || signal.aborted) return interruptedOutcome(signal.reason, lease, job, definition);
-    return settledOutcome(settled, job, definition);
-  } finally {
-    stopListening();
-    clearTimeout(timeout);
-    lease.end();
+export class Attempt implements JobContext, Beating {
+  readonly attempt: number;
+  private readonly lease: AttemptLease;
+  private interruption: AttemptInterrupted | undefined;
+  private controller: AbortController | undefined;
+  private logger: Logger | undefined;
+  private onInterrupt: (() => void) | undefined;
+
+  constructor(
+    db: Queryable,
+    readonly job: ClaimedJob,
+    claimSentAt: number,
+    private readonly definition: JobDefinition,
+    private readonly loopLogger: Logger,
+  ) {
+    this.attempt = job.attempts;
+    const leaseSeconds = definition.options.leaseSeconds ?? job.leaseSeconds;
+    this.lease = new AttemptLease(db, job, leaseSeconds, claimSentAt, (reason) => this.interrupt(reason));
   }
-}
 
-/** The handler's settlement, or undefined as soon as `signal` fires. */
-function settleUnlessAborted(work: Promise<unknown>, signal: AbortSignal): Promise<Settled | undefined> {
-  return new Promise((resolve) => {
-    const onAbort = () => resolve(undefined);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    void work.then(
-      (value) => resolve({ ok: true, value }),
-      (error: unknown) => resolve({ ok: false, error }),
-    ).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.interruption !== undefined) this.controller.abort(this.interruption);
+    }
+    return this.controller.signal;
+  }
 
-function interruptedOutcome(reason: unknown, lease: AttemptLease, job: ClaimedJob, definition: JobDefinition): AttemptOutcome {
-  const why = reason instanceof AttemptInterrupted ? reason.why : 'deadline';
-  if (why === 'lease-lost') return { kind: 'lease-lost' };
-  if (why === 'cancelled') return { kind: 'cancelled' };
-  if (why === 'timeout') return failureOutcome(reason, job, definition);
-  // The deadline. An attempt that saved progress moved forward and continues
-  // from it: that costs no attempt. One that did not restarts from scratch,
-  // so it counts; a job that can never fit in a drain then fails in the end
-  // instead of looping forever.
-  return { kind: 'handed-back', countAttempt: !lease.progressSaved };
+  get log(): Logger {
+    return (this.logger ??= withFields(this.loopLogger, { jobId: this.job.id, type: this.job.type, attempt: this.attempt }));
+  }
+
+  extendLease(leaseSeconds?: number): Promise<void> {
+    return this.lease.extend(leaseSeconds === undefined ? {} : { leaseSeconds });
+  }
+
+  progress(value: Json): Promise<void> {
+    return this.lease.extend({ progress: value });
+  }
+
+  get heartbeatDueAt(): number {
+    return this.lease.heartbeatDueAt;
+  }
+
+  beat(): Promise<void> {
+    return this.lease.beat(this.log);
+  }
+
+  /** Stops the attempt (the first reason wins): the handler's signal fires, and the attempt stops waiting for it. */
+  interrupt(reason: AttemptInterrupted): void {
+    if (this.interruption !== undefined) return;
+    this.interruption = reason;
+    this.controller?.abort(reason);
+    this.onInterrupt?.();
+  }
+
+  /** Runs the handler to its end or the attempt's interruption, and says what becomes of the job. */
+  async run(): Promise<AttemptOutcome> {
+    const { timeoutSeconds } = this.definition.options;
+    const timeout =
+      timeoutSeconds === undefined
+        ? undefined
+        : setTimeout(() => this.interrupt(new AttemptInterrupted('timeout', `${timeoutSeconds} s`)), timeoutSeconds * 1000);
+    try {
+      const settled = await this.settleUnlessInterrupted();
+      // Interrupted, or threw because it was: either way the interruption decides.
+      if (this.interruption !== undefined) return this.interruptedOutcome(this.interruption);
+      return settledOutcome(settled!, this.job, this.definition);
+    } finally {
+      clearTimeout(timeout);
+      await this.lease.end();
+    }
+  }
+
+  /** The handler's settlement, or undefined as soon as the attempt is interrupted. */
+  private settleUnlessInterrupted(): Promise<Settled | undefined> {
+    return new Promise((resolve) => {
+      if (this.interruption !== undefined) return resolve(undefined);
+      this.onInterrupt = () => resolve(undefined);
+      this.definition.run(this.job.payload, this).then(
+        (value) => resolve({ ok: true, value }),
+        (error: unknown) => resolve({ ok: false, error }),
+      );
+    });
+  }
+
+  private interruptedOutcome(reason: AttemptInterrupted): AttemptOutcome {
+    switch (reason.why) {
+      case 'lease-lost':
+        return { kind: 'lease-lost' };
+      case 'cancelled':
+        return { kind: 'cancelled' };
+      case 'timeout':
+        return failureOutcome(reason, this.job, this.definition);
+      case 'deadline':
+        // An attempt that saved progress moved forward and continues from it:
+        // that costs no attempt. One that did not restarts from scratch, so it
+        // counts; a job that can never fit in a drain then fails in the end
+        // instead of looping forever.
+        return { kind: 'handed-back', countAttempt: !this.lease.progressSaved };
+    }
+  }
 }
 
 function settledOutcome(settled: Settled, job: ClaimedJob, definition: JobDefinition): AttemptOutcome {
