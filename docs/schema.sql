@@ -339,6 +339,9 @@ FUNCTION claim_batch(max_jobs integer, lease_seconds integer, job_types text[], 
 DECLARE
   first_tenant text;
   second_tenant text;
+  -- The locked jobs to start, in claim order: their addresses and ids.
+  locked_rows tid[];
+  locked_ids uuid[];
   -- The claim's fencing token, shared by the jobs it takes: a job's next
   -- claim gets another, and that is all fencing needs.
   token uuid := gen_random_uuid();
@@ -369,9 +372,10 @@ BEGIN
      AND NOT EXISTS (SELECT 1 FROM skiplock.tenant_limits t
                      WHERE t.name = first_tenant AND (t.concurrency IS NOT NULL OR t.rate_count IS NOT NULL))
   THEN
-    RETURN QUERY
-    WITH picked AS MATERIALIZED (
-      SELECT j.ctid FROM skiplock.jobs j
+    SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.run_at, j.id),
+           array_agg(j.id ORDER BY j.priority DESC, j.run_at, j.id)
+    INTO locked_rows, locked_ids FROM (
+      SELECT j.ctid, j.id, j.priority, j.run_at FROM skiplock.jobs j
       WHERE j.tenant = first_tenant
         AND j.state IN ('scheduled', 'queued', 'retrying')
         AND j.run_at <= now()
@@ -380,152 +384,147 @@ BEGIN
         AND (queues IS NULL OR j.queue = ANY(queues))
       ORDER BY j.priority DESC, j.run_at, j.id
       LIMIT max_jobs
-      -- Materialized with its LIMIT: an UPDATE ... WHERE id IN (SELECT ...
-      -- LIMIT n FOR UPDATE SKIP LOCKED) may re-run the subquery and take more.
       FOR UPDATE SKIP LOCKED
+    ) j;
+  ELSE
+    -- Several tenants, or limits to keep:
+    -- 1. `waiting_tenants` walks the waiting index one tenant at a time (a
+    --    loose index scan), so its cost follows the number of tenants with
+    --    work, not the depth of the backlog. Its steps test only what the
+    --    index holds and order by its whole key, which keeps the plan an
+    --    ordered index scan whatever the statistics say.
+    -- 2. `tenant_load` keeps the tenants with a job this claim could take
+    --    (ready, unexpired, of the asked types and queues), since the LIMITs
+    --    below keep max_jobs tenants and must not spend them on tenants with
+    --    nothing to give; it adds each one's limits and running jobs.
+    -- 3. `limited` locks the tenants with a concurrency or rate limit (SKIP
+    --    LOCKED, in fairness order) and keeps those no other claim took jobs
+    --    of since this statement's snapshot (claim_seq unchanged). The
+    --    running count comes from that snapshot; with the lock held and
+    --    claim_seq unchanged it cannot be low, so a limit holds however many
+    --    claimers run. Unlimited tenants take no lock.
+    -- 4. `picked` takes, per tenant, its first jobs in claim order, as many
+    --    as it may start; `chosen` orders them by (running + rank) / weight:
+    --    weighted max-min fairness over running slots (a weight-3 tenant gets
+    --    three turns per round), ties drawn at random so equal tenants take
+    --    turns across claims too, LIMIT max_jobs, materialized once.
+    -- 5. `locked` locks the chosen rows (SKIP LOCKED, state checked again)
+    --    and `served` books them on their limited tenants, whose locks this
+    --    transaction keeps until the jobs below are started and committed.
+    WITH RECURSIVE waiting_tenants(tenant) AS (
+      (SELECT j.tenant FROM skiplock.jobs j
+       WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
+       ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT j.tenant FROM skiplock.jobs j
+              WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > w.tenant
+                AND (only_tenant IS NULL OR j.tenant = only_tenant)
+              ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
+      FROM waiting_tenants w WHERE w.tenant IS NOT NULL
     ),
-    claimed AS (
-      UPDATE skiplock.jobs j
-      SET state = 'running', attempts = j.attempts + 1, worker_id = worker,
-          lease_token = token,
-          lease_expires_at = now() + make_interval(secs => coalesce(claim_batch.lease_seconds, j.lease_seconds)),
-          started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
-          cancel_requested_at = NULL
-      -- By the row's address: each is locked, so it stays where the lock found
-      -- it, and no index is searched again.
-      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM picked))
-      RETURNING j.priority, j.run_at, j.id, skiplock.claimed_job(j) AS job
+    tenant_load AS MATERIALIZED (
+      SELECT w.tenant, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
+             (SELECT count(*) FROM skiplock.jobs r WHERE r.tenant = w.tenant AND r.state = 'running') AS running,
+             random() AS tiebreak
+      FROM waiting_tenants w
+      JOIN skiplock.tenant_limits t ON t.name = w.tenant
+      WHERE EXISTS (
+        SELECT 1 FROM skiplock.jobs j
+        WHERE j.tenant = w.tenant AND j.state IN ('scheduled', 'queued', 'retrying')
+          AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
+          AND (job_types IS NULL OR j.type = ANY(job_types)) AND (queues IS NULL OR j.queue = ANY(queues)))
+    ),
+    limited AS MATERIALIZED (
+      SELECT t.name, t.claim_seq, t.window_started_at, t.window_claims
+      FROM skiplock.tenants t
+      JOIN tenant_load l ON l.tenant = t.name
+      WHERE (l.concurrency IS NOT NULL OR l.rate_count IS NOT NULL)
+        AND (l.concurrency IS NULL OR l.running < l.concurrency)
+      ORDER BY l.running::float8 / l.weight, l.tiebreak
+      LIMIT max_jobs
+      FOR UPDATE OF t SKIP LOCKED
+    ),
+    capacity AS MATERIALIZED (
+      SELECT l.tenant, l.weight, l.running, l.tiebreak,
+             least(max_jobs,
+                   coalesce(l.concurrency - l.running, max_jobs),
+                   coalesce(l.rate_count - CASE
+                     WHEN m.window_started_at > now() - make_interval(secs => l.rate_per_seconds)
+                     THEN m.window_claims ELSE 0 END, max_jobs)) AS free
+      FROM tenant_load l
+      LEFT JOIN limited m ON m.name = l.tenant
+      WHERE (l.concurrency IS NULL AND l.rate_count IS NULL)
+         OR m.claim_seq = l.claim_seq
+      ORDER BY l.running::float8 / l.weight, l.tiebreak
+      LIMIT max_jobs
+    ),
+    picked AS MATERIALIZED (
+      SELECT p.id, c.tenant, (c.running + p.rank)::float8 / c.weight AS turn, c.tiebreak, p.rank
+      FROM capacity c
+      CROSS JOIN LATERAL (
+        SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS rank
+        FROM skiplock.jobs j
+        WHERE j.tenant = c.tenant
+          AND j.state IN ('scheduled', 'queued', 'retrying')
+          AND j.run_at <= now()
+          AND (j.expires_at IS NULL OR j.expires_at > now())
+          AND (job_types IS NULL OR j.type = ANY(job_types))
+          AND (queues IS NULL OR j.queue = ANY(queues))
+        ORDER BY j.priority DESC, j.run_at, j.id
+        LIMIT c.free
+      ) p
+      WHERE c.free > 0
+    ),
+    chosen AS MATERIALIZED (
+      SELECT id, tenant, row_number() OVER (ORDER BY turn, tiebreak, rank) AS position
+      FROM picked ORDER BY turn, tiebreak, rank LIMIT max_jobs
+    ),
+    locked AS MATERIALIZED (
+      -- One lookup by key per chosen job: a semi-join, or a list of keys
+      -- beside the state condition, lets the planner read the whole waiting
+      -- index.
+      SELECT l.ctid, chosen.id, chosen.tenant, chosen.position FROM chosen CROSS JOIN LATERAL (
+        SELECT j.ctid FROM skiplock.jobs j
+        WHERE j.id = chosen.id AND j.state IN ('scheduled', 'queued', 'retrying')
+        FOR UPDATE SKIP LOCKED
+      ) l
+    ),
+    served AS (
+      UPDATE skiplock.tenants t
+      SET claim_seq = t.claim_seq + 1,
+          window_started_at = CASE WHEN l.rate_count IS NULL THEN t.window_started_at
+            WHEN t.window_started_at > now() - make_interval(secs => l.rate_per_seconds) THEN t.window_started_at
+            ELSE now() END,
+          window_claims = CASE WHEN l.rate_count IS NULL THEN 0
+            WHEN t.window_started_at > now() - make_interval(secs => l.rate_per_seconds) THEN t.window_claims + n.claims
+            ELSE n.claims END
+      FROM (SELECT tenant, count(*)::integer AS claims FROM locked GROUP BY tenant) n
+      JOIN tenant_load l ON l.tenant = n.tenant
+      WHERE t.name = n.tenant AND t.name IN (SELECT name FROM limited)
     )
-    SELECT (claimed.job).* FROM claimed
-    ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+    SELECT array_agg(ctid ORDER BY position), array_agg(id ORDER BY position) INTO locked_rows, locked_ids FROM locked;
+  END IF;
+  IF locked_rows IS NULL THEN
     RETURN;
   END IF;
 
-  -- Several tenants, or limits to keep:
-  -- 1. `waiting_tenants` walks the waiting index one tenant at a time (a loose
-  --    index scan), so its cost follows the number of tenants with work, not
-  --    the depth of the backlog. Its steps test only what the index holds and
-  --    order by its whole key, which keeps the plan an ordered index scan
-  --    whatever the statistics say.
-  -- 2. `tenant_load` keeps the tenants with a job this claim could take
-  --    (ready, unexpired, of the asked types and queues), since the LIMITs
-  --    below keep max_jobs tenants and must not spend them on tenants with
-  --    nothing to give; it adds each one's limits and running jobs.
-  -- 3. `limited` locks the tenants with a concurrency or rate limit (SKIP
-  --    LOCKED, in fairness order) and keeps those no other claim took jobs of
-  --    since this statement's snapshot (claim_seq unchanged). The running
-  --    count comes from that snapshot; with the lock held and claim_seq
-  --    unchanged it cannot be low, so a limit holds however many claimers
-  --    run. Unlimited tenants take no lock.
-  -- 4. `picked` takes, per tenant, its first jobs in claim order, as many as
-  --    it may start; `chosen` orders them by (running + rank) / weight:
-  --    weighted max-min fairness over running slots (a weight-3 tenant gets
-  --    three turns per round), ties drawn at random so equal tenants take
-  --    turns across claims too, LIMIT max_jobs, materialized once.
-  -- 5. `locked` locks the chosen rows (SKIP LOCKED, state checked again),
-  --    `claimed` starts them, `served` books the claim on limited tenants.
+  -- Start the locked jobs, by the row's address: each is locked, so it stays
+  -- where the lock found it, and no index is searched again. Returned in
+  -- the order they were chosen.
   RETURN QUERY
-  WITH RECURSIVE waiting_tenants(tenant) AS (
-    (SELECT j.tenant FROM skiplock.jobs j
-     WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
-     ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.tenant FROM skiplock.jobs j
-            WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > w.tenant
-              AND (only_tenant IS NULL OR j.tenant = only_tenant)
-            ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
-    FROM waiting_tenants w WHERE w.tenant IS NOT NULL
-  ),
-  tenant_load AS MATERIALIZED (
-    SELECT w.tenant, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
-           (SELECT count(*) FROM skiplock.jobs r WHERE r.tenant = w.tenant AND r.state = 'running') AS running,
-           random() AS tiebreak
-    FROM waiting_tenants w
-    JOIN skiplock.tenant_limits t ON t.name = w.tenant
-    WHERE EXISTS (
-      SELECT 1 FROM skiplock.jobs j
-      WHERE j.tenant = w.tenant AND j.state IN ('scheduled', 'queued', 'retrying')
-        AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
-        AND (job_types IS NULL OR j.type = ANY(job_types)) AND (queues IS NULL OR j.queue = ANY(queues)))
-  ),
-  limited AS MATERIALIZED (
-    SELECT t.name, t.claim_seq, t.window_started_at, t.window_claims
-    FROM skiplock.tenants t
-    JOIN tenant_load l ON l.tenant = t.name
-    WHERE (l.concurrency IS NOT NULL OR l.rate_count IS NOT NULL)
-      AND (l.concurrency IS NULL OR l.running < l.concurrency)
-    ORDER BY l.running::float8 / l.weight, l.tiebreak
-    LIMIT max_jobs
-    FOR UPDATE OF t SKIP LOCKED
-  ),
-  capacity AS MATERIALIZED (
-    SELECT l.tenant, l.weight, l.running, l.tiebreak,
-           least(max_jobs,
-                 coalesce(l.concurrency - l.running, max_jobs),
-                 coalesce(l.rate_count - CASE
-                   WHEN m.window_started_at > now() - make_interval(secs => l.rate_per_seconds)
-                   THEN m.window_claims ELSE 0 END, max_jobs)) AS free
-    FROM tenant_load l
-    LEFT JOIN limited m ON m.name = l.tenant
-    WHERE (l.concurrency IS NULL AND l.rate_count IS NULL)
-       OR m.claim_seq = l.claim_seq
-    ORDER BY l.running::float8 / l.weight, l.tiebreak
-    LIMIT max_jobs
-  ),
-  picked AS MATERIALIZED (
-    SELECT p.id, c.tenant, (c.running + p.rank)::float8 / c.weight AS turn, c.tiebreak, p.rank
-    FROM capacity c
-    CROSS JOIN LATERAL (
-      SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS rank
-      FROM skiplock.jobs j
-      WHERE j.tenant = c.tenant
-        AND j.state IN ('scheduled', 'queued', 'retrying')
-        AND j.run_at <= now()
-        AND (j.expires_at IS NULL OR j.expires_at > now())
-        AND (job_types IS NULL OR j.type = ANY(job_types))
-        AND (queues IS NULL OR j.queue = ANY(queues))
-      ORDER BY j.priority DESC, j.run_at, j.id
-      LIMIT c.free
-    ) p
-    WHERE c.free > 0
-  ),
-  chosen AS MATERIALIZED (
-    SELECT id, row_number() OVER (ORDER BY turn, tiebreak, rank) AS position
-    FROM picked ORDER BY turn, tiebreak, rank LIMIT max_jobs
-  ),
-  locked AS MATERIALIZED (
-    -- One lookup by key per chosen job: a semi-join, or a list of keys beside
-    -- the state condition, lets the planner read the whole waiting index.
-    SELECT l.ctid FROM chosen CROSS JOIN LATERAL (
-      SELECT j.ctid FROM skiplock.jobs j
-      WHERE j.id = chosen.id AND j.state IN ('scheduled', 'queued', 'retrying')
-      FOR UPDATE SKIP LOCKED
-    ) l
-  ),
-  claimed AS (
+  WITH claimed AS (
     UPDATE skiplock.jobs j
     SET state = 'running', attempts = j.attempts + 1, worker_id = worker,
         lease_token = token,
         lease_expires_at = now() + make_interval(secs => coalesce(claim_batch.lease_seconds, j.lease_seconds)),
         started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
         cancel_requested_at = NULL
-    WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM locked))
-    RETURNING j.id, j.tenant, skiplock.claimed_job(j) AS job
-  ),
-  served AS (
-    UPDATE skiplock.tenants t
-    SET claim_seq = t.claim_seq + 1,
-        window_started_at = CASE WHEN l.rate_count IS NULL THEN t.window_started_at
-          WHEN t.window_started_at > now() - make_interval(secs => l.rate_per_seconds) THEN t.window_started_at
-          ELSE now() END,
-        window_claims = CASE WHEN l.rate_count IS NULL THEN 0
-          WHEN t.window_started_at > now() - make_interval(secs => l.rate_per_seconds) THEN t.window_claims + n.claims
-          ELSE n.claims END
-    FROM (SELECT tenant, count(*)::integer AS claims FROM claimed GROUP BY tenant) n
-    JOIN tenant_load l ON l.tenant = n.tenant
-    WHERE t.name = n.tenant AND t.name IN (SELECT name FROM limited)
+    WHERE j.ctid = ANY(locked_rows)
+    RETURNING j.id, skiplock.claimed_job(j) AS job
   )
-  SELECT (claimed.job).* FROM claimed JOIN chosen USING (id) ORDER BY chosen.position;
+  SELECT (claimed.job).* FROM unnest(locked_ids) WITH ORDINALITY AS chosen(id, position)
+  JOIN claimed USING (id)
+  ORDER BY chosen.position;
 END
 $$;
 
