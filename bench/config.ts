@@ -15,9 +15,14 @@ export interface Scale {
   /** (a) jobs enqueued one per call, and in calls of BULK_SIZE. */
   enqueueSingleJobs: number;
   enqueueBulkJobs: number;
-  /** (b) jobs pre-inserted per burn-down; a run stops after `burnDownCapSeconds` of work. */
+  /**
+   * (b) jobs pre-inserted per burn-down; a run goes to the end of the
+   * backlog, or stops after `burnDownCapSeconds` of work (a slow system),
+   * repeated `burnDownReps` times (at least: --reps may ask for more).
+   */
   burnDownJobs: number;
   burnDownCapSeconds: number;
+  burnDownReps: number;
   /** (c) jobs timed per repetition, and the most one repetition may take. */
   latencySamples: number;
   latencyCapSeconds: number;
@@ -56,6 +61,7 @@ const SCALES: Record<ScaleName, Scale> = {
     enqueueBulkJobs: 3_000,
     burnDownJobs: 3_000,
     burnDownCapSeconds: 1.5,
+    burnDownReps: 1,
     latencySamples: 6,
     latencyCapSeconds: 2,
     steadyCapacitySeconds: 1,
@@ -72,17 +78,20 @@ const SCALES: Record<ScaleName, Scale> = {
     ceilingJobs: 5_000,
     ceilingSeconds: 0.5,
   },
-  // Sized so the whole run takes about 25 minutes on 2 cores: every system
-  // in both setups, 3 repetitions, the sizes the issue names where they fit
-  // (100,000 jobs burned down, 1,000,000 waiting and 1,000,000 finished) and
-  // short time windows where they do not (steady state: 30 s per load level).
+  // Sized so the whole run takes under an hour on 2 cores: every system in
+  // both setups, 3 repetitions (5 for the burn-down, whose figures swing most
+  // with the machine's load), the sizes the issues name where they fit
+  // (burn-downs of 200,000 jobs that run to the end or 20 s, 1,000,000
+  // waiting and 1,000,000 finished) and short time windows where they do not
+  // (steady state: 30 s per load level).
   full: {
     name: 'full',
     reps: 3,
     enqueueSingleJobs: 2_000,
     enqueueBulkJobs: 30_000,
-    burnDownJobs: 100_000,
-    burnDownCapSeconds: 5,
+    burnDownJobs: 200_000,
+    burnDownCapSeconds: 20,
+    burnDownReps: 5,
     latencySamples: 40,
     latencyCapSeconds: 8,
     steadyCapacitySeconds: 6,

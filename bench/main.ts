@@ -7,6 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readOptions, type ScaleName, type WorkloadId } from './config';
+import { cpuMeter } from './cpu';
 import { readEnvironment } from './environment';
 import { dropDatabase, startBenchServer } from './postgres';
 import { incident, incidents, progress } from './progress';
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
   try {
     const environment = await readEnvironment(server);
     progress(`${environment.postgres.version.split(' on ')[0]} (${server.origin}); Node ${environment.node}; ${environment.cpu.model} × ${environment.cpu.cores}`);
-    const context: WorkloadContext = { server, options, drivers, backlogs };
+    const context: WorkloadContext = { server, options, drivers, backlogs, cpu: await cpuMeter(server.adminUrl) };
     const report: BenchReport = {
       generatedAt: new Date(startedAt).toISOString(),
       command: options.command,

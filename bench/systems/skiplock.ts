@@ -46,18 +46,25 @@ SELECT count(*) FILTER (WHERE state IN ('scheduled', 'queued', 'retrying'))::int
        count(*) FILTER (WHERE state = 'succeeded')::int AS succeeded,
        count(*) FILTER (WHERE state IN ('failed', 'cancelled', 'expired'))::int AS failed,
        count(*) FILTER (WHERE state = 'succeeded' AND attempts > 1)::int AS redelivered
-FROM skiplock.jobs WHERE queue = $1`;
+FROM skiplock.all_jobs WHERE queue = $1`;
 
-/** The backlog rows as enqueue makes them (tenant row first: a claim joins it). */
+/**
+ * The backlog rows as enqueue makes them (tenant row first: a claim joins
+ * it), and finished jobs as a completion leaves them in the history.
+ */
 const fillSql = /* sql */ `
 WITH tenant AS (INSERT INTO skiplock.tenants (name) VALUES ('default') ON CONFLICT (name) DO NOTHING),
 waiting AS (
-  INSERT INTO skiplock.jobs (queue, type, state, payload)
-  SELECT $1, $1, 'queued', jsonb_build_object('n', $2::int + g - 1, 'tenant', 'default', 'text', $5::text)
+  INSERT INTO skiplock.jobs (id, queue, type, state, payload)
+  SELECT skiplock.uuid_v7(clock_timestamp(), g), $1, $1, 'queued',
+         jsonb_build_object('n', $2::int + g - 1, 'tenant', 'default', 'text', $5::text)
   FROM generate_series(1, $3::int) g
 )
-INSERT INTO skiplock.jobs (queue, type, state, payload, attempts, started_at, finished_at)
-SELECT $1, $1, 'succeeded', jsonb_build_object('n', -g, 'tenant', 'default', 'text', $5::text), 1, now(), now()
+INSERT INTO skiplock.finished_jobs
+  (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds, backoff_base_seconds,
+   backoff_max_seconds, dedup_window_seconds, created_at, started_at, payload, finished_at, result)
+SELECT skiplock.uuid_v7(clock_timestamp(), g), $1, $1, 'default', 'succeeded', 0, now(), 1, 5, 60, 1,
+       3600, 0, now(), now(), jsonb_build_object('n', -g, 'tenant', 'default', 'text', $5::text), now(), 'null'
 FROM generate_series(1, $4::int) g`;
 
 function describe(setup: SetupName): Settings {

@@ -1,4 +1,5 @@
 import type { BenchOptions } from '../config';
+import type { CpuMeter } from '../cpu';
 import { JobLedger, type GateResult } from '../ledger';
 import { createDatabase, disconnectAll, inFreshDatabase, type BenchDatabase, type BenchServer } from '../postgres';
 import { progress } from '../progress';
@@ -12,6 +13,8 @@ export interface WorkloadContext {
   drivers: readonly SystemDriver[];
   /** Databases with a preloaded backlog, made once per run and copied for each repetition; main drops them at the end. */
   backlogs: Map<string, Backlog>;
+  /** CPU time of the server and this process, where the server runs on this machine. */
+  cpu: CpuMeter | undefined;
 }
 
 /** A database holding `jobs` waiting jobs, numbered from 0, that repetitions start from a copy of. */
@@ -94,16 +97,16 @@ export async function stopWorkers(workers: RunningWorkers): Promise<void> {
   await sleep(AFTER_STOP_MS);
 }
 
-/** 1, 2, ... reps. */
-export function repetitions(context: WorkloadContext): number[] {
-  return Array.from({ length: context.options.reps }, (_, i) => i + 1);
+/** 1, 2, ... reps (at least `atLeast`, for a workload that needs more than the run's). */
+export function repetitions(context: WorkloadContext, atLeast = 0): number[] {
+  return Array.from({ length: Math.max(context.options.reps, atLeast) }, (_, i) => i + 1);
 }
 
 /** One progress line for a finished repetition: its figures, or why its gate failed. */
-export function reportRep(what: string, rep: number, context: WorkloadContext, gate: GateResult, figures: string): void {
+export function reportRep(what: string, rep: number, context: WorkloadContext, gate: GateResult, figures: string, reps = context.options.reps): void {
   const unrecorded = gate.unrecordedCompletions > 0 ? ` [${gate.unrecordedCompletions} ran but left marked running by the stop]` : '';
   const outcome = gate.passed ? `${figures}${unrecorded}` : `gate failed: ${gate.problems.join('; ')}`;
-  progress(`  ${what} rep ${rep}/${context.options.reps}: ${outcome}`);
+  progress(`  ${what} rep ${rep}/${reps}: ${outcome}`);
 }
 
 export function sleep(ms: number): Promise<void> {
