@@ -143,7 +143,7 @@ api_keys api_keys_secret_sha256_key: UNIQUE (secret_sha256);
 api_keys api_keys_tenant_length: CHECK (((tenant IS NULL) OR ((length(tenant) >= 1) AND (length(tenant) <= 128))));
 dedup_keys dedup_keys_pkey: PRIMARY KEY (tenant, queue, dedup_key);
 finished_jobs finished_jobs_state_final: CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'expired'::text])));
-job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text])));
+job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text])));
 job_events job_events_pkey: PRIMARY KEY (id);
 jobs jobs_attempts_range: CHECK ((((max_attempts >= 1) AND (max_attempts <= 1000)) AND (attempts >= 0)));
 jobs jobs_lease_range: CHECK (((lease_seconds >= 1) AND (lease_seconds <= 86400)));

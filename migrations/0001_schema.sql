@@ -10,7 +10,8 @@
 -- A job's row says what happened on the way through (created, claimed,
 -- started, finished, by which worker, after how many attempts);
 -- `skiplock.job_events` records only what the row cannot: failed attempts,
--- lease expiries, hand-backs, heartbeats, cancellations and retries.
+-- lease expiries, hand-backs, heartbeats, cancellations, retries and
+-- reschedules.
 
 CREATE SCHEMA IF NOT EXISTS skiplock;
 
@@ -392,7 +393,7 @@ CREATE TABLE skiplock.job_events (
   detail    jsonb,
   CONSTRAINT job_events_kind_known CHECK (kind IN
     ('lease_extended', 'failed', 'retried', 'released', 'cancel_requested', 'cancelled', 'expired',
-     'lease_expired'))
+     'lease_expired', 'rescheduled'))
 );
 CREATE INDEX job_events_job_idx ON skiplock.job_events (job_id, id);
 CREATE INDEX job_events_at_idx ON skiplock.job_events USING brin (at);

@@ -49,6 +49,8 @@ const OPERATION_IDS = [
   'listJobs',
   'listQueues',
   'releaseJob',
+  'releaseWorker',
+  'rescheduleJob',
   'retryJob',
   'revokeApiKey',
   'setTenant',

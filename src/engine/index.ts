@@ -29,10 +29,11 @@ export { extendLease, type ExtendLeaseOptions, type ExtendedLease } from './exte
 export { complete, completeMany, type Completion, type CompleteManyResult } from './complete.js';
 export { fail, type Failure } from './fail.js';
 export { release, releaseMany, type ReleaseManyResult, type ReleaseOptions } from './release.js';
-export { reapExpiredLeases, releaseWorker, type ReclaimOptions } from './reclaim.js';
+export { reapExpiredLeases, releaseWorker, type ReclaimOptions, type ReleaseWorkerOptions } from './reclaim.js';
 export { expireJobs, releaseLapsedDedupKeys } from './expire-jobs.js';
 export { cancel, type CancelOutcome, type CancelResult } from './cancel.js';
 export { retry, type RetryResult } from './retry.js';
+export { reschedule, type RescheduleChange, type RescheduleOutcome, type RescheduleResult } from './reschedule.js';
 export {
   getJob,
   getJobEvents,

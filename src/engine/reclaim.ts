@@ -16,6 +16,7 @@ const reclaimSql = /* sql */ `WITH abandoned AS MATERIALIZED (
   FROM skiplock.jobs
   WHERE state = 'running'
     AND CASE WHEN $1::text IS NULL THEN lease_expires_at < now() ELSE worker_id = $1 END
+    AND ($4::text IS NULL OR tenant = $4)
   ORDER BY lease_expires_at
   LIMIT $2
   FOR UPDATE SKIP LOCKED
@@ -64,17 +65,22 @@ export async function reapExpiredLeases(db: Queryable, options: ReclaimOptions =
   const rows = await db.query<{ job: Job }>({
     name: 'skiplock_reclaim',
     text: reclaimSql,
-    params: [null, options.limit ?? 1000, 'lease expired before the job finished'],
+    params: [null, options.limit ?? 1000, 'lease expired before the job finished', null],
   });
   return rows.map((row) => toJob(row.job));
 }
 
+export interface ReleaseWorkerOptions extends ReclaimOptions {
+  /** Only this tenant's jobs (a tenant-bound caller's). */
+  tenant?: string;
+}
+
 /** Hands back every job a worker holds, at once: for a worker that restarts after a crash. */
-export async function releaseWorker(db: Queryable, workerId: string, options: ReclaimOptions = {}): Promise<Job[]> {
+export async function releaseWorker(db: Queryable, workerId: string, options: ReleaseWorkerOptions = {}): Promise<Job[]> {
   const rows = await db.query<{ job: Job }>({
     name: 'skiplock_reclaim',
     text: reclaimSql,
-    params: [workerId, options.limit ?? 1000, 'worker released its leases'],
+    params: [workerId, options.limit ?? 1000, 'worker released its leases', options.tenant ?? null],
   });
   return rows.map((row) => toJob(row.job));
 }

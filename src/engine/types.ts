@@ -65,7 +65,8 @@ export type JobEventKind =
   | 'cancel_requested'
   | 'cancelled'
   | 'expired'
-  | 'lease_expired';
+  | 'lease_expired'
+  | 'rescheduled';
 
 export interface JobEvent {
   /** The stored event's id; null for an event read from the job's row (enqueued, claimed, completed). */

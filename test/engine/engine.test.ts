@@ -14,6 +14,8 @@ import {
   listJobs,
   queueStats,
   release,
+  releaseWorker,
+  reschedule,
   retry,
   StaleLeaseError,
 } from '../../src/engine';
@@ -216,6 +218,54 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(await retry(db, job.id)).toMatchObject({ retried: false, job: { status: 'queued' } });
     const [again] = await claimBatch(db, { max: 1, workerId: worker });
     expect(await complete(db, again!)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('reschedules a waiting job: priority and start time, recorded in its history; never a running or finished one', async () => {
+    const { db } = await open(driver);
+    const [low, high] = await enqueueBatch(db, [{ queue: 'q' }, { queue: 'q', priority: 5 }]);
+    const later = await reschedule(db, high!.job.id, { delaySeconds: 3600 });
+    expect(later).toMatchObject({ outcome: 'rescheduled', job: { status: 'scheduled', priority: 5 } });
+    expect(Date.parse(later!.job.runAt) - Date.now()).toBeGreaterThan(3500_000);
+    expect(await reschedule(db, low!.job.id, { priority: 9 })).toMatchObject({ outcome: 'rescheduled', job: { status: 'queued', priority: 9 } });
+    // The scheduled one back to now: queued again, and the higher priority goes first.
+    expect(await reschedule(db, high!.job.id, { runAt: '2001-01-01T00:00:00Z', priority: 10 })).toMatchObject({
+      outcome: 'rescheduled',
+      job: { status: 'queued', priority: 10 },
+    });
+    const events = await getJobEvents(db, high!.job.id);
+    expect(events.filter((e) => e.kind === 'rescheduled').map((e) => e.detail)).toEqual([
+      { from: { priority: 5, runAt: high!.job.runAt }, to: { priority: 5, runAt: later!.job.runAt } },
+      { from: { priority: 5, runAt: later!.job.runAt }, to: { priority: 10, runAt: expect.any(String) } },
+    ]);
+    const [first] = await claimBatch(db, { max: 1, workerId: worker });
+    expect(first!.id).toBe(high!.job.id);
+    expect(await reschedule(db, first!.id, { priority: 1 })).toMatchObject({ outcome: 'not_waiting', job: { status: 'running', priority: 10 } });
+    await complete(db, first!);
+    expect(await reschedule(db, first!.id, { priority: 1 })).toMatchObject({ outcome: 'not_waiting', job: { status: 'succeeded' } });
+    expect(await reschedule(db, '00000000-0000-7000-8000-000000000000', { priority: 1 })).toBeUndefined();
+    expect(await reschedule(db, low!.job.id, { priority: 1 }, { tenant: 'globex' })).toBeUndefined();
+  });
+
+  it('refuses to move a job past its expiry, and keeps a retrying job retrying', async () => {
+    const { db } = await open(driver);
+    const { job } = await enqueue(db, { queue: 'q', ttlSeconds: 60 });
+    expect(await reschedule(db, job.id, { delaySeconds: 120 })).toMatchObject({ outcome: 'after_expiry', job: { status: 'queued', runAt: job.runAt } });
+    const { job: retried } = await enqueue(db, { queue: 'r' });
+    const [claimed] = await claimBatch(db, { max: 1, workerId: worker, queues: ['r'] });
+    await fail(db, { ...claimed!, error: 'x', retryInSeconds: 600 });
+    expect(await reschedule(db, retried.id, { delaySeconds: 300 })).toMatchObject({ outcome: 'rescheduled', job: { status: 'retrying' } });
+    expect(await reschedule(db, retried.id, { delaySeconds: 0 })).toMatchObject({ outcome: 'rescheduled', job: { status: 'queued' } });
+    expect(await claimBatch(db, { max: 1, workerId: worker, queues: ['r'] })).toHaveLength(1);
+  });
+
+  it("hands back a worker's jobs, a tenant-bound caller's own only", async () => {
+    const { db } = await open(driver);
+    await enqueueBatch(db, [{ queue: 'q', tenant: 'acme' }, { queue: 'q', tenant: 'globex' }]);
+    const claimed = await claimBatch(db, { max: 2, workerId: 'crashed' });
+    expect(claimed).toHaveLength(2);
+    expect((await releaseWorker(db, 'crashed', { tenant: 'acme' })).map((j) => [j.tenant, j.status])).toEqual([['acme', 'queued']]);
+    expect((await releaseWorker(db, 'crashed')).map((j) => [j.tenant, j.status])).toEqual([['globex', 'queued']]);
+    expect(await releaseWorker(db, 'crashed')).toEqual([]);
   });
 
   it('scopes reads and changes to a tenant', async () => {

@@ -1,13 +1,14 @@
 import { z } from '@hono/zod-openapi';
-import { cancel, listJobs, retry, type Job } from '../../engine/index.js';
+import { cancel, listJobs, reschedule, retry, type Job } from '../../engine/index.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
 import { jobReader } from '../job-reader.js';
 import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions.js';
 import { LIMITS } from '../limits.js';
-import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
 import { conflict, jobNotFound, tooManyRequests } from '../problem.js';
 import { NameSchema, queryNumberSchema } from '../schemas/common.js';
+import { RescheduleBodySchema } from '../schemas/enqueue.js';
 import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema, JobStatusViewSchema } from '../schemas/job.js';
 import type { JobStatusView } from '../status-view.js';
 import { router } from '../validation.js';
@@ -100,6 +101,22 @@ export function jobRoutes(deps: AppDeps) {
     },
   });
 
+  const rescheduleRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
+    method: 'patch',
+    path: '/v1/jobs/{id}',
+    operationId: 'rescheduleJob',
+    tags: ['jobs'],
+    summary: "Change a waiting job's priority or start time",
+    description:
+      'Only a waiting job (scheduled, queued or retrying) can be changed; a running or finished one answers 409, ' +
+      "as does a start time at or past the job's expiresAt. The change is recorded in the job's history as `rescheduled`.",
+    request: { params: JobIdParamsSchema, body: jsonBody(RescheduleBodySchema) },
+    responses: {
+      200: jsonResponse(JobSchema, 'The job waits with its new priority and start time'),
+      ...problemResponses(400, 401, 403, 404, 409, 503),
+    },
+  });
+
   const waits = new WatcherSlots(LIMITS.maxWaitsPerJob);
 
   return router()
@@ -163,5 +180,18 @@ export function jobRoutes(deps: AppDeps) {
         throw conflict('not-retryable', 'Not retryable', detail);
       }
       return c.json(retried.job, 200);
+    })
+    .openapi(rescheduleRoute, async (c) => {
+      const { id } = c.req.valid('param');
+      const changed = await reschedule(deps.database(c.env), id, c.req.valid('json'), tenantScope(c.var.principal));
+      if (changed === undefined) throw jobNotFound();
+      switch (changed.outcome) {
+        case 'rescheduled':
+          return c.json(changed.job, 200);
+        case 'not_waiting':
+          throw conflict('not-waiting', 'Not waiting', `the job is ${changed.job.status}; only a waiting job can be rescheduled`);
+        case 'after_expiry':
+          throw conflict('after-expiry', 'Start after expiry', `the job expires at ${changed.job.expiresAt}; it could never start`);
+      }
     });
 }

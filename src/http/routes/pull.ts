@@ -1,7 +1,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Queryable } from '../../db/types.js';
-import { claimBatch, complete, extendLease, fail, getJob, release } from '../../engine/index.js';
+import { claimBatch, complete, extendLease, fail, getJob, release, releaseWorker } from '../../engine/index.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
@@ -16,8 +16,13 @@ import {
   ExtendResponseSchema,
   FailBodySchema,
   ReleaseBodySchema,
+  ReleasedJobsSchema,
+  WorkerParamsSchema,
 } from '../schemas/pull.js';
 import { router } from '../validation.js';
+
+/** Jobs one release of a worker hands back at most; a full answer means: call again. */
+const RELEASE_PAGE = 1000;
 
 const LEASE_PROBLEMS = problemResponses(400, 401, 403, 404, 409, 413, 503);
 
@@ -114,6 +119,23 @@ export function pullRoutes(deps: AppDeps) {
     response: JobSchema,
   });
 
+  const releaseWorkerRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
+    method: 'post',
+    path: '/v1/workers/{workerId}/release',
+    operationId: 'releaseWorker',
+    tags: ['pull'],
+    summary: 'Hand back every job a worker holds',
+    description:
+      'For a worker that knows it crashed and restarts under the same workerId: its jobs wait again at once ' +
+      "instead of when their leases end (the attempt counts; a job on its last attempt fails). A tenant-bound key " +
+      "hands back its own tenant's jobs only. At most 1,000 jobs an answer: call again while one comes back full.",
+    request: { params: WorkerParamsSchema },
+    responses: {
+      200: jsonResponse(ReleasedJobsSchema, 'The jobs handed back'),
+      ...problemResponses(400, 401, 403, 503),
+    },
+  });
+
   return router()
     .openapi(claimRoute, async (c) => {
       const { max, leaseSeconds, workerId, types } = c.req.valid('json');
@@ -150,5 +172,10 @@ export function pullRoutes(deps: AppDeps) {
       const { leaseToken, delaySeconds, countAttempt } = c.req.valid('json');
       const handBack = (database: Queryable) => release(database, { id, leaseToken }, { delaySeconds, countAttempt });
       return c.json(await changeLeasedJob(c, deps, id, handBack), 200);
+    })
+    .openapi(releaseWorkerRoute, async (c) => {
+      const options = { limit: RELEASE_PAGE, ...tenantScope(c.var.principal) };
+      const jobs = await releaseWorker(deps.database(c.env), c.req.valid('param').workerId, options);
+      return c.json({ jobs }, 200);
     });
 }

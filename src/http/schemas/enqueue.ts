@@ -19,6 +19,21 @@ const ScheduleTimeSchema = DateTimeInputSchema.refine((text) => {
   return at >= EARLIEST_TIME && at <= Date.now() + LIMITS.maxDelaySeconds * 1000;
 }, `must be from 2000-01-01 to ${LIMITS.maxDelaySeconds / (365 * 24 * 60 * 60)} years from now`);
 
+export const RescheduleBodySchema = z
+  .strictObject({
+    priority: intSchema(-1000, 1000).optional().describe('Higher runs first.'),
+    runAt: ScheduleTimeSchema.optional().describe('Not before this time; a past time means now. Exclusive with delaySeconds.'),
+    delaySeconds: DelaySecondsSchema.optional().describe('Not sooner than this many seconds from now.'),
+  })
+  .refine((change) => change.runAt === undefined || change.delaySeconds === undefined, {
+    message: 'give runAt or delaySeconds, not both',
+    path: ['delaySeconds'],
+  })
+  .refine((change) => Object.values(change).some((value) => value !== undefined), {
+    message: 'give priority, runAt or delaySeconds',
+  })
+  .openapi('RescheduleRequest');
+
 /** Dedup keys beginning with this are the API's own (Idempotency-Key); clients cannot forge them. */
 export const IDEMPOTENCY_DEDUP_PREFIX = 'idempotency-key:';
 

@@ -14,6 +14,7 @@ const JOB_EVENT_KINDS = [
   'cancelled',
   'expired',
   'lease_expired',
+  'rescheduled',
 ] as const satisfies readonly JobEventKind[];
 
 export const JobEventSchema = z

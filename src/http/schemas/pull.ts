@@ -9,7 +9,7 @@ import {
   TimestampSchema,
   UuidSchema,
 } from './common.js';
-import { ClaimedJobSchema } from './job.js';
+import { ClaimedJobSchema, JobSchema } from './job.js';
 
 export const ClaimBodySchema = z
   .strictObject({
@@ -69,3 +69,9 @@ export const ReleaseBodySchema = z
     countAttempt: z.boolean().optional().describe('Whether this attempt counts; default false.'),
   })
   .openapi('ReleaseRequest');
+
+export const WorkerParamsSchema = z.object({
+  workerId: NameSchema.openapi({ param: { name: 'workerId', in: 'path' } }).describe('The workerId its claims gave.'),
+});
+
+export const ReleasedJobsSchema = z.object({ jobs: z.array(JobSchema) }).openapi('ReleasedJobs');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, claimOne, client, enqueueJob, problemOf, request, success, uniqueName } from './support/api';
+import { ADMIN_TOKEN, claimOne, client, enqueueJob, expectStatus, problemOf, request, success, uniqueName } from './support/api';
 import { serverSentEvents } from './support/sse';
 
 const api = client();
@@ -199,6 +199,57 @@ describe('POST /v1/jobs/{id}/cancel and /retry', () => {
     expect(await retried.json()).toMatchObject({ id: job.id, status: 'queued', attempts: 0 });
     expect(await problemOf(refused)).toMatchObject({ status: 409, type: 'https://skiplock.dev/problems/not-retryable' });
     expect(unknown.status).toBe(404);
+  });
+});
+
+describe('PATCH /v1/jobs/{id}', () => {
+  const patch = (id: string, json: Record<string, unknown>) =>
+    request(`/v1/jobs/${id}`, {
+      method: 'PATCH',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(json),
+    });
+
+  it('changes the priority and start time of a waiting job, and records it in the history', async () => {
+    const queue = uniqueName('reschedule');
+    const job = await enqueueJob(queue);
+
+    const later = await api.v1.jobs[':id'].$patch({ param: { id: job.id }, json: { priority: 7, delaySeconds: 3600 } });
+    expectStatus(later, 200);
+    const moved = await later.json();
+    expect(moved).toMatchObject({ id: job.id, status: 'scheduled', priority: 7 });
+    expect(Date.parse(moved.runAt) - Date.now()).toBeGreaterThan(3500_000);
+    const back = await success(api.v1.jobs[':id'].$patch({ param: { id: job.id }, json: { runAt: new Date().toISOString() } }));
+    expect(back).toMatchObject({ status: 'queued', priority: 7 });
+
+    const { events } = await success(api.v1.jobs[':id'].history.$get({ param: { id: job.id } }));
+    expect(events.filter((event) => event.kind === 'rescheduled')).toHaveLength(2);
+  });
+
+  it('refuses a running or finished job (409), an unknown one (404), and bad bodies (400) without changing anything', async () => {
+    const queue = uniqueName('reschedule-refused');
+    await enqueueJob(queue);
+    const running = await claimOne(queue);
+    const waiting = await enqueueJob(queue, { ttlSeconds: 60 });
+
+    expect(await problemOf(await patch(running.id, { priority: 1 }))).toMatchObject({
+      status: 409,
+      type: 'https://skiplock.dev/problems/not-waiting',
+    });
+    expect(await problemOf(await patch(waiting.id, { delaySeconds: 120 }))).toMatchObject({
+      status: 409,
+      type: 'https://skiplock.dev/problems/after-expiry',
+    });
+    expect((await patch(crypto.randomUUID(), { priority: 1 })).status).toBe(404);
+    for (const body of [{}, { priority: 5000 }, { runAt: 'soon' }, { runAt: '2030-01-01T00:00:00Z', delaySeconds: 1 }, { state: 'queued' }]) {
+      const problem = await problemOf(await patch(waiting.id, body));
+      expect(problem.status).toBe(400);
+    }
+    expect(await success(api.v1.jobs[':id'].$get({ param: { id: waiting.id }, query: {} }))).toMatchObject({
+      priority: 0,
+      runAt: waiting.runAt,
+    });
   });
 });
 

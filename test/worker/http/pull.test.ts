@@ -151,3 +151,25 @@ describe('complete, fail, extend, release', () => {
     expect(stale.status).toBe(409);
   });
 });
+
+describe('POST /v1/workers/{workerId}/release', () => {
+  it("hands back every job the worker holds at once, and answers an empty list when it holds none", async () => {
+    const queue = uniqueName('release-worker');
+    for (let i = 0; i < 3; i++) await enqueueJob(queue);
+    const workerId = uniqueName('crashed-worker');
+    await success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 2, workerId } }));
+
+    const released = await success(api.v1.workers[':workerId'].release.$post({ param: { workerId } }));
+    const again = await success(api.v1.workers[':workerId'].release.$post({ param: { workerId } }));
+
+    expect(released.jobs.map((job) => [job.status, job.attempts])).toEqual([['queued', 1], ['queued', 1]]);
+    expect(again.jobs).toEqual([]);
+    const claimed = await success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 3, workerId: 'next' } }));
+    expect(claimed.jobs).toHaveLength(3);
+  });
+
+  it('refuses a worker id with control characters (400)', async () => {
+    const problem = await problemOf(await postJson('/v1/workers/a%07b/release', {}));
+    expect(problem).toMatchObject({ status: 400 });
+  });
+});

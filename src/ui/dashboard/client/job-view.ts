@@ -13,6 +13,7 @@ const EVENT_LABELS = {
   cancelled: 'Cancelled',
   expired: 'Expired',
   lease_expired: 'Lease expired',
+  rescheduled: 'Rescheduled',
 };
 let shownJobId = null;
 
