@@ -535,6 +535,34 @@ FUNCTION claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job LANGUAGE sql 
     to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error)::skiplock.claimed_job
 $$;
 
+FUNCTION complete_jobs(completions jsonb, with_jobs boolean) RETURNS TABLE(id uuid, done boolean, job json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH input AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(completions) AS x(id uuid, "leaseToken" uuid, result jsonb)
+  ),
+  done AS (
+    DELETE FROM skiplock.jobs j
+    USING input
+    -- Each row by its key. A token matches only while its job runs
+    -- (jobs_lease_while_running), so no condition on state.
+    WHERE j.id = input.id AND j.lease_token = input."leaseToken"
+    RETURNING j AS live, j.id, input."leaseToken" AS lease_token, input.result
+  ),
+  finished AS (
+    INSERT INTO skiplock.finished_jobs
+    SELECT (skiplock.as_finished(done.live, 'succeeded', done.result, NULL)).* FROM done
+    -- Only when asked (a single completion): building the job costs as much as moving it.
+    RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
+  )
+  SELECT input.id, done.id IS NOT NULL,
+         CASE WHEN with_jobs THEN (SELECT finished.job FROM finished WHERE finished.id = done.id) END
+  FROM input
+  LEFT JOIN done ON done.id = input.id AND done.lease_token = input."leaseToken";
+END
+$$;
+
 FUNCTION is_legal_transition(from_state text, to_state text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
   SELECT (from_state, to_state) IN (
     ('scheduled', 'running'), ('queued', 'running'), ('retrying', 'running'),

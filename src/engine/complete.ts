@@ -8,33 +8,12 @@ export interface Completion extends Lease {
 }
 
 /**
- * Completes many jobs in one statement: each leaves the queue for the
- * history. A job completes only while its token owns it, so a worker whose
- * lease was taken over cannot complete it: exactly-once completion on top of
- * at-least-once delivery.
+ * Completes many jobs in one statement (skiplock.complete_jobs): each leaves
+ * the queue for the history. A job completes only while its token owns it,
+ * so a worker whose lease was taken over cannot complete it: exactly-once
+ * completion on top of at-least-once delivery.
  */
-const completeSql = /* sql */ `
-WITH input AS MATERIALIZED (
-  SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, "leaseToken" uuid, result jsonb)
-),
-done AS (
-  DELETE FROM skiplock.jobs j
-  USING input
-  -- Each row by its key. A token matches only while its job runs
-  -- (jobs_lease_while_running), so no condition on state.
-  WHERE j.id = input.id AND j.lease_token = input."leaseToken"
-  RETURNING j AS live, j.id, input."leaseToken" AS lease_token, input.result
-),
-finished AS (
-  INSERT INTO skiplock.finished_jobs
-  SELECT (skiplock.as_finished(done.live, 'succeeded', done.result, NULL)).* FROM done
-  -- Only when asked (a single completion): building the job costs as much as moving it.
-  RETURNING finished_jobs.id, CASE WHEN $2::boolean THEN skiplock.job_json(finished_jobs) END AS job
-)
-SELECT input.id, done.id IS NOT NULL AS done,
-       CASE WHEN $2::boolean THEN (SELECT finished.job FROM finished WHERE finished.id = done.id) END AS job
-FROM input
-LEFT JOIN done ON done.id = input.id AND done.lease_token = input."leaseToken"`;
+const completeSql = /* sql */ `SELECT * FROM skiplock.complete_jobs($1::jsonb, $2::boolean)`;
 
 export interface CompleteManyResult {
   /** Ids of the jobs this call completed. */
