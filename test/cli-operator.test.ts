@@ -155,6 +155,29 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     expectOneLine(await skiplock(['jobs', 'cancel', idle.id]), 1, /^skiplock jobs: 409 Already finished: the job already ended cancelled$/);
   });
 
+  it('jobs reschedule moves a waiting job; workers release hands back what a worker holds', async () => {
+    const idle = await enqueue('cli-moves', { type: 'cli-idle' });
+    const later = await skiplock(['jobs', 'reschedule', idle.id, '--priority', '5', '--delay', '3600', '--json']);
+    expect(later.code).toBe(0);
+    expect(JSON.parse(later.stdout)).toMatchObject({ id: idle.id, status: 'scheduled', priority: 5 });
+    const now = await skiplock(['jobs', 'reschedule', idle.id, '--delay', '0']);
+    expect(now.stdout).toMatch(new RegExp(`^job ${idle.id} is queued, priority 5, to run at `));
+    expectOneLine(await skiplock(['jobs', 'reschedule', idle.id]), 2, /give --priority, --run-at or --delay$/);
+    expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', 'high']), 2, /--priority must be a whole number, not "high"$/);
+    expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', '5000']), 1, /^skiplock jobs: 400 /);
+
+    const claim = await fetch(`${url}/v1/queues/cli-moves/claim`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ workerId: 'cli-crashed', types: ['cli-idle'] }),
+    });
+    expect(((await claim.json()) as { jobs: JobJson[] }).jobs.map((job) => job.id)).toEqual([idle.id]);
+    expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', '1']), 1, /^skiplock jobs: 409 Not waiting: the job is running/);
+    const released = await skiplock(['workers', 'release', 'cli-crashed']);
+    expect(released).toEqual({ code: 0, stdout: `handed back 1 job of worker cli-crashed: ${idle.id} queued\n`, stderr: '' });
+    expect((await skiplock(['workers', 'release', 'cli-crashed'])).stdout).toBe('worker cli-crashed holds no jobs\n');
+  });
+
   it('queues and stats count the jobs per queue, tenant and status', async () => {
     await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
     const queues = await skiplock(['queues']);

@@ -70,6 +70,27 @@ const retry = operatorCommand({
   },
 });
 
+const reschedule = operatorCommand({
+  usage: 'skiplock jobs reschedule JOB_ID [--priority N] [--run-at TIME | --delay SECONDS]',
+  options: { priority: { type: 'string' }, 'run-at': { type: 'string' }, delay: { type: 'string' } },
+  positionals: ['JOB_ID'],
+  async run({ values, positionals: [id], connection }) {
+    const { priority, 'run-at': runAt, delay } = values;
+    if (priority === undefined && runAt === undefined && delay === undefined) {
+      throw usageFailure('give --priority, --run-at or --delay');
+    }
+    if (runAt !== undefined && delay !== undefined) throw usageFailure('give --run-at or --delay, not both');
+    // The API checks the ranges and the time, and names what is wrong.
+    const json = {
+      ...(priority === undefined ? {} : { priority: integer(priority, '--priority') }),
+      ...(runAt === undefined ? {} : { runAt }),
+      ...(delay === undefined ? {} : { delaySeconds: seconds(delay, '--delay', { zero: true }) }),
+    };
+    const job = await successBody(connection.api.v1.jobs[':id'].$patch({ param: { id: id! }, json }));
+    return { json: job, human: `job ${job.id} is ${job.status}, priority ${job.priority}, to run at ${shortTime(job.runAt)}` };
+  },
+});
+
 const cancel = operatorCommand({
   usage: 'skiplock jobs cancel JOB_ID',
   options: {},
@@ -88,6 +109,7 @@ export const jobsCommand = withSubcommands('jobs', {
   list: { run: list, summary: 'jobs, newest first, filtered by --queue, --tenant, --status, --type; --cursor pages' },
   get: { run: get, summary: 'one job; --wait follows it until it ends' },
   retry: { run: retry, summary: 'run a failed, cancelled or expired job again' },
+  reschedule: { run: reschedule, summary: "change a waiting job's --priority or start time (--run-at or --delay)" },
   cancel: { run: cancel, summary: 'cancel a job (a running one at its next heartbeat)' },
 });
 
@@ -119,8 +141,15 @@ function notSucceeded(job: Job): CliFailure {
   return new CliFailure(`job ${job.id} ended ${job.status}${error}`, EXIT.jobNotSucceeded);
 }
 
-function seconds(value: string, flag: string): number {
+function seconds(value: string, flag: string, { zero = false } = {}): number {
   const parsed = Number(value);
-  if (!/^\d+(\.\d+)?$/.test(value) || parsed <= 0) throw usageFailure(`${flag} must be a number of seconds above 0, not "${value}"`);
+  if (!/^\d+(\.\d+)?$/.test(value) || parsed < 0 || (parsed === 0 && !zero)) {
+    throw usageFailure(`${flag} must be a number of seconds ${zero ? 'from 0' : 'above 0'}, not "${value}"`);
+  }
   return parsed;
+}
+
+function integer(value: string, flag: string): number {
+  if (!/^-?\d+$/.test(value)) throw usageFailure(`${flag} must be a whole number, not "${value}"`);
+  return Number(value);
 }

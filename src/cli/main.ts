@@ -9,11 +9,13 @@ import { queuesCommand, statsCommand } from './queues.js';
 import { runCli } from './run-cli.js';
 import { tenantsCommand } from './tenants.js';
 import { workCommand } from './work.js';
+import { workersCommand } from './workers.js';
 
 const COMMANDS: Record<string, Command> = {
   migrate: { run: migrateCommand, summary: 'apply the pending migrations to DATABASE_URL (safe to run twice)' },
   work: { run: workCommand, summary: 'run a Node worker for the jobs your modules export: skiplock work ./jobs.js' },
-  jobs: { run: jobsCommand, summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | cancel JOB_ID' },
+  jobs: { run: jobsCommand, summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID' },
+  workers: { run: workersCommand, summary: 'workers release WORKER_ID: hand back the jobs a crashed worker holds' },
   queues: { run: queuesCommand, summary: 'job counts per queue and status' },
   stats: { run: statsCommand, summary: 'job counts per queue, tenant and status, and the queue health' },
   tenants: { run: tenantsCommand, summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]' },
@@ -24,7 +26,7 @@ const HELP = [
   'usage: skiplock <command> [options]',
   ...Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(8)} ${command.summary}`),
   '',
-  `jobs, queues, stats, tenants and keys call a skiplock API: ${CONNECTION_USAGE}.`,
+  `jobs, workers, queues, stats, tenants and keys call a skiplock API: ${CONNECTION_USAGE}.`,
   `Exit codes: ${Object.entries(EXIT).map(([kind, code]) => `${code} ${kind.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`).join(', ')}.`,
 ].join('\n');
 
