@@ -2,9 +2,10 @@ import { successBody } from '../http/client.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
 
 const release = operatorCommand({
-  usage: 'skiplock workers release WORKER_ID',
+  usage: 'skiplock workers release WORKER',
   options: {},
-  positionals: ['WORKER_ID'],
+  // A worker's id is the name it claims under, not a UUID.
+  positionals: ['WORKER'],
   async run({ positionals: [workerId], connection }) {
     const { jobs } = await successBody(connection.api.v1.workers[':workerId'].release.$post({ param: { workerId: workerId! } }));
     const human =
