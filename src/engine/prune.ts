@@ -32,7 +32,7 @@ export interface HistoryMaintenance {
   createdDays: number;
   /** Days of finished jobs dropped past the retention. */
   droppedDays: number;
-  /** Finished jobs deleted one by one: those of a day that had no partition of its own. */
+  /** Finished jobs deleted one by one (at most 10,000 a call): those of a day that had no partition of its own. */
   deletedJobs: number;
 }
 
