@@ -1,5 +1,8 @@
 import { createSkiplock } from 'skiplock/worker';
 
+/** The queue clock's Durable Object, bound as SKIPLOCK_CLOCK in wrangler.toml: idle cron ticks run no statement. */
+export { SkiplockClock } from 'skiplock/worker';
+
 /**
  * The reference deployment: the built-in `http` job (and the demo jobs under
  * `npm start`), every setting from the Worker's variables and secrets.

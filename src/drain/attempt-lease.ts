@@ -10,6 +10,15 @@ const HEARTBEATS_PER_LEASE = 3;
 /** ...but not more often than this. */
 const MIN_HEARTBEAT_MS = 250;
 
+function heartbeatEveryMs(leaseSeconds: number): number {
+  return Math.max(MIN_HEARTBEAT_MS, (leaseSeconds * 1000) / HEARTBEATS_PER_LEASE);
+}
+
+/** The most heartbeats a lease of `leaseSeconds` needs over `ms` (none failing). */
+export function heartbeatsWithin(ms: number, leaseSeconds: number): number {
+  return Math.floor(ms / heartbeatEveryMs(leaseSeconds));
+}
+
 /**
  * One attempt's hold on its job: every heartbeat and progress save presents
  * the claim's fencing token. What a heartbeat learns stops the attempt: a
@@ -53,7 +62,7 @@ export class AttemptLease {
   }
 
   private get heartbeatEveryMs(): number {
-    return Math.max(MIN_HEARTBEAT_MS, (this.grantedSeconds * 1000) / HEARTBEATS_PER_LEASE);
+    return heartbeatEveryMs(this.grantedSeconds);
   }
 
   /** Extends the lease (and saves progress when given). Rejects with StaleLeaseError once the job is lost. */

@@ -23,6 +23,8 @@ export class CompletionBatch {
     private readonly db: Queryable,
     private readonly counts: JobCounts,
     private readonly logger: Logger,
+    /** Called with the number of completions each statement carried, once sent or given up. */
+    private readonly onSent: (completions: number) => void = () => {},
   ) {}
 
   add(completion: Completion): void {
@@ -49,12 +51,14 @@ export class CompletionBatch {
         const { completed, stale } = await completeMany(this.db, batch);
         this.counts.succeeded += completed.length;
         this.counts.leaseLost += stale.length;
+        this.onSent(batch.length);
         failures = 0;
       } catch (error) {
         failures += 1;
         this.logger.error('completing jobs failed; will try again', { jobs: batch.length, ...errorFields(error) });
         this.pending.unshift(...batch);
         if (this.settling && failures > 1) {
+          this.onSent(this.pending.length);
           this.pending = [];
           break;
         }

@@ -20,6 +20,13 @@ export interface JobOptions<Result = unknown> {
   /** Wall time one attempt may take; past it the signal fires and the attempt fails (and may retry). */
   timeoutSeconds?: number;
   /**
+   * The most subrequests one attempt makes beyond skiplock's own statements:
+   * its fetches, its calls to other bindings, its `progress()` and
+   * `extendLease()` calls. Default 0. Where an invocation caps subrequests
+   * (Workers: SUBREQUEST_LIMIT), a drain starts the job only while these fit.
+   */
+  subrequests?: number;
+  /**
    * What a job's status URL (a browser, holding no API key) may show of its
    * result, e.g. `(result) => ({ downloadUrl: result.url })`. Without it the
    * status view shows no result: results often hold what only the product's
@@ -120,6 +127,8 @@ function checkOptions<Result>(type: string, options: JobOptions<Result>): void {
     options.maxAttempts !== undefined && !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1) &&
       'maxAttempts must be an integer from 1',
     !positive(options.timeoutSeconds) && 'timeoutSeconds must be above 0',
+    options.subrequests !== undefined && !(Number.isInteger(options.subrequests) && options.subrequests >= 0) &&
+      'subrequests must be a whole number from 0',
     options.backoff !== undefined &&
       !(positive(options.backoff.baseSeconds) && options.backoff.maxSeconds >= options.backoff.baseSeconds) &&
       'backoff needs baseSeconds above 0 and maxSeconds >= baseSeconds',

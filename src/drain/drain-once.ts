@@ -6,6 +6,8 @@ import { runJobs } from './job-loop.js';
 import { jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
+import type { SubrequestBudget } from './subrequest-budget.js';
+import type { WorkArrivals } from './work-arrivals.js';
 
 export interface DrainOptions {
   /**
@@ -26,6 +28,10 @@ export interface DrainOptions {
   housekeeping?: boolean;
   /** How long a handed-back job waits before it can run again. Default 1 s. */
   handBackDelaySeconds?: number;
+  /** Enqueues announced while it runs: it claims again for them (see WorkArrivals). */
+  arrivals?: WorkArrivals;
+  /** The invocation's subrequest cap; without it the drain does not count them. */
+  subrequests?: SubrequestBudget;
   logger?: Logger;
 }
 
@@ -59,6 +65,8 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
       budget,
       logger,
       handBackDelaySeconds: options.handBackDelaySeconds ?? 1,
+      arrivals: options.arrivals,
+      subrequests: options.subrequests,
     });
     return { ...housekeeping, ...jobs };
   } finally {

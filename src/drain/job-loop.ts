@@ -11,7 +11,10 @@ import { recordOutcome } from './record-outcome.js';
 import type { JobRegistry } from './registry.js';
 import { Attempt } from './run-attempt.js';
 import { sleep } from '../engine/sleep.js';
+import { heartbeatsWithin } from './attempt-lease.js';
+import type { SubrequestBudget } from './subrequest-budget.js';
 import { WakeUp } from './wake-up.js';
+import type { WorkArrivals } from './work-arrivals.js';
 
 /**
  * An empty claim right after one that found jobs is tried again after this
@@ -43,6 +46,17 @@ export interface JobLoopOptions {
    * runs: a drain.
    */
   waitForWork?: (signal: AbortSignal) => Promise<void>;
+  /**
+   * Enqueues announced while the loop runs (a Worker's fast path): the loop
+   * claims again for them instead of ending, and closes them once it stops claiming.
+   */
+  arrivals?: WorkArrivals;
+  /**
+   * The invocation's subrequest cap: a job starts only when what it may
+   * still send fits (its outcome, its heartbeats, its handler's declared
+   * subrequests), and claiming stops while that holds for one more job.
+   */
+  subrequests?: SubrequestBudget;
 }
 
 /** A claimed job not started yet, and when the claim that leased it was sent. */
@@ -50,6 +64,9 @@ interface ClaimedAt {
   job: ClaimedJob;
   claimSentAt: number;
 }
+
+/** The lease a job gets when its enqueue names none (the jobs table's default). */
+const DEFAULT_LEASE_SECONDS = 60;
 
 /**
  * Claims jobs of the registry's types and runs them, at most `concurrency` at
@@ -63,7 +80,7 @@ interface ClaimedAt {
  * most two connections beside the running attempts.
  */
 export async function runJobs(db: Queryable, registry: JobRegistry, options: JobLoopOptions): Promise<JobCounts> {
-  const { budget, concurrency, logger, waitForWork } = options;
+  const { budget, concurrency, logger, waitForWork, arrivals, subrequests } = options;
   const claimBatchSize = Math.max(concurrency, options.claimBatchSize ?? concurrency);
   const counts = noJobCounts();
   const running = new Set<Promise<void>>();
@@ -73,7 +90,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   let anAttemptEnded = false;
   /** Claimed ahead, in claim order, waiting for a free slot. */
   const claimedAhead: ClaimedAt[] = [];
-  const completions = new CompletionBatch(db, counts, logger);
+  const completions = new CompletionBatch(db, counts, logger, (jobs) => subrequests?.release(jobs));
   const pace = new AttemptPace();
   const heartbeats = new HeartbeatSchedule();
   /** The attempts running now: the deadline interrupts them all. */
@@ -95,6 +112,26 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   /** An attempt ended or work arrived since the last claim. */
   let somethingHappened = false;
   let claimFailed = false;
+  /** A claimed job did not fit in the subrequests left: claim no more. */
+  let subrequestsSpent = false;
+  /** The lease of the last job claimed: what the next claim's jobs likely get. */
+  let lastLeaseSeconds = DEFAULT_LEASE_SECONDS;
+  arrivals?.onArrival(() => wake.notify());
+
+  /**
+   * The most subrequests a job may still send once started: its outcome, the
+   * heartbeats its lease needs before the deadline, and what its handler
+   * declares. Reserved when it starts, so the cap never cuts it off.
+   */
+  function subrequestsOf({ job, claimSentAt }: ClaimedAt): number {
+    const options = registry.definitionOf(job.type)!.options;
+    const lease = Math.min(job.leaseSeconds, options.leaseSeconds ?? job.leaseSeconds);
+    const heartbeats = heartbeatsWithin(budget.msUntilAbort() + (Date.now() - claimSentAt), lease);
+    return 1 + heartbeats + (options.subrequests ?? 0);
+  }
+  /** What the next claim's jobs will likely need each: the last lease seen, the most any type declares. */
+  const mostDeclared = Math.max(0, ...registry.types.map((type) => registry.definitionOf(type)!.options.subrequests ?? 0));
+  const likelySubrequestsPerJob = () => 1 + heartbeatsWithin(budget.msUntilAbort(), lastLeaseSeconds) + mostDeclared;
 
   const claim = (max: number) => claimBatch(db, { max, workerId: options.workerId, types: registry.types });
 
@@ -113,8 +150,9 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     }
   }
 
-  async function run({ job, claimSentAt }: ClaimedAt): Promise<void> {
-    const attempt = new Attempt(db, job, claimSentAt, registry.definitionOf(job.type)!, logger);
+  async function run({ job, claimSentAt }: ClaimedAt, reserved: number): Promise<void> {
+    const definition = registry.definitionOf(job.type)!;
+    const attempt = new Attempt(db, job, claimSentAt, definition, logger);
     attempts.add(attempt);
     heartbeats.add(attempt);
     const startedAt = Date.now();
@@ -126,12 +164,22 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       heartbeats.delete(attempt);
     }
     pace.record(Date.now() - startedAt);
-    if (outcome.kind === 'succeeded') completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result });
-    else await recordOutcome(db, job, outcome, counts, options.handBackDelaySeconds);
+    // All but the outcome's own statement: heartbeats were counted as sent, the handler's declared ones are counted now.
+    subrequests?.release(reserved - 1);
+    subrequests?.countUnseen(definition.options.subrequests ?? 0);
+    if (outcome.kind === 'succeeded') {
+      completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result });
+      return;
+    }
+    try {
+      await recordOutcome(db, job, outcome, counts, options.handBackDelaySeconds);
+    } finally {
+      subrequests?.release(1);
+    }
   }
 
-  function start(claimed: ClaimedAt): void {
-    const task: Promise<void> = run(claimed)
+  function start(claimed: ClaimedAt, reserved: number): void {
+    const task: Promise<void> = run(claimed, reserved)
       .catch((error: unknown) =>
         logger.error('could not record how a job ended; it runs again once its lease expires', {
           jobId: claimed.job.id,
@@ -153,8 +201,17 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     while (claimedAhead.length > 0 && (stopping || running.size < concurrency)) {
       const claimed = claimedAhead.shift()!;
       // A job that waited here until half its lease ran out could be reaped while it runs.
-      if (stopping || !hasHalfItsLease(claimed)) unstarted.push(claimed.job);
-      else start(claimed);
+      if (stopping || !hasHalfItsLease(claimed)) {
+        unstarted.push(claimed.job);
+        continue;
+      }
+      const reserved = subrequests === undefined ? 0 : subrequestsOf(claimed);
+      if (subrequests !== undefined && !subrequests.tryReserve(reserved)) {
+        subrequestsSpent = true;
+        unstarted.push(claimed.job);
+        continue;
+      }
+      start(claimed, reserved);
     }
     await handBack(unstarted);
   }
@@ -178,6 +235,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
         }
         counts.claimed += jobs.length;
         for (const job of jobs) claimedAhead.push({ job, claimSentAt });
+        if (jobs.length > 0) lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
         lastClaimFound = jobs.length > 0;
         lastClaimFull = jobs.length === max;
       } catch (error) {
@@ -202,10 +260,16 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
 
   for (;;) {
     await startClaimed();
-    const mayClaim = budget.claiming && !claimFailed;
+    const mayClaim = budget.claiming && !claimFailed && !subrequestsSpent;
+    // Closed in the same turn as the last look, so an announcement after it starts a drain of its own.
+    if (!mayClaim) arrivals?.close();
+    if (arrivals?.take()) somethingHappened = true;
     // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
     const worthClaiming = lastClaimFull || somethingHappened || (running.size === 0 && lastClaimFound);
-    const room = claimBatchSize - claimedAhead.length - running.size;
+    const room = Math.min(
+      claimBatchSize - claimedAhead.length - running.size,
+      subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
+    );
     if (mayClaim && claiming === undefined && worthClaiming && room > 0 && claimedAhead.length < refillBelow) {
       claimInBackground(pace.claimSize(room, concurrency, budget.msUntilAbort()));
       somethingHappened = false;
@@ -216,6 +280,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     if (event === 'work' || anAttemptEnded) somethingHappened = true;
     anAttemptEnded = false;
   }
+  arrivals?.close();
   // A claim may still be out when the budget stops the loop: its jobs are handed back.
   await claiming;
   await startClaimed();

@@ -47,5 +47,6 @@ export { queueStats, type QueueStatsRow } from './stats.js';
 export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health.js';
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';
+export { nextDueAt } from './next-due.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';

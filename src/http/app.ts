@@ -40,6 +40,16 @@ function corsForConfiguredOrigins(deps: AppDeps): MiddlewareHandler<AppEnv> {
     })(c, next);
 }
 
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** After each successful request that writes, tells the host the queue may have changed. */
+function queueChanges(onQueueChanged: NonNullable<AppDeps['onQueueChanged']>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next();
+    if (!READS.has(c.req.method) && c.res.status < 400) onQueueChanged(c.executionCtx, c.env);
+  };
+}
+
 /**
  * The HTTP API. Build it once per isolate: everything per request (the
  * database, the secrets) comes from `c.env` through `deps`.
@@ -55,6 +65,7 @@ export function createApp(deps: AppDeps) {
   base.use(requestLog());
   base.use(corsForConfiguredOrigins(deps));
   base.use(limitBodySize(deps));
+  if (deps.onQueueChanged !== undefined) base.use(queueChanges(deps.onQueueChanged));
   const app = base
     .route('/', healthRoutes(deps))
     .route('/', enqueueRoutes(deps))

@@ -45,6 +45,12 @@ export interface AppDeps {
    * the drain's fast path starts here with `ctx.waitUntil`.
    */
   onEnqueued?(ctx: WaitUntil, env: Bindings): void;
+  /**
+   * Called after every successful request that may change when jobs come
+   * due (any POST, PATCH, PUT or DELETE under the API): the Worker tells its
+   * queue clock, so a cron tick that follows drains.
+   */
+  onQueueChanged?(ctx: WaitUntil, env: Bindings): void;
   /** The job type of this name when the host knows it: its payload schema is checked at enqueue (422 naming the field). */
   jobType?(env: Bindings, type: string): JobType | undefined;
 }

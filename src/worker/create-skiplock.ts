@@ -4,12 +4,14 @@ import { builtInJobs } from '../drain/handlers/built-in.js';
 import type { PeriodicJob } from '../drain/periodic.js';
 import { createRegistry, type JobRegistry } from '../drain/registry.js';
 import { createApp } from '../http/app.js';
-import type { AppDeps, AppEnv, Bindings } from '../http/context.js';
+import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
+import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
 import { notFound, Problem, problemResponse } from '../http/problem.js';
 import { uiRoutes } from '../ui/index.js';
 import { requestDatabase, sessionDatabase } from './database.js';
 import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
 import type { SkiplockEnv } from './env.js';
+import { QueueClock } from './queue-clock.js';
 import { ConfigurationError, resolveSettings, type SkiplockSettings } from './settings.js';
 
 export interface SkiplockOptions extends SkiplockSettings {
@@ -34,8 +36,18 @@ export interface ScheduledEvent {
 export interface Skiplock<Env extends SkiplockEnv = SkiplockEnv> {
   /** The HTTP API, dashboard and status pages; with `api: false`, 404 for every request. */
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response>;
-  /** The Cron Trigger: housekeeping and periodic jobs, then jobs until the queue is empty or the budget ends. */
+  /**
+   * The Cron Trigger: housekeeping and periodic jobs, then jobs until the
+   * queue is empty or the budget ends. With SKIPLOCK_CLOCK bound, a tick with
+   * nothing due runs no statement.
+   */
   scheduled(event: ScheduledEvent, env: Env): Promise<void>;
+  /**
+   * Call after enqueueing from your own code (your own transaction, not the
+   * HTTP API): starts the fast path and tells the queue clock, as the API's
+   * enqueue does.
+   */
+  wake(env: Env, ctx: WaitUntil): void;
   /**
    * The Hono app behind `fetch` (API, and the pages unless `dashboard: false`),
    * to mount in your own: `app.route('/queue', skiplock.app)`.
@@ -78,6 +90,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     database: (env) => requestDatabase(runtimeOf(env).settings.database),
     sessionDatabase: (env) => sessionDatabase(runtimeOf(env).settings.database),
     onEnqueued: (ctx, env) => fastPathDrain(runtimeOf(env), ctx),
+    onQueueChanged: (ctx, env) => lowerClock(env as SkiplockEnv, ctx),
     jobType: (env, type) => runtimeOf(env).registry.definitionOf(type),
   };
   const app = createApp(deps);
@@ -107,9 +120,22 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         if (error instanceof ConfigurationError) console.error(error.message);
         throw error;
       }
-      await scheduledDrain(runtime, event.cron);
+      await scheduledDrain(runtime, event.cron, QueueClock.of(env));
+    },
+    wake(env, ctx) {
+      fastPathDrain(runtimeOf(env), ctx);
+      lowerClock(env, ctx);
     },
   };
+}
+
+/** Tells the queue clock (when bound) that the queue changed; a failure only delays the next drain to its recheck. */
+function lowerClock(env: SkiplockEnv, ctx: WaitUntil): void {
+  const clock = QueueClock.of(env);
+  if (clock === undefined) return;
+  ctx.waitUntil(
+    clock.lower(Date.now()).catch((error: unknown) => jsonConsoleLogger.error('could not tell the queue clock', errorFields(error))),
+  );
 }
 
 /** The definitions' own mistakes, which no setting can fix: refused when the Worker starts. */

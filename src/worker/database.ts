@@ -4,6 +4,7 @@ import { applyLocalNeonConfig } from '../db/neon-local.js';
 import { neonPoolDb } from '../db/neon-ws.js';
 import { deferredDb } from '../db/deferred.js';
 import type { Db, SessionDb } from '../db/types.js';
+import type { SubrequestBudget } from '../drain/subrequest-budget.js';
 import type { DatabaseSource } from './settings.js';
 
 /** node-postgres, loaded only where a Hyperdrive binding asks for it. */
@@ -37,14 +38,16 @@ export function sessionDatabase(source: DatabaseSource): SessionDb {
 }
 
 /**
- * A drain's statements: Neon HTTP, or over Hyperdrive a pool of at most
- * `connections` (Workers allow 6 open at once). The caller closes it when the drain ends.
+ * A drain's statements: Neon HTTP, each one a subrequest of `subrequests`,
+ * or over Hyperdrive a pool of at most `connections` (Workers allow 6 open
+ * at once), each connection a subrequest. The caller closes it when the drain ends.
  */
-export function drainDatabase(source: DatabaseSource, connections: number): Db {
+export function drainDatabase(source: DatabaseSource, connections: number, subrequests: SubrequestBudget): Db {
   if (source.kind === 'hyperdrive') {
     const max = Math.min(connections, 5);
+    subrequests.countUnseen(max);
     return deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max }));
   }
   configureNeon(source);
-  return neonHttpDb(source.url);
+  return subrequests.countStatements(neonHttpDb(source.url));
 }

@@ -1,60 +1,138 @@
 import { drainOnce, type DrainCounts } from '../drain/drain-once.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { JobRegistry } from '../drain/registry.js';
+import { SubrequestBudget } from '../drain/subrequest-budget.js';
+import { WorkArrivals } from '../drain/work-arrivals.js';
 import type { WaitUntil } from '../http/context.js';
+import { nextDueAt } from '../engine/next-due.js';
 import { drainDatabase } from './database.js';
+import type { QueueClock } from './queue-clock.js';
 import type { ResolvedSettings } from './settings.js';
 
 /** What a drain of one Worker environment runs with. */
 export interface DrainRuntime {
   settings: ResolvedSettings;
   registry: JobRegistry;
+  /** This isolate's fast-path drain while it still claims: later enqueues are announced to it. */
+  fastPath?: WorkArrivals | undefined;
 }
+
+/** An enqueue request's own statements before its fast path: its API key's lookup, the enqueue, one to spare. */
+const ENQUEUE_REQUEST_SUBREQUESTS = 3;
 
 function invocationId(kind: string): string {
   return `${kind}-${crypto.randomUUID().slice(0, 8)}`;
 }
 
+/** What a cron tick did: nothing, when the queue clock said nothing is due; else the drain's counts. */
+export type ScheduledOutcome = ({ drained: true } & DrainCounts & Subrequests) | ({ drained: false } & Subrequests);
+
+/** The queue clock's calls a drain makes after `begin`: the next-due statement and the settle. */
+const CLOCK_SETTLE_SUBREQUESTS = 2;
+
 /**
  * The Cron Trigger's drain: housekeeping (periodic jobs included), then jobs
- * until the queue is empty or the budget ends. Logs one JSON line with the counts.
+ * until the queue is empty or the budget ends. Logs one JSON line with the
+ * counts. With the queue clock, a tick with nothing due ends before any
+ * statement, and a drain ends by telling the clock when work is next due.
  */
-export async function scheduledDrain({ settings, registry }: DrainRuntime, cron: string): Promise<DrainCounts> {
-  const db = drainDatabase(settings.database, settings.drain.concurrency + 1);
+export async function scheduledDrain({ settings, registry }: DrainRuntime, cron: string, clock?: QueueClock): Promise<ScheduledOutcome> {
+  const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
+  let epoch: number | undefined;
+  if (clock !== undefined) {
+    const tick = await clock.begin(
+      {
+        now: Date.now(),
+        definitions: await definitionsOf(registry, settings),
+        recheckMs: settings.drain.idleRecheckSeconds * 1000,
+        holdMs: settings.drain.budgetSeconds * 1000,
+      },
+      subrequests,
+    );
+    if (!tick.drain) return { drained: false, subrequests: subrequests.sent };
+    epoch = tick.epoch;
+    subrequests.tryReserve(CLOCK_SETTLE_SUBREQUESTS);
+  }
+  const db = drainDatabase(settings.database, settings.drain.concurrency + 1, subrequests);
   try {
     const counts = await drainOnce(db, registry, {
       budgetSeconds: settings.drain.budgetSeconds,
       concurrency: settings.drain.concurrency,
       retentionSeconds: settings.jobs.retentionSeconds,
       workerId: invocationId('cron'),
+      subrequests,
     });
-    console.log(JSON.stringify({ event: 'drain', cron, ...counts }));
-    return counts;
+    if (clock !== undefined) {
+      subrequests.release(CLOCK_SETTLE_SUBREQUESTS);
+      const dueAt = await nextDueAt(db, { types: registry.types, retentionSeconds: settings.jobs.retentionSeconds });
+      await clock.settle(dueAt.getTime(), epoch!, subrequests);
+    }
+    const outcome = { drained: true as const, ...counts, subrequests: subrequests.sent };
+    console.log(JSON.stringify({ event: 'drain', cron, ...outcome }));
+    return outcome;
   } finally {
     await db.close();
   }
 }
 
 /**
+ * What the drains run with, as one digest: a deploy that changes the job
+ * types, the schedules, the retention or the database drains at the next
+ * tick, whatever the clock said (a new schedule must be written before it
+ * can come due; another database has its own queue).
+ */
+async function definitionsOf(registry: JobRegistry, settings: ResolvedSettings): Promise<string> {
+  const text = JSON.stringify({
+    types: registry.types,
+    schedules: registry.schedules,
+    retention: settings.jobs.retentionSeconds,
+    database: settings.database,
+  });
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+}
+
+/** Subrequests a drain made (every Neon HTTP statement is one). */
+export interface Subrequests {
+  subrequests: number;
+}
+
+/**
  * Call after an enqueue: drains at once inside the request's `waitUntil`, so
  * an idle system starts the new job within milliseconds instead of at the
  * next cron tick. Jobs only, no housekeeping (the cron drain does that), with
- * a budget that fits in `waitUntil`. Never throws: the cron drain is the safety net.
+ * a budget that fits in `waitUntil`. One per isolate at a time: while this
+ * isolate's fast-path drain still claims, an enqueue only tells it to claim
+ * again, so a burst of enqueues starts one drain, not one each. Never throws:
+ * the cron drain is the safety net.
  */
-export function fastPathDrain({ settings, registry }: DrainRuntime, ctx: WaitUntil): void {
+export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
+  const { settings, registry } = runtime;
   if (!settings.drain.fastPath || registry.types.length === 0) return;
-  const db = drainDatabase(settings.database, settings.drain.concurrency + 1);
+  if (runtime.fastPath?.announce()) return;
+  const arrivals = new WorkArrivals();
+  runtime.fastPath = arrivals;
+  // The drain spends the subrequests of the request whose waitUntil holds it, which made its own first.
+  const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
+  subrequests.countUnseen(ENQUEUE_REQUEST_SUBREQUESTS);
+  const db = drainDatabase(settings.database, settings.drain.concurrency + 1, subrequests);
   ctx.waitUntil(
     drainOnce(db, registry, {
       budgetSeconds: settings.drain.fastPathBudgetSeconds,
       concurrency: settings.drain.concurrency,
       housekeeping: false,
       workerId: invocationId('fast'),
+      arrivals,
+      subrequests,
     })
       .then(
-        (counts) => console.log(JSON.stringify({ event: 'fast-path-drain', ...counts })),
+        (counts) => console.log(JSON.stringify({ event: 'fast-path-drain', ...counts, subrequests: subrequests.sent })),
         (error: unknown) => jsonConsoleLogger.error('fast-path drain failed', errorFields(error)),
       )
-      .finally(() => db.close()),
+      .finally(() => {
+        arrivals.close();
+        if (runtime.fastPath === arrivals) runtime.fastPath = undefined;
+        return db.close();
+      }),
   );
 }

@@ -1,4 +1,5 @@
 import type { RateLimiterBinding } from '../http/auth/failed-authentications.js';
+import type { ClockNamespace } from './queue-clock.js';
 
 /**
  * The bindings the Worker factory reads (wrangler vars, secrets, `.dev.vars`).
@@ -29,6 +30,17 @@ export interface SkiplockEnv {
   FAST_PATH?: string;
   /** Wall time of one fast-path drain, in seconds; default 20, at most 25. */
   FAST_PATH_BUDGET_SECONDS?: string;
+  /** `free` (default) or `paid`: the plan whose subrequest cap (50 or 1,000 per invocation) a drain keeps under. */
+  WORKERS_PLAN?: string;
+  /** The subrequests one invocation may make, when your account's differs from its plan's. */
+  SUBREQUEST_LIMIT?: string;
+  /** With SKIPLOCK_CLOCK bound: the most seconds an idle queue goes without a drain; default 3600. */
+  IDLE_RECHECK_SECONDS?: string;
+  /**
+   * The queue clock (a Durable Object namespace of `SkiplockClock`): cron
+   * ticks with nothing due run no statement. Without it every tick drains.
+   */
+  SKIPLOCK_CLOCK?: ClockNamespace;
   /** How long finished jobs are kept, in seconds; default 604800 (7 days). */
   RETENTION_SECONDS?: string;
   /** Hosts the built-in `http` job may call, comma-separated. */

@@ -7,4 +7,5 @@
 export { createSkiplock, type ScheduledEvent, type Skiplock, type SkiplockOptions } from './create-skiplock.js';
 export { ConfigurationError, type SkiplockSettings } from './settings.js';
 export type { SkiplockEnv } from './env.js';
+export { SkiplockClock, type ClockNamespace } from './queue-clock.js';
 export { defineJob, definePeriodicJob, PermanentFailure, RetryAfter } from '../drain/index.js';

@@ -30,6 +30,12 @@ export interface SkiplockSettings {
   fastPath?: boolean;
   /** FAST_PATH_BUDGET_SECONDS: wall time of one fast-path drain (at most 25). */
   fastPathBudgetSeconds?: number;
+  /** WORKERS_PLAN: `free` (the default) or `paid`; sets the subrequest cap a drain keeps under. */
+  workersPlan?: 'free' | 'paid';
+  /** SUBREQUEST_LIMIT: the subrequests one invocation may make; wins over the plan's. */
+  subrequestLimit?: number;
+  /** IDLE_RECHECK_SECONDS: with the queue clock bound, how long an idle queue goes without a drain at most. */
+  idleRecheckSeconds?: number;
   /** RETENTION_SECONDS: how long finished jobs are kept. */
   retentionSeconds?: number;
   /** HTTP_ALLOWED_HOSTS: hosts the built-in `http` job may call. */
@@ -49,6 +55,9 @@ const VARIABLE_OF = {
   drainConcurrency: 'DRAIN_CONCURRENCY',
   fastPath: 'FAST_PATH',
   fastPathBudgetSeconds: 'FAST_PATH_BUDGET_SECONDS',
+  workersPlan: 'WORKERS_PLAN',
+  subrequestLimit: 'SUBREQUEST_LIMIT',
+  idleRecheckSeconds: 'IDLE_RECHECK_SECONDS',
   retentionSeconds: 'RETENTION_SECONDS',
   httpAllowedHosts: 'HTTP_ALLOWED_HOSTS',
   httpSigningSecret: 'HTTP_SIGNING_SECRET',
@@ -68,6 +77,10 @@ const MAX_DRAIN_BUDGET_SECONDS = 900;
 /** Fast-path drains live in `waitUntil`, which ends 30 s after the response: leave room to hand back. */
 const MAX_FAST_PATH_BUDGET_SECONDS = 25;
 const DEFAULT_FAST_PATH_BUDGET_SECONDS = 20;
+/** Subrequests per invocation by plan (Cloudflare's limits; a Paid account can raise its own: set SUBREQUEST_LIMIT). */
+const SUBREQUESTS_OF_PLAN = { free: 50, paid: 1000 } as const;
+/** An idle queue's database wakes once an hour: a Neon compute suspends after 5 idle minutes, so it sleeps most of the hour. */
+const DEFAULT_IDLE_RECHECK_SECONDS = 3600;
 
 /** Where the queue's Postgres is. */
 export type DatabaseSource =
@@ -79,6 +92,10 @@ export interface WorkerDrainSettings {
   concurrency: number;
   fastPath: boolean;
   fastPathBudgetSeconds: number;
+  /** The subrequests one drain invocation may make. */
+  subrequestLimit: number;
+  /** With the queue clock: the longest an idle queue goes without a cron drain (enqueues that bypass the Worker wait at most this). */
+  idleRecheckSeconds: number;
 }
 
 export interface ResolvedSettings {
@@ -118,6 +135,8 @@ export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, nee
           min: 1,
           max: MAX_FAST_PATH_BUDGET_SECONDS,
         }),
+        subrequestLimit: readNumber(vars, 'SUBREQUEST_LIMIT', SUBREQUESTS_OF_PLAN[workersPlan(vars)], { min: 1, integer: true }),
+        idleRecheckSeconds: readNumber(vars, 'IDLE_RECHECK_SECONDS', DEFAULT_IDLE_RECHECK_SECONDS, { min: 1, max: 86_400, integer: true }),
       },
       jobs,
     };
@@ -142,6 +161,12 @@ function variables(options: SkiplockSettings, env: SkiplockEnv): Variables {
             : String(value);
   }
   return vars;
+}
+
+function workersPlan(vars: Variables): keyof typeof SUBREQUESTS_OF_PLAN {
+  const plan = vars.WORKERS_PLAN?.trim().toLowerCase() || 'free';
+  if (plan !== 'free' && plan !== 'paid') throw new ConfigurationError(`WORKERS_PLAN must be free or paid, not "${vars.WORKERS_PLAN}"`);
+  return plan;
 }
 
 function databaseSource(vars: Variables, env: SkiplockEnv): DatabaseSource {

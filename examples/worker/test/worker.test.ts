@@ -1,7 +1,7 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { createClient } from 'skiplock/client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import worker from '../src/index.js';
 // Type-only: the client learns the payload and result types, and bundles none of the job's code.
 import type { sendWelcome, totalInvoice } from '../src/jobs.js';
@@ -52,5 +52,22 @@ describe('the example Worker', () => {
 
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect((await openapi.json<{ paths: object }>()).paths).toHaveProperty('/v1/queues/{queue}/jobs');
+  });
+
+  it('drains at the tick after an enqueue, and not at a tick with nothing due (the queue clock)', async () => {
+    const drainLines = async () => {
+      const log = vi.spyOn(console, 'log');
+      try {
+        await cronDrain();
+        return log.mock.calls.filter(([line]) => String(line).includes('"event":"drain"')).length;
+      } finally {
+        log.mockRestore();
+      }
+    };
+    const job = await client.enqueue<typeof sendWelcome>('send-welcome', { userId: 7 });
+
+    expect(await drainLines()).toBe(1);
+    expect((await job.status()).status).toBe('succeeded');
+    expect(await drainLines()).toBe(0);
   });
 });

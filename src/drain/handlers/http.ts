@@ -119,7 +119,8 @@ export function httpJob(settings: HttpJobSettings): JobDefinition {
     if (retryAfter !== undefined) throw new RetryAfter(retryAfter, what);
     if (status >= 400 && status < 500 && status !== 408 && status !== 429) throw new PermanentFailure(what);
     throw new Error(what);
-  });
+    // One delivery, never redirected: one subrequest.
+  }, { subrequests: 1 });
 }
 
 /** The first `maxBytes` of the body as text; the rest is never downloaded. */

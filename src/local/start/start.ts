@@ -79,6 +79,8 @@ async function startStack(
     ADMIN_TOKEN: adminToken,
     LOCAL_NEON_PROXY: proxy.address,
     SKIPLOCK_DEV: '1',
+    // Drains keep under a Paid Worker's subrequest cap, as a deploy with WORKERS_PLAN=paid does.
+    WORKERS_PLAN: 'paid',
   });
   const { wrangler, url: workerUrl } = await startWorker(
     config.workerPort,

@@ -75,6 +75,9 @@ export async function startWorkerStack(postgres: { url: string; port: number }):
     ADMIN_TOKEN: STACK_ADMIN_TOKEN,
     LOCAL_NEON_PROXY: proxy.address,
     SKIPLOCK_DEV: '1',
+    WORKERS_PLAN: 'paid',
+    // The scenarios enqueue straight into the database, which the queue clock never hears of: every tick drains.
+    IDLE_RECHECK_SECONDS: '1',
   });
   const stopping = new AbortController();
   const { wrangler, url } = await startWorker(

@@ -1,0 +1,97 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { QueueClock } from '../../../src/worker/queue-clock';
+import { scheduledDrain } from '../../../src/worker/drain';
+import { countPlatformFetches } from '../support/platform-fetches';
+import { drainRuntime } from '../support/databases';
+import { DEV } from './support/jobs';
+
+const fetches = countPlatformFetches();
+
+/** A clock of its own per test: the Durable Object named for it. */
+function freshClock(): QueueClock {
+  return new QueueClock(env.SKIPLOCK_CLOCK!, `test-${crypto.randomUUID()}`);
+}
+
+const definitions = 'the same definitions';
+const tick = (now: number, more: Partial<{ definitions: string; recheckMs: number }> = {}) => ({
+  now,
+  definitions,
+  recheckMs: 3_600_000,
+  holdMs: 25_000,
+  ...more,
+});
+
+describe('the queue clock', () => {
+  it('drains on its first tick, then not until the time a drain settled on', async () => {
+    const clock = freshClock();
+    const now = Date.now();
+
+    const first = await clock.begin(tick(now));
+    expect(first.drain).toBe(true);
+    await clock.settle(now + 120_000, first.epoch);
+
+    expect((await clock.begin(tick(now + 60_000))).drain).toBe(false);
+    expect((await clock.begin(tick(now + 120_000))).drain).toBe(true);
+  });
+
+  it('a change lowered while a drain ran is not hidden by that drain settling later', async () => {
+    const clock = freshClock();
+    const now = Date.now();
+    const drain = await clock.begin(tick(now));
+
+    await clock.lower(now + 5_000);
+    // This drain read "nothing until tomorrow" before the change: its settle only lowers.
+    await clock.settle(now + 86_400_000, drain.epoch);
+
+    expect((await clock.begin(tick(now + 4_000))).drain).toBe(false);
+    expect((await clock.begin(tick(now + 5_000))).drain).toBe(true);
+  });
+
+  it('a drain that never settles holds the clock for its budget only', async () => {
+    const clock = freshClock();
+    const now = Date.now();
+    await clock.begin(tick(now));
+
+    expect((await clock.begin(tick(now + 10_000))).drain).toBe(false);
+    expect((await clock.begin(tick(now + 25_000))).drain).toBe(true);
+  });
+
+  it('drains when the definitions change, and at the recheck however idle', async () => {
+    const clock = freshClock();
+    const now = Date.now();
+    const first = await clock.begin(tick(now));
+    await clock.settle(now + 86_400_000, first.epoch);
+
+    expect((await clock.begin(tick(now + 60_000, { definitions: 'a new schedule' }))).drain).toBe(true);
+    const later = await clock.begin(tick(now + 60_000, { definitions: 'a new schedule' }));
+    expect(later.drain).toBe(false);
+    expect((await clock.begin(tick(now + 3_660_000, { definitions: 'a new schedule' }))).drain).toBe(true);
+  });
+
+  it('a cron tick with nothing due runs no statement; the drain before it settled the clock', async () => {
+    const settled: number[] = [];
+    /** The real clock, told (as a database with nothing due would say) that the next work is 10 minutes away. */
+    class IdleForTenMinutes extends QueueClock {
+      override settle(at: number, epoch: number): Promise<void> {
+        settled.push(at);
+        return super.settle(Date.now() + 600_000, epoch);
+      }
+    }
+    const clock = new IdleForTenMinutes(env.SKIPLOCK_CLOCK!, `test-${crypto.randomUUID()}`);
+    const runtime = drainRuntime(DEV);
+
+    const first = await scheduledDrain(runtime, '* * * * *', clock);
+    expect(first.drained).toBe(true);
+    expect(settled).toHaveLength(1);
+    const statementsOfTheDrain = fetches.count;
+    expect(statementsOfTheDrain).toBeGreaterThan(0);
+
+    fetches.reset();
+    const quiet = await scheduledDrain(runtime, '* * * * *', clock);
+
+    expect(quiet).toEqual({ drained: false, subrequests: 1 });
+    expect(fetches.count).toBe(0);
+    console.log(JSON.stringify({ event: 'quiet-tick', statementsOfTheDrain, statementsOfTheQuietTick: fetches.count }));
+  });
+});
