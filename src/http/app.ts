@@ -62,7 +62,7 @@ export function createApp(deps: AppDeps) {
     c.set('failedAuthentications', failedAuthentications);
     return next();
   });
-  base.use(requestLog());
+  base.use(requestLog((env) => deps.settings(env).logRequests));
   base.use(corsForConfiguredOrigins(deps));
   base.use(limitBodySize(deps));
   if (deps.onQueueChanged !== undefined) base.use(queueChanges(deps.onQueueChanged));

@@ -21,6 +21,8 @@ export interface ApiSettings {
   readonly corsOrigins: readonly string[];
   /** Largest request body, in bytes. */
   readonly maxBodyBytes: number;
+  /** One JSON line per request (LOG_LEVEL=info); errors are logged either way. */
+  readonly logRequests: boolean;
   /** Counts failed authentications across the isolates of a location (AUTH_RATE_LIMITER); per isolate only without it. */
   readonly authRateLimiter?: RateLimiterBinding | undefined;
 }

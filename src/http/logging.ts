@@ -17,11 +17,13 @@ function callerOf(principal: Principal | undefined): string | null {
 }
 
 /**
- * One line per request once its response is ready. The path is logged
+ * One line per request once its response is ready, when the host asks for
+ * them (a line costs a Worker CPU time per request). The path is logged
  * without its query string, which may carry a status token.
  */
-export function requestLog(): MiddlewareHandler<AppEnv> {
+export function requestLog(logRequests: (env: AppEnv['Bindings']) => boolean): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    if (!logRequests(c.env)) return next();
     const started = Date.now();
     await next();
     writeLine('info', {

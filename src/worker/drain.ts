@@ -126,7 +126,9 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
       subrequests,
     })
       .then(
-        (counts) => console.log(JSON.stringify({ event: 'fast-path-drain', ...counts, subrequests: subrequests.sent })),
+        (counts) => {
+          if (settings.drain.logFastPathDrains) console.log(JSON.stringify({ event: 'fast-path-drain', ...counts, subrequests: subrequests.sent }));
+        },
         (error: unknown) => jsonConsoleLogger.error('fast-path drain failed', errorFields(error)),
       )
       .finally(() => {

@@ -41,6 +41,8 @@ export interface SkiplockEnv {
    * ticks with nothing due run no statement. Without it every tick drains.
    */
   SKIPLOCK_CLOCK?: ClockNamespace;
+  /** `warn` (default) or `info`: also one JSON line per request and per fast-path drain. */
+  LOG_LEVEL?: string;
   /** How long finished jobs are kept, in seconds; default 604800 (7 days). */
   RETENTION_SECONDS?: string;
   /** Hosts the built-in `http` job may call, comma-separated. */

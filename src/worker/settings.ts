@@ -36,6 +36,8 @@ export interface SkiplockSettings {
   subrequestLimit?: number;
   /** IDLE_RECHECK_SECONDS: with the queue clock bound, how long an idle queue goes without a drain at most. */
   idleRecheckSeconds?: number;
+  /** LOG_LEVEL: `warn` (the default: errors and warnings) or `info` (also a line per request and per fast-path drain). */
+  logLevel?: 'warn' | 'info';
   /** RETENTION_SECONDS: how long finished jobs are kept. */
   retentionSeconds?: number;
   /** HTTP_ALLOWED_HOSTS: hosts the built-in `http` job may call. */
@@ -58,6 +60,7 @@ const VARIABLE_OF = {
   workersPlan: 'WORKERS_PLAN',
   subrequestLimit: 'SUBREQUEST_LIMIT',
   idleRecheckSeconds: 'IDLE_RECHECK_SECONDS',
+  logLevel: 'LOG_LEVEL',
   retentionSeconds: 'RETENTION_SECONDS',
   httpAllowedHosts: 'HTTP_ALLOWED_HOSTS',
   httpSigningSecret: 'HTTP_SIGNING_SECRET',
@@ -96,6 +99,8 @@ export interface WorkerDrainSettings {
   subrequestLimit: number;
   /** With the queue clock: the longest an idle queue goes without a cron drain (enqueues that bypass the Worker wait at most this). */
   idleRecheckSeconds: number;
+  /** A summary line for each fast-path drain (LOG_LEVEL=info); cron drains always log theirs. */
+  logFastPathDrains: boolean;
 }
 
 export interface ResolvedSettings {
@@ -121,9 +126,10 @@ export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, nee
   const vars = variables(options, env);
   try {
     const jobs = readJobSettings(vars);
+    const verbose = logLevel(vars) === 'info';
     return {
       database: databaseSource(vars, env),
-      api: apiSettings(vars, env, jobs.devMode, needs.api),
+      api: { ...apiSettings(vars, env, jobs.devMode, needs.api), logRequests: verbose },
       drain: {
         budgetSeconds: readNumber(vars, 'DRAIN_BUDGET_SECONDS', DEFAULT_DRAIN_BUDGET_SECONDS, {
           min: 1,
@@ -136,6 +142,7 @@ export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, nee
           max: MAX_FAST_PATH_BUDGET_SECONDS,
         }),
         subrequestLimit: readNumber(vars, 'SUBREQUEST_LIMIT', SUBREQUESTS_OF_PLAN[workersPlan(vars)], { min: 1, integer: true }),
+        logFastPathDrains: verbose,
         idleRecheckSeconds: readNumber(vars, 'IDLE_RECHECK_SECONDS', DEFAULT_IDLE_RECHECK_SECONDS, { min: 1, max: 86_400, integer: true }),
       },
       jobs,
@@ -163,6 +170,12 @@ function variables(options: SkiplockSettings, env: SkiplockEnv): Variables {
   return vars;
 }
 
+function logLevel(vars: Variables): 'warn' | 'info' {
+  const level = vars.LOG_LEVEL?.trim().toLowerCase() || 'warn';
+  if (level !== 'warn' && level !== 'info') throw new ConfigurationError(`LOG_LEVEL must be warn or info, not "${vars.LOG_LEVEL}"`);
+  return level;
+}
+
 function workersPlan(vars: Variables): keyof typeof SUBREQUESTS_OF_PLAN {
   const plan = vars.WORKERS_PLAN?.trim().toLowerCase() || 'free';
   if (plan !== 'free' && plan !== 'paid') throw new ConfigurationError(`WORKERS_PLAN must be free or paid, not "${vars.WORKERS_PLAN}"`);
@@ -180,7 +193,7 @@ function databaseSource(vars: Variables, env: SkiplockEnv): DatabaseSource {
   return { kind: 'neon', url, localProxy: env.LOCAL_NEON_PROXY?.trim() || undefined };
 }
 
-function apiSettings(vars: Variables, env: SkiplockEnv, devMode: boolean, apiOn: boolean): ApiSettings {
+function apiSettings(vars: Variables, env: SkiplockEnv, devMode: boolean, apiOn: boolean): Omit<ApiSettings, 'logRequests'> {
   const adminToken = vars.ADMIN_TOKEN?.trim() || undefined;
   const statusTokenSecret = vars.STATUS_TOKEN_SECRET?.trim() || undefined;
   if (apiOn && !devMode) {

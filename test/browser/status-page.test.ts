@@ -20,6 +20,7 @@ async function expiredToken(jobId: string): Promise<string> {
     statusTokenSecret: undefined,
     corsOrigins: [],
     maxBodyBytes: 1,
+    logRequests: false,
   });
   const sign = await statusTokenSigner(secret!);
   return sign(jobId, Math.floor(Date.now() / 1000) - 3600);

@@ -169,4 +169,27 @@ describe('createSkiplock in workerd', () => {
     ]);
     log.mockRestore();
   });
+
+  it('refuses, in one line, a SUBREQUEST_LIMIT, WORKERS_PLAN, IDLE_RECHECK_SECONDS or LOG_LEVEL it cannot read', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const answer = (overrides: Partial<typeof env>) =>
+      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, ...overrides }, createExecutionContext());
+
+    const statuses = [
+      (await answer({ SUBREQUEST_LIMIT: '-5' })).status,
+      (await answer({ WORKERS_PLAN: 'business' })).status,
+      (await answer({ IDLE_RECHECK_SECONDS: 'hourly' })).status,
+      (await answer({ LOG_LEVEL: 'chatty' })).status,
+      (await answer({ WORKERS_PLAN: 'paid', SUBREQUEST_LIMIT: '10000', IDLE_RECHECK_SECONDS: '600', LOG_LEVEL: 'info' })).status,
+    ];
+
+    expect(statuses).toEqual([503, 503, 503, 503, 200]);
+    expect(log.mock.calls.map((call) => String(call[0]))).toEqual([
+      'skiplock: SUBREQUEST_LIMIT must be a whole number from 1, not "-5"',
+      'skiplock: WORKERS_PLAN must be free or paid, not "business"',
+      'skiplock: IDLE_RECHECK_SECONDS must be a whole number from 1 to 86400, not "hourly"',
+      'skiplock: LOG_LEVEL must be warn or info, not "chatty"',
+    ]);
+    log.mockRestore();
+  });
 });

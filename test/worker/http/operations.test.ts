@@ -14,7 +14,7 @@ import {
   success,
   uniqueName,
 } from './support/api';
-import { fetchApp } from './support/invoke';
+import { fetchApp, fetchWithEnv } from './support/invoke';
 
 const api = client();
 
@@ -218,11 +218,22 @@ describe('failures', () => {
     log.mockRestore();
   });
 
-  it('logs one JSON line per request, with its caller and without the query string', async () => {
+  it('logs no line per request by default, and errors only', async () => {
     const log = vi.spyOn(console, 'log').mockImplementation(() => {});
 
-    await request('/healthz?token=secret', { headers: { 'x-request-id': 'logged-1' } });
-    await request('/v1/stats', { apiKey: ADMIN_TOKEN, headers: { 'x-request-id': 'logged-2' } });
+    await request('/healthz', { headers: { 'x-request-id': 'quiet-1' } });
+
+    expect(log.mock.calls.filter(([line]) => String(line).includes('quiet-1'))).toEqual([]);
+    log.mockRestore();
+  });
+
+  it('with LOG_LEVEL=info logs one JSON line per request, with its caller and without the query string', async () => {
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    const verbose = (path: string, headers: Record<string, string>) =>
+      fetchWithEnv({ LOG_LEVEL: 'info' }, new URL(path, BASE_URL).href, { headers });
+
+    await verbose('/healthz?token=secret', { 'x-request-id': 'logged-1' });
+    await verbose('/v1/stats', { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': 'logged-2' });
 
     const lines = log.mock.calls.map((call) => JSON.parse(String(call[0])));
     expect(lines.find((line) => line.requestId === 'logged-1')).toEqual({
