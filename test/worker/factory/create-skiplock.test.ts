@@ -4,7 +4,9 @@ import { Hono } from 'hono';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createClient, SkiplockApiError } from 'skiplock/client';
+import { enqueue, neonHttpDb } from 'skiplock';
 import { createSkiplock, defineJob, definePeriodicJob, type Skiplock } from 'skiplock/worker';
+import { QueueClock } from '../../../src/worker/queue-clock';
 
 /** Job types of a user's own Worker: one checked by the API at enqueue, one run on a schedule. */
 const greet = defineJob('factory-greet', z.object({ name: z.string().min(1) }), ({ name }) => ({ greeting: `hello ${name}` }));
@@ -40,6 +42,22 @@ describe('createSkiplock in workerd', () => {
     const result = await job.result({ timeoutMs: 10_000 });
     const greeting: string = result.greeting;
     expect(greeting).toBe('hello Ada');
+  });
+
+  it('wake() after an enqueue in the user\'s own code runs the job at once, and tells the queue clock', async () => {
+    const withFastPath = createSkiplock({ jobs: [greet, tick], schedules: [everySecond] });
+    const clock = new QueueClock(env.SKIPLOCK_CLOCK!);
+    const tickNow = () => ({ now: Date.now(), definitions: 'wake-test', recheckMs: 3_600_000, holdMs: 1000 });
+    await clock.settle(Date.now() + 3_600_000, (await clock.begin(tickNow())).epoch);
+    expect((await clock.begin(tickNow())).drain).toBe(false);
+    const handle = await enqueue(neonHttpDb(env.DATABASE_URL!), greet, { name: 'Grace' }, { tenant: `factory-${crypto.randomUUID()}` });
+    const ctx = createExecutionContext();
+
+    withFastPath.wake(env, ctx);
+    await waitOnExecutionContext(ctx);
+
+    expect(await handle.status()).toMatchObject({ status: 'succeeded', result: { greeting: 'hello Grace' } });
+    expect((await clock.begin(tickNow())).drain).toBe(true);
   });
 
   it("refuses with 422, naming the field, a payload that fails a known type's schema, and stores nothing", async () => {
