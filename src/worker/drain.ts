@@ -4,6 +4,7 @@ import type { JobRegistry } from '../drain/registry.js';
 import { SubrequestBudget } from '../drain/subrequest-budget.js';
 import { WorkArrivals } from '../drain/work-arrivals.js';
 import type { WaitUntil } from '../http/context.js';
+import type { Queryable } from '../db/types.js';
 import { nextDueAt } from '../engine/next-due.js';
 import { drainDatabase } from './database.js';
 import type { QueueClock } from './queue-clock.js';
@@ -40,18 +41,23 @@ export async function scheduledDrain({ settings, registry }: DrainRuntime, cron:
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
   let epoch: number | undefined;
   if (clock !== undefined) {
-    const tick = await clock.begin(
-      {
-        now: Date.now(),
-        definitions: await definitionsOf(registry, settings),
-        recheckMs: settings.drain.idleRecheckSeconds * 1000,
-        holdMs: settings.drain.budgetSeconds * 1000,
-      },
-      subrequests,
-    );
-    if (!tick.drain) return { drained: false, subrequests: subrequests.sent };
-    epoch = tick.epoch;
-    subrequests.tryReserve(CLOCK_SETTLE_SUBREQUESTS);
+    try {
+      const tick = await clock.begin(
+        {
+          now: Date.now(),
+          definitions: await definitionsOf(registry, settings),
+          recheckMs: settings.drain.idleRecheckSeconds * 1000,
+          holdMs: settings.drain.budgetSeconds * 1000,
+        },
+        subrequests,
+      );
+      if (!tick.drain) return { drained: false, subrequests: subrequests.sent };
+      epoch = tick.epoch;
+      subrequests.tryReserve(CLOCK_SETTLE_SUBREQUESTS);
+    } catch (error) {
+      // A clock that cannot answer must not stop the queue: drain as if none were bound.
+      jsonConsoleLogger.error('the queue clock did not answer; draining without it', errorFields(error));
+    }
   }
   const db = drainDatabase(settings.database, settings.drain.concurrency + 1, subrequests);
   try {
@@ -62,16 +68,31 @@ export async function scheduledDrain({ settings, registry }: DrainRuntime, cron:
       workerId: invocationId('cron'),
       subrequests,
     });
-    if (clock !== undefined) {
+    if (clock !== undefined && epoch !== undefined) {
       subrequests.release(CLOCK_SETTLE_SUBREQUESTS);
-      const dueAt = await nextDueAt(db, { types: registry.types, retentionSeconds: settings.jobs.retentionSeconds });
-      await clock.settle(dueAt.getTime(), epoch!, subrequests);
+      await settleClock(clock, epoch, db, { settings, registry }, subrequests);
     }
     const outcome = { drained: true as const, ...counts, subrequests: subrequests.sent };
     console.log(JSON.stringify({ event: 'drain', cron, ...outcome }));
     return outcome;
   } finally {
     await db.close();
+  }
+}
+
+/** Tells the clock when work is next due; should that fail, the clock's hold makes the next tick drain. */
+async function settleClock(
+  clock: QueueClock,
+  epoch: number,
+  db: Queryable,
+  { settings, registry }: Omit<DrainRuntime, 'fastPath'>,
+  subrequests: SubrequestBudget,
+): Promise<void> {
+  try {
+    const dueAt = await nextDueAt(db, { types: registry.types, retentionSeconds: settings.jobs.retentionSeconds });
+    await clock.settle(dueAt.getTime(), epoch, subrequests);
+  } catch (error) {
+    jsonConsoleLogger.error('could not tell the queue clock when work is next due; the next tick drains', errorFields(error));
   }
 }
 

@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { QueueClock } from '../../../src/worker/queue-clock';
 import { scheduledDrain } from '../../../src/worker/drain';
 import { countPlatformFetches } from '../support/platform-fetches';
@@ -93,5 +93,21 @@ describe('the queue clock', () => {
     expect(quiet).toEqual({ drained: false, subrequests: 1 });
     expect(fetches.count).toBe(0);
     console.log(JSON.stringify({ event: 'quiet-tick', statementsOfTheDrain, statementsOfTheQuietTick: fetches.count }));
+  });
+
+  it('drains as if no clock were bound when the clock does not answer, and says so in one line', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const unreachable = new QueueClock({
+      idFromName: (name: string) => name,
+      get: () => ({ fetch: () => Promise.reject(new Error('no Durable Object answers here')) }),
+    });
+
+    const outcome = await scheduledDrain(drainRuntime(DEV), '* * * * *', unreachable);
+
+    expect(outcome.drained).toBe(true);
+    expect(log.mock.calls.map((call) => String(call[0]))).toEqual([
+      expect.stringMatching(/the queue clock did not answer; draining without it.*no Durable Object answers here/),
+    ]);
+    log.mockRestore();
   });
 });
