@@ -131,6 +131,6 @@ async function main(): Promise<void> {
   }
 }
 
-const round = (value: number) => Math.round(value * 10) / 10;
+const round = (value: number) => Math.round(value * 100) / 100;
 
 await main();

@@ -38,6 +38,15 @@ describe('npm start', () => {
     if (checkout) await rm(checkout, { recursive: true, force: true });
   });
 
+  it('refuses a Worker setting it was given but the Worker could not read, in one line, before it starts anything', async () => {
+    const stack = await npmStart(checkout, { DATABASE_URL: database.url, WORKERS_PLAN: 'gold' });
+    const [code] = await stack.exited;
+
+    expect(code).toBe(1);
+    expect(stack.output()).toMatch(/^skiplock start: WORKERS_PLAN must be free or paid, not "gold"$/m);
+    expect(stack.output()).not.toMatch(/migrations:/);
+  });
+
   // Well under a minute on an idle machine; the margin is for a busy CI box.
   it('migrates, serves /healthz, fires drains, takes skiplock migrate and work against its database; SIGTERM stops all it started', { timeout: 120_000 }, async () => {
     const port = await anyFreePort();

@@ -66,6 +66,15 @@ const VARIABLE_OF = {
   httpSigningSecret: 'HTTP_SIGNING_SECRET',
 } as const satisfies Record<keyof SkiplockSettings, keyof SkiplockEnv>;
 
+/**
+ * The Worker's tuning variables, which a local stack passes on from its own
+ * environment (`DRAIN_CONCURRENCY=20 npm start`); the database, the secrets
+ * and dev mode are its own to set.
+ */
+export const TUNING_VARIABLES: readonly string[] = Object.values(VARIABLE_OF).filter(
+  (name) => !['DATABASE_URL', 'ADMIN_TOKEN', 'STATUS_TOKEN_SECRET', 'SKIPLOCK_DEV', 'HTTP_SIGNING_SECRET'].includes(name),
+);
+
 type Variables = { -readonly [Name in (typeof VARIABLE_OF)[keyof SkiplockSettings]]?: string | undefined };
 
 /**

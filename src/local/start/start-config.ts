@@ -1,4 +1,5 @@
 import { parseDatabaseUrl, type DatabaseTarget } from '../../cli/database-url.js';
+import { ConfigurationError, resolveSettings, TUNING_VARIABLES } from '../../worker/settings.js';
 
 /** A port that an environment variable may fix; otherwise `npm start` picks one. */
 export interface PortSetting {
@@ -17,6 +18,8 @@ export interface StartConfig {
   drainEverySeconds: number | undefined;
   /** The Worker's first admin key; without it a saved dev key is used. */
   adminToken: string | undefined;
+  /** The Worker's tuning variables set in this environment (DRAIN_CONCURRENCY, WORKERS_PLAN...), passed on as they are. */
+  workerSettings: Record<string, string>;
 }
 
 export function readStartConfig(env: NodeJS.ProcessEnv): StartConfig {
@@ -28,7 +31,25 @@ export function readStartConfig(env: NodeJS.ProcessEnv): StartConfig {
     proxyPort: portSetting(env, 'PROXY_PORT'),
     drainEverySeconds: drainInterval(env),
     adminToken: setting(env, 'ADMIN_TOKEN'),
+    workerSettings: workerSettings(env),
   };
+}
+
+/** The Worker's tuning variables set here, refused now, in the Worker's own words, when it could not read them. */
+function workerSettings(env: NodeJS.ProcessEnv): Record<string, string> {
+  const settings = Object.fromEntries(
+    TUNING_VARIABLES.flatMap((name) => {
+      const value = setting(env, name);
+      return value === undefined ? [] : [[name, value]];
+    }),
+  );
+  try {
+    resolveSettings({}, { ...settings, SKIPLOCK_DEV: '1', DATABASE_URL: 'postgres://checked-later' }, { api: true });
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    throw new Error(error.message.replace(/^skiplock: /, ''));
+  }
+  return settings;
 }
 
 /** A variable set to the empty string (`PORT= npm start`) counts as unset. */

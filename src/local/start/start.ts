@@ -81,6 +81,8 @@ async function startStack(
     SKIPLOCK_DEV: '1',
     // Drains keep under a Paid Worker's subrequest cap, as a deploy with WORKERS_PLAN=paid does.
     WORKERS_PLAN: 'paid',
+    // The Worker checks these, and refuses one it cannot read in a line of its log.
+    ...config.workerSettings,
   });
   const { wrangler, url: workerUrl } = await startWorker(
     config.workerPort,
