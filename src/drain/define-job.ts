@@ -21,9 +21,10 @@ export interface JobOptions<Result = unknown> {
   timeoutSeconds?: number;
   /**
    * The most subrequests one attempt makes beyond skiplock's own statements:
-   * its fetches, its calls to other bindings, its `progress()` and
-   * `extendLease()` calls. Default 0. Where an invocation caps subrequests
-   * (Workers: SUBREQUEST_LIMIT), a drain starts the job only while these fit.
+   * its fetches (`ctx.fetch` or any other), its calls to other bindings, its
+   * `progress()` and `extendLease()` calls. Default 0. Where an invocation
+   * caps subrequests (Workers: SUBREQUEST_LIMIT), a drain starts the job only
+   * while these fit.
    */
   subrequests?: number;
   /**
@@ -55,6 +56,15 @@ export interface JobContext {
   readonly signal: AbortSignal;
   /** Heartbeat now; `leaseSeconds` also becomes the length of later heartbeats. */
   extendLease(leaseSeconds?: number): Promise<void>;
+  /**
+   * `fetch`, through the drain: where connections and subrequests are
+   * counted (Workers), it waits for a connection and counts a subrequest, so
+   * many jobs can wait on I/O at once without crowding out the drain's own
+   * statements. The attempt's signal aborts it unless `init` brings one.
+   * Holds its connection until the response body is read or cancelled, or
+   * the attempt ends.
+   */
+  fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
   /** Saves progress with a heartbeat, so a later attempt can continue from it. */
   progress(value: Json): Promise<void>;
   readonly log: Logger;

@@ -6,6 +6,7 @@ import { runJobs } from './job-loop.js';
 import { jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
+import type { ConnectionGate } from './connection-gate.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import type { WorkArrivals } from './work-arrivals.js';
 
@@ -32,6 +33,8 @@ export interface DrainOptions {
   arrivals?: WorkArrivals;
   /** The invocation's subrequest cap; without it the drain does not count them. */
   subrequests?: SubrequestBudget;
+  /** The invocation's connections, when it limits them (Workers): handlers' `ctx.fetch` waits for one. */
+  connections?: ConnectionGate;
   logger?: Logger;
 }
 
@@ -67,6 +70,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
       handBackDelaySeconds: options.handBackDelaySeconds ?? 1,
       arrivals: options.arrivals,
       subrequests: options.subrequests,
+      connections: options.connections,
     });
     return { ...housekeeping, ...jobs };
   } finally {

@@ -12,6 +12,7 @@ import type { JobRegistry } from './registry.js';
 import { Attempt } from './run-attempt.js';
 import { sleep } from '../engine/sleep.js';
 import { heartbeatsWithin } from './attempt-lease.js';
+import type { ConnectionGate } from './connection-gate.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import { WakeUp } from './wake-up.js';
 import type { WorkArrivals } from './work-arrivals.js';
@@ -57,6 +58,8 @@ export interface JobLoopOptions {
    * subrequests), and claiming stops while that holds for one more job.
    */
   subrequests?: SubrequestBudget;
+  /** The invocation's connections, shared by the drain's statements and the handlers' `ctx.fetch`. */
+  connections?: ConnectionGate;
 }
 
 /** A claimed job not started yet, and when the claim that leased it was sent. */
@@ -152,7 +155,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
 
   async function run({ job, claimSentAt }: ClaimedAt, reserved: number): Promise<void> {
     const definition = registry.definitionOf(job.type)!;
-    const attempt = new Attempt(db, job, claimSentAt, definition, logger);
+    const attempt = new Attempt(db, job, claimSentAt, definition, logger, { subrequests, connections: options.connections });
     attempts.add(attempt);
     heartbeats.add(attempt);
     const startedAt = Date.now();
@@ -166,7 +169,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     pace.record(Date.now() - startedAt);
     // All but the outcome's own statement: heartbeats were counted as sent, the handler's declared ones are counted now.
     subrequests?.release(reserved - 1);
-    subrequests?.countUnseen(definition.options.subrequests ?? 0);
+    subrequests?.countUnseen(Math.max(0, (definition.options.subrequests ?? 0) - attempt.fetchesSent));
     if (outcome.kind === 'succeeded') {
       completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result });
       return;

@@ -1,12 +1,20 @@
 import type { Queryable } from '../db/types.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { AttemptLease } from './attempt-lease.js';
+import { releasedWhenRead, type ConnectionGate } from './connection-gate.js';
 import { retryDelaySeconds } from './backoff.js';
 import type { JobContext, JobDefinition } from './define-job.js';
 import type { Beating } from './heartbeat.js';
 import { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter } from './job-errors.js';
 import { toJobResult } from './job-result.js';
 import { withFields, type Logger } from './logger.js';
+import type { SubrequestBudget } from './subrequest-budget.js';
+
+/** What an attempt's I/O is counted against, where the invocation limits it (Workers). */
+export interface AttemptIo {
+  connections?: ConnectionGate | undefined;
+  subrequests?: SubrequestBudget | undefined;
+}
 
 /** How an attempt ended, and so what the drain writes. */
 export type AttemptOutcome =
@@ -39,6 +47,9 @@ export class Attempt implements JobContext, Beating {
   private controller: AbortController | undefined;
   private logger: Logger | undefined;
   private onInterrupt: (() => void) | undefined;
+  private fetches = 0;
+  /** Connections its fetches still hold: released when the attempt ends, whatever the handler left unread. */
+  private readonly heldConnections = new Set<() => void>();
 
   constructor(
     db: Queryable,
@@ -46,6 +57,7 @@ export class Attempt implements JobContext, Beating {
     claimSentAt: number,
     private readonly definition: JobDefinition,
     private readonly loopLogger: Logger,
+    private readonly io: AttemptIo = {},
   ) {
     this.attempt = job.attempts;
     const leaseSeconds = definition.options.leaseSeconds ?? job.leaseSeconds;
@@ -66,6 +78,30 @@ export class Attempt implements JobContext, Beating {
 
   extendLease(leaseSeconds?: number): Promise<void> {
     return this.lease.extend(leaseSeconds === undefined ? {} : { leaseSeconds });
+  }
+
+  async fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+    this.io.subrequests?.spend();
+    this.fetches += 1;
+    const withSignal = { ...init, signal: init?.signal ?? this.signal };
+    if (this.io.connections === undefined) return fetch(input, withSignal);
+    const release = await this.io.connections.enter(true);
+    this.heldConnections.add(release);
+    const releaseOnce = () => {
+      this.heldConnections.delete(release);
+      release();
+    };
+    try {
+      return releasedWhenRead(await fetch(input, withSignal), releaseOnce);
+    } catch (error) {
+      releaseOnce();
+      throw error;
+    }
+  }
+
+  /** Fetches made through `fetch`: counted as they went, so not again among the declared subrequests. */
+  get fetchesSent(): number {
+    return this.fetches;
   }
 
   progress(value: Json): Promise<void> {
@@ -102,6 +138,8 @@ export class Attempt implements JobContext, Beating {
       return settledOutcome(settled!, this.job, this.definition);
     } finally {
       clearTimeout(timeout);
+      for (const release of this.heldConnections) release();
+      this.heldConnections.clear();
       await this.lease.end();
     }
   }

@@ -4,6 +4,7 @@ import { applyLocalNeonConfig } from '../db/neon-local.js';
 import { neonPoolDb } from '../db/neon-ws.js';
 import { deferredDb } from '../db/deferred.js';
 import type { Db, SessionDb } from '../db/types.js';
+import { ConnectionGate } from '../drain/connection-gate.js';
 import type { SubrequestBudget } from '../drain/subrequest-budget.js';
 import type { DatabaseSource } from './settings.js';
 
@@ -37,17 +38,28 @@ export function sessionDatabase(source: DatabaseSource): SessionDb {
   return neonPoolDb(source.url);
 }
 
+/** Connections a Worker invocation may hold open at once (fetches, sockets, Neon HTTP statements). */
+const WORKER_CONNECTIONS = 6;
+/** Over Hyperdrive the drain's statements share a pool this size; its jobs' fetches get the other connections. */
+const HYPERDRIVE_POOL = 2;
+
 /**
- * A drain's statements: Neon HTTP, each one a subrequest of `subrequests`,
- * or over Hyperdrive a pool of at most `connections` (Workers allow 6 open
- * at once), each connection a subrequest. The caller closes it when the drain ends.
+ * A drain's statements and the connections its jobs share with them. Over
+ * Neon HTTP every statement is a fetch: it counts a subrequest of
+ * `subrequests` and holds one of the invocation's 6 connections while it
+ * runs. Over Hyperdrive the statements use a pool of 2 connections (each a
+ * subrequest), and jobs get the rest. The caller closes the database when the drain ends.
  */
-export function drainDatabase(source: DatabaseSource, connections: number, subrequests: SubrequestBudget): Db {
+export function drainDatabase(source: DatabaseSource, subrequests: SubrequestBudget): { db: Db; connections: ConnectionGate } {
   if (source.kind === 'hyperdrive') {
-    const max = Math.min(connections, 5);
-    subrequests.countUnseen(max);
-    return deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max }));
+    subrequests.countUnseen(HYPERDRIVE_POOL);
+    return {
+      db: deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max: HYPERDRIVE_POOL })),
+      // The gate keeps one connection for statements, which here go to the pool instead: jobs get the other four.
+      connections: new ConnectionGate(WORKER_CONNECTIONS - HYPERDRIVE_POOL + 1),
+    };
   }
   configureNeon(source);
-  return subrequests.countStatements(neonHttpDb(source.url));
+  const connections = new ConnectionGate(WORKER_CONNECTIONS);
+  return { db: connections.statements(subrequests.countStatements(neonHttpDb(source.url))), connections };
 }

@@ -59,7 +59,7 @@ export async function scheduledDrain({ settings, registry }: DrainRuntime, cron:
       jsonConsoleLogger.error('the queue clock did not answer; draining without it', errorFields(error));
     }
   }
-  const db = drainDatabase(settings.database, settings.drain.concurrency + 1, subrequests);
+  const { db, connections } = drainDatabase(settings.database, subrequests);
   try {
     const counts = await drainOnce(db, registry, {
       budgetSeconds: settings.drain.budgetSeconds,
@@ -67,6 +67,7 @@ export async function scheduledDrain({ settings, registry }: DrainRuntime, cron:
       retentionSeconds: settings.jobs.retentionSeconds,
       workerId: invocationId('cron'),
       subrequests,
+      connections,
     });
     if (clock !== undefined && epoch !== undefined) {
       subrequests.release(CLOCK_SETTLE_SUBREQUESTS);
@@ -136,7 +137,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
   // The drain spends the subrequests of the request whose waitUntil holds it, which made its own first.
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
   subrequests.countUnseen(ENQUEUE_REQUEST_SUBREQUESTS);
-  const db = drainDatabase(settings.database, settings.drain.concurrency + 1, subrequests);
+  const { db, connections } = drainDatabase(settings.database, subrequests);
   ctx.waitUntil(
     drainOnce(db, registry, {
       budgetSeconds: settings.drain.fastPathBudgetSeconds,
@@ -145,6 +146,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
       workerId: invocationId('fast'),
       arrivals,
       subrequests,
+      connections,
     })
       .then(
         (counts) => {

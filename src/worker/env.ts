@@ -24,7 +24,7 @@ export interface SkiplockEnv {
   SKIPLOCK_DEV?: string;
   /** Wall time of one cron drain, in seconds; default 25. */
   DRAIN_BUDGET_SECONDS?: string;
-  /** Jobs a drain runs at once; default 5. */
+  /** Jobs a drain runs at once; default 25 (their fetches and the drain's statements share 6 connections, counted). */
   DRAIN_CONCURRENCY?: string;
   /** `on` (default) or `off`: drain right after an enqueue, within that request's `waitUntil`. */
   FAST_PATH?: string;

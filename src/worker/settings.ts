@@ -1,4 +1,4 @@
-import { DEFAULT_DRAIN_BUDGET_SECONDS, DEFAULT_DRAIN_CONCURRENCY } from '../drain/drain-once.js';
+import { DEFAULT_DRAIN_BUDGET_SECONDS } from '../drain/drain-once.js';
 import { readJobSettings, readNumber, readSwitch, type JobSettings } from '../drain/settings.js';
 import type { ApiSettings } from '../http/context.js';
 import { LIMITS } from '../http/limits.js';
@@ -24,7 +24,7 @@ export interface SkiplockSettings {
   devMode?: boolean;
   /** DRAIN_BUDGET_SECONDS: wall time of one cron drain (at most 900). */
   drainBudgetSeconds?: number;
-  /** DRAIN_CONCURRENCY: jobs one drain runs at once (1 to 50). */
+  /** DRAIN_CONCURRENCY: jobs one drain runs at once (1 to 50; default 25, their I/O sharing 6 connections). */
   drainConcurrency?: number;
   /** FAST_PATH: drain right after an enqueue, inside the request's waitUntil. */
   fastPath?: boolean;
@@ -89,6 +89,12 @@ const MAX_DRAIN_BUDGET_SECONDS = 900;
 /** Fast-path drains live in `waitUntil`, which ends 30 s after the response: leave room to hand back. */
 const MAX_FAST_PATH_BUDGET_SECONDS = 25;
 const DEFAULT_FAST_PATH_BUDGET_SECONDS = 20;
+/**
+ * Jobs a Worker drain runs at once. More than its 6 connections: the drain
+ * counts them (ConnectionGate), so jobs that wait on I/O overlap while its
+ * own statements always have one.
+ */
+const WORKER_DRAIN_CONCURRENCY = 25;
 /** Subrequests per invocation by plan (Cloudflare's limits; a Paid account can raise its own: set SUBREQUEST_LIMIT). */
 const SUBREQUESTS_OF_PLAN = { free: 50, paid: 1000 } as const;
 /** An idle queue's database wakes once an hour: a Neon compute suspends after 5 idle minutes, so it sleeps most of the hour. */
@@ -144,7 +150,7 @@ export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, nee
           min: 1,
           max: MAX_DRAIN_BUDGET_SECONDS,
         }),
-        concurrency: readNumber(vars, 'DRAIN_CONCURRENCY', DEFAULT_DRAIN_CONCURRENCY, { min: 1, max: 50, integer: true }),
+        concurrency: readNumber(vars, 'DRAIN_CONCURRENCY', WORKER_DRAIN_CONCURRENCY, { min: 1, max: 50, integer: true }),
         fastPath: readSwitch(vars, 'FAST_PATH', true),
         fastPathBudgetSeconds: readNumber(vars, 'FAST_PATH_BUDGET_SECONDS', DEFAULT_FAST_PATH_BUDGET_SECONDS, {
           min: 1,

@@ -38,7 +38,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'node-worker': ['db', 'engine', 'drain'],
   index: ['db', 'engine'],
   cli: ['db', 'engine', 'drain', 'node-worker', 'migrate', 'http'],
-  local: ['db', 'engine', 'drain', 'http', 'migrate', 'cli'],
+  // npm start checks the Worker's settings it passes on before it starts anything.
+  local: ['db', 'engine', 'drain', 'http', 'migrate', 'cli', 'worker'],
   deployment: [],
 };
 

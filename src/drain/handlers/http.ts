@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob, type JobDefinition } from '../define-job.js';
+import { defineJob, type JobContext, type JobDefinition } from '../define-job.js';
 import { PermanentFailure, RetryAfter } from '../job-errors.js';
 import { destinationProblem, parseAllowedHosts } from './http-destination.js';
 import { WEBHOOK_HEADERS, webhookHeaders } from './http-signature.js';
@@ -13,7 +13,8 @@ export interface DeliveryRequest {
 }
 
 /**
- * What sends a delivery. On Workers the platform's fetch, which cannot reach
+ * What sends a delivery. On Workers the platform's fetch (through the job's
+ * `ctx.fetch`, which counts its connection and subrequest), which cannot reach
  * private addresses from Cloudflare's edge. In Node, the Node worker gives
  * one that resolves the name, refuses it unless every address is public,
  * and connects to the address it checked (`publicAddressFetch` of
@@ -30,12 +31,15 @@ export interface HttpJobSettings {
   allowedHosts: readonly string[];
   /** HTTP_SIGNING_SECRET: signs every delivery (Standard Webhooks, a secret per endpoint); unsigned without it. */
   signingSecret?: string;
-  /** Sends the deliveries; the platform's fetch when left out. */
+  /** Sends the deliveries; the job's `ctx.fetch` (the platform's, counted) when left out. */
   fetch?: DeliveryFetch;
 }
 
-const platformFetch: DeliveryFetch = (url, { method, headers, body, signal }) =>
-  fetch(url, { method, headers, ...(body === undefined ? {} : { body }), redirect: 'manual', signal });
+/** A delivery through the attempt's own fetch. */
+const contextFetch =
+  (context: JobContext): DeliveryFetch =>
+  (url, { method, headers, body, signal }) =>
+    context.fetch(url, { method, headers, ...(body === undefined ? {} : { body }), redirect: 'manual', signal });
 
 /** How much of the response body the job's result keeps. */
 const RESULT_BODY_BYTES = 2048;
@@ -69,8 +73,8 @@ export type HttpJobPayload = z.input<typeof httpPayload>;
  */
 export function httpJob(settings: HttpJobSettings): JobDefinition {
   const allowedHosts = parseAllowedHosts(settings.allowedHosts);
-  const send = settings.fetch ?? platformFetch;
   return defineJob('http', httpPayload, async (request, context) => {
+    const send = settings.fetch ?? contextFetch(context);
     const url = new URL(request.url);
     const tenant = context.job.tenant;
     const refused = destinationProblem(url, tenant, allowedHosts);
