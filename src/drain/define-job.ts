@@ -64,7 +64,7 @@ export interface JobContext {
    * Holds its connection until the response body is read or cancelled, or
    * the attempt ends.
    */
-  fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
+  fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
   /** Saves progress with a heartbeat, so a later attempt can continue from it. */
   progress(value: Json): Promise<void>;
   readonly log: Logger;

@@ -80,7 +80,7 @@ export class Attempt implements JobContext, Beating {
     return this.lease.extend(leaseSeconds === undefined ? {} : { leaseSeconds });
   }
 
-  async fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     this.io.subrequests?.spend();
     this.fetches += 1;
     const withSignal = { ...init, signal: init?.signal ?? this.signal };
