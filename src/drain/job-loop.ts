@@ -68,6 +68,9 @@ interface ClaimedAt {
   claimSentAt: number;
 }
 
+/** How often a loop with free slots looks for enqueues announced to it (WorkArrivals). */
+const ARRIVALS_LOOK_EVERY_MS = 20;
+
 /** The lease a job gets when its enqueue names none (the jobs table's default). */
 const DEFAULT_LEASE_SECONDS = 60;
 
@@ -119,7 +122,6 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   let subrequestsSpent = false;
   /** The lease of the last job claimed: what the next claim's jobs likely get. */
   let lastLeaseSeconds = DEFAULT_LEASE_SECONDS;
-  arrivals?.onArrival(() => wake.notify());
 
   /**
    * The most subrequests a job may still send once started: its outcome, the
@@ -273,13 +275,22 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       claimBatchSize - claimedAhead.length - running.size,
       subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
     );
+    // An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it.
+    if (subrequests !== undefined) {
+      const affordable = subrequests.affordableJobs(likelySubrequestsPerJob()) - claimedAhead.length;
+      arrivals?.setRoom(Math.max(0, affordable - (claiming === undefined ? 0 : concurrency)));
+    }
     if (mayClaim && claiming === undefined && worthClaiming && room > 0 && claimedAhead.length < refillBelow) {
       claimInBackground(pace.claimSize(room, concurrency, budget.msUntilAbort()));
       somethingHappened = false;
     }
     const waitsForWork = mayClaim && waitForWork !== undefined && claiming === undefined && running.size < concurrency;
     if (running.size === 0 && claimedAhead.length === 0 && claiming === undefined && !waitsForWork) break;
+    // Announcements come from other requests, which must not touch this drain's I/O: it looks for them itself.
+    const lookForArrivals =
+      arrivals !== undefined && mayClaim && running.size < concurrency ? setTimeout(() => wake.notify(), ARRIVALS_LOOK_EVERY_MS) : undefined;
     const event = await nextEvent(wake, waitsForWork ? waitForWork : undefined, budget.stopped);
+    clearTimeout(lookForArrivals);
     if (event === 'work' || anAttemptEnded) somethingHappened = true;
     anAttemptEnded = false;
   }

@@ -1,5 +1,5 @@
-import { env } from 'cloudflare:workers';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { env, exports } from 'cloudflare:workers';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { enqueueBatch } from '../../../src/engine';
 import { fastPathDrain, scheduledDrain } from '../../../src/worker/drain';
 import { countPlatformFetches } from '../support/platform-fetches';
@@ -96,5 +96,32 @@ describe('fast paths coalesce', () => {
     expect(started).toHaveLength(2);
     await Promise.all(started);
     expect(await jobById(after!.job.id)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('enqueues as separate requests, each in its own I/O context, share one drain safely and every job runs', async () => {
+    const errors = vi.spyOn(console, 'error');
+    const queue = uniqueName('requests');
+    const enqueueOne = () =>
+      exports.default.fetch(
+        new Request(`http://skiplock.test/v1/queues/${queue}/jobs`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          // A host no allow-list names: the job fails for good at its first attempt, which the fast path makes.
+          body: JSON.stringify({ type: 'http', payload: { url: 'https://not-allowed.example.com/' } }),
+        }),
+      );
+
+    const answers = await Promise.all(Array.from({ length: 40 }, enqueueOne));
+    const ids = await Promise.all(answers.map(async (answer) => ((await answer.json()) as { id: string }).id));
+    let jobs = await Promise.all(ids.map(jobById));
+    for (let waited = 0; jobs.some((job) => job.status !== 'failed') && waited < 100; waited++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      jobs = await Promise.all(ids.map(jobById));
+    }
+
+    expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(201));
+    expect(jobs.map((job) => [job.status, job.attempts])).toEqual(Array(40).fill(['failed', 1]));
+    expect(errors.mock.calls.map((call) => String(call[0])).filter((line) => /drain failed|different request/.test(line))).toEqual([]);
+    errors.mockRestore();
   });
 });
