@@ -13,55 +13,16 @@
  *
  * Prints one JSON object; docs/benchmarks.md quotes it.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pgDb } from '../src/db/pg';
+import { startWorkerStack } from './worker-stack';
 
-const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const idleMinutes = Number(process.env.IDLE_MINUTES ?? 10);
 const drainEverySeconds = Number(process.env.DRAIN_EVERY_SECONDS ?? 10);
-const adminToken = 'bench-idle-admin-token-0123456789abcdef';
-
-function databaseUrl(name: string): string {
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.href;
-}
 
 async function main(): Promise<void> {
-  const name = `skiplock_idle_${Date.now()}`;
-  const admin = pgDb(databaseUrl('postgres'), { max: 1 });
-  await admin.query({ text: `CREATE DATABASE ${name}`, params: [] });
-  const transactions = async (): Promise<number> => {
-    const [row] = await admin.query<{ count: string }>({
-      text: 'SELECT xact_commit + xact_rollback AS count FROM pg_stat_database WHERE datname = $1',
-      params: [name],
-    });
-    return Number(row!.count);
-  };
-
-  const port = 18_000 + Math.floor(Math.random() * 1000);
-  const stack = spawn('npm', ['start'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl(name),
-      ADMIN_TOKEN: adminToken,
-      PORT: String(port),
-      DRAIN_EVERY_SECONDS: String(drainEverySeconds),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  stack.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  stack.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const api = `http://127.0.0.1:${port}`;
-  const headers = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };
+  const stack = await startWorkerStack({ name: 'idle', drainEverySeconds });
+  const { api, headers, transactions } = stack;
   try {
-    for (let waited = 0; !output.includes('Ctrl-C stops everything'); waited += 200) {
-      if (waited > 120_000 || stack.exitCode !== null) throw new Error(`npm start did not come up:\n${output}`);
-      await sleep(200);
-    }
     // The first ticks drain (the clock is new) and settle it; after that the queue is idle.
     await sleep(3 * drainEverySeconds * 1000);
 
@@ -117,10 +78,7 @@ async function main(): Promise<void> {
       ),
     );
   } finally {
-    stack.kill('SIGTERM');
-    await once(stack, 'exit');
-    await admin.query({ text: `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`, params: [] });
-    await admin.close();
+    await stack.stop();
   }
 }
 
