@@ -1,4 +1,5 @@
 import { Cron } from 'croner';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fetchFailureReason } from './fetch-failure.js';
 
 /** When to fire the Worker's `scheduled()` handler. */
@@ -12,6 +13,15 @@ export interface DrainSchedule {
 /** With croner's `interval`, a pattern matching every second fires every `interval` seconds. */
 const EVERY_SECOND = '* * * * * *';
 
+/**
+ * A path the Worker answers 404 without a statement. Any request through
+ * `wrangler dev` sets a stuck one going again (see `startScheduledTrigger`).
+ */
+export const NUDGE_PATH = '/.well-known/skiplock-local-nudge';
+
+/** The most a firing on `everySeconds` waits past its time, as a share of the period. */
+const JITTER_SHARE = 0.1;
+
 export interface ScheduledTrigger {
   /** Stops the timers and abandons a `scheduled()` call still in flight. */
   stop(): void;
@@ -23,6 +33,14 @@ export interface ScheduledTrigger {
  * answers with the handler's outcome: 200 `ok`, or 500 `exception` when
  * `scheduled()` threw or is missing. A failure is one line in `log`.
  * Schedules run in UTC, as Cloudflare runs them.
+ *
+ * `wrangler dev` forwards requests between two workerd processes over a
+ * pooled connection that both ends close after 5 s idle; a request sent
+ * just as it closes waits, unanswered, until another request comes through
+ * (cloudflare/workers-sdk#14641). Firings exactly 5 s apart hit that window
+ * again and again, so firings on `everySeconds` wait a random part of a
+ * tenth of the period; and a firing still unanswered when the next is due
+ * gets a request that costs the Worker nothing, to set it going.
  */
 export function startScheduledTrigger(
   workerUrl: string,
@@ -35,7 +53,7 @@ export function startScheduledTrigger(
   async function fire(cron: string): Promise<void> {
     // A drain still running when the next one is due means there is a backlog
     // it is already working on; stacking a second one on top gains nothing.
-    if (draining.has(cron)) return;
+    if (draining.has(cron)) return nudge();
     draining.add(cron);
     try {
       const url = `${workerUrl}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}`;
@@ -49,11 +67,28 @@ export function startScheduledTrigger(
     }
   }
 
+  async function nudge(): Promise<void> {
+    try {
+      await (await fetch(`${workerUrl}${NUDGE_PATH}`, { method: 'HEAD', signal: inFlight.signal })).arrayBuffer();
+    } catch {
+      // The firing it was for reports its own failure.
+    }
+  }
+
+  async function fireAfterJitter(cron: string, periodSeconds: number): Promise<void> {
+    try {
+      await sleep(Math.random() * JITTER_SHARE * periodSeconds * 1000, undefined, { signal: inFlight.signal });
+    } catch {
+      return; // stopped
+    }
+    await fire(cron);
+  }
+
   const { crons, everySeconds } = schedule;
   const jobs = crons.map((cron) =>
     everySeconds === undefined
       ? new Cron(cron, { timezone: 'UTC' }, () => void fire(cron))
-      : new Cron(EVERY_SECOND, { interval: everySeconds }, () => void fire(cron)),
+      : new Cron(EVERY_SECOND, { interval: everySeconds }, () => void fireAfterJitter(cron, everySeconds)),
   );
 
   return {
