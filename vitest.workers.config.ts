@@ -36,6 +36,8 @@ export default defineConfig({
           LOCAL_NEON_PROXY: inject('neonProxy'),
           // Test values only: the HTTP API's admin key, status-token secret and CORS origins.
           ADMIN_TOKEN: 'test-admin-token-of-the-workerd-suite',
+          // Dev mode registers the demo jobs, which the helper drains (Durable Objects, so this env) run.
+          SKIPLOCK_DEV: '1',
           STATUS_TOKEN_SECRET: 'test-status-token-secret-of-the-workerd-suite',
           CORS_ORIGINS: 'https://app.example.test,https://admin.example.test',
         },

@@ -8,4 +8,8 @@ export { SkiplockClock } from 'skiplock/worker';
  * `npm start`), every setting from the Worker's variables and secrets.
  * Your own Worker passes its jobs: `createSkiplock({ jobs, schedules })`.
  */
-export default createSkiplock();
+const skiplock = createSkiplock();
+export default skiplock;
+
+/** The helper drains' Durable Object, bound as SKIPLOCK_DRAINER: a drain with a backlog fans out (DRAIN_FANOUT). */
+export const SkiplockDrainer = skiplock.Drainer;

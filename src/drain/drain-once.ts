@@ -35,6 +35,8 @@ export interface DrainOptions {
   subrequests?: SubrequestBudget;
   /** The invocation's connections, when it limits them (Workers): handlers' `ctx.fetch` waits for one. */
   connections?: ConnectionGate;
+  /** Called once, when a claim first comes back full (see JobLoopOptions.onBacklog). */
+  onBacklog?: () => void;
   logger?: Logger;
 }
 
@@ -71,6 +73,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
       arrivals: options.arrivals,
       subrequests: options.subrequests,
       connections: options.connections,
+      onBacklog: options.onBacklog,
     });
     return { ...housekeeping, ...jobs };
   } finally {

@@ -60,6 +60,11 @@ export interface JobLoopOptions {
   subrequests?: SubrequestBudget;
   /** The invocation's connections, shared by the drain's statements and the handlers' `ctx.fetch`. */
   connections?: ConnectionGate;
+  /**
+   * Called once, the first time a claim comes back full: more jobs may wait
+   * than this loop holds (a Worker drain starts helpers then, see DRAIN_FANOUT).
+   */
+  onBacklog?: () => void;
 }
 
 /** A claimed job not started yet, and when the claim that leased it was sent. */
@@ -122,6 +127,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   let subrequestsSpent = false;
   /** The lease of the last job claimed: what the next claim's jobs likely get. */
   let lastLeaseSeconds = DEFAULT_LEASE_SECONDS;
+  let backlogReported = false;
 
   /**
    * The most subrequests a job may still send once started: its outcome, the
@@ -243,6 +249,10 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
         if (jobs.length > 0) lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
         lastClaimFound = jobs.length > 0;
         lastClaimFull = jobs.length === max;
+        if (lastClaimFull && !backlogReported) {
+          backlogReported = true;
+          options.onBacklog?.();
+        }
       } catch (error) {
         logger.error('claiming jobs failed', errorFields(error));
         // A drain lets what runs finish and leaves the rest to the next one; a worker waits a poll and tries again.

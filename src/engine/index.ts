@@ -48,5 +48,6 @@ export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTup
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';
 export { nextDueAt } from './next-due.js';
+export { readyBacklog } from './ready-backlog.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';

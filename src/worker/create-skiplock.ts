@@ -10,6 +10,7 @@ import { notFound, Problem, problemResponse } from '../http/problem.js';
 import { uiRoutes } from '../ui/index.js';
 import { requestDatabase, sessionDatabase } from './database.js';
 import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
+import { drainerClass, type SkiplockDrainerClass } from './drainer.js';
 import type { SkiplockEnv } from './env.js';
 import { QueueClock } from './queue-clock.js';
 import { ConfigurationError, resolveSettings, type SkiplockSettings } from './settings.js';
@@ -49,6 +50,12 @@ export interface Skiplock<Env extends SkiplockEnv = SkiplockEnv> {
    */
   wake(env: Env, ctx: WaitUntil): void;
   /**
+   * The helper drains' Durable Object class (fan-out), running these job
+   * types: export it from your module (`export const SkiplockDrainer =
+   * skiplock.Drainer`) and bind it as SKIPLOCK_DRAINER.
+   */
+  readonly Drainer: SkiplockDrainerClass<Env>;
+  /**
    * The Hono app behind `fetch` (API, and the pages unless `dashboard: false`),
    * to mount in your own: `app.route('/queue', skiplock.app)`.
    */
@@ -79,7 +86,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
       const settings = resolveSettings(options, env as SkiplockEnv, { api });
       const builtIn = builtInJobs(settings.jobs).filter((job) => options.httpJob !== false || job.type !== 'http');
       const registry = createRegistry([...builtIn, ...(options.jobs ?? [])], options.schedules, { knownTypes: DEMO_TYPES });
-      runtime = { settings, registry };
+      runtime = { settings, registry, drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER };
       runtimes.set(env, runtime);
     }
     return runtime;
@@ -99,6 +106,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
 
   return {
     app,
+    Drainer: drainerClass<Env>(runtimeOf),
     async fetch(request, env, ctx) {
       try {
         runtimeOf(env);

@@ -7,6 +7,7 @@ import type { WaitUntil } from '../http/context.js';
 import type { Queryable } from '../db/types.js';
 import { nextDueAt } from '../engine/next-due.js';
 import { drainDatabase } from './database.js';
+import { FanOut, type DrainerNamespace } from './fan-out.js';
 import type { QueueClock } from './queue-clock.js';
 import type { ResolvedSettings } from './settings.js';
 
@@ -16,6 +17,8 @@ export interface DrainRuntime {
   registry: JobRegistry;
   /** This isolate's fast-path drain while it still claims: later enqueues are announced to it. */
   fastPath?: WorkArrivals | undefined;
+  /** SKIPLOCK_DRAINER, when bound: the helpers a drain with a backlog starts (DRAIN_FANOUT). */
+  drainers?: DrainerNamespace | undefined;
 }
 
 /** An enqueue request's own statements before its fast path: its API key's lookup, the enqueue, one to spare. */
@@ -26,7 +29,22 @@ function invocationId(kind: string): string {
 }
 
 /** What a cron tick did: nothing, when the queue clock said nothing is due; else the drain's counts. */
-export type ScheduledOutcome = ({ drained: true } & DrainCounts & Subrequests) | ({ drained: false } & Subrequests);
+export type ScheduledOutcome = ({ drained: true } & DrainCounts & Subrequests & Helpers) | ({ drained: false } & Subrequests);
+
+/** Helper drains a drain started (fan-out). */
+export interface Helpers {
+  helpers: number;
+}
+
+/** The fan-out of a drain that may start helpers: with SKIPLOCK_DRAINER bound and DRAIN_FANOUT above 1. */
+function fanOutOf({ settings, registry, drainers }: DrainRuntime, db: Queryable, subrequests: SubrequestBudget): FanOut | undefined {
+  if (drainers === undefined || settings.drain.fanout <= 1) return undefined;
+  return new FanOut(drainers, db, subrequests, {
+    fanout: settings.drain.fanout,
+    concurrency: settings.drain.concurrency,
+    types: registry.types,
+  });
+}
 
 /** The queue clock's calls a drain makes after `begin`: the next-due statement and the settle. */
 const CLOCK_SETTLE_SUBREQUESTS = 2;
@@ -37,7 +55,8 @@ const CLOCK_SETTLE_SUBREQUESTS = 2;
  * counts. With the queue clock, a tick with nothing due ends before any
  * statement, and a drain ends by telling the clock when work is next due.
  */
-export async function scheduledDrain({ settings, registry }: DrainRuntime, cron: string, clock?: QueueClock): Promise<ScheduledOutcome> {
+export async function scheduledDrain(runtime: DrainRuntime, cron: string, clock?: QueueClock): Promise<ScheduledOutcome> {
+  const { settings, registry } = runtime;
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
   let epoch: number | undefined;
   if (clock !== undefined) {
@@ -60,6 +79,7 @@ export async function scheduledDrain({ settings, registry }: DrainRuntime, cron:
     }
   }
   const { db, connections } = drainDatabase(settings.database, subrequests);
+  const fanOut = fanOutOf(runtime, db, subrequests);
   try {
     const counts = await drainOnce(db, registry, {
       budgetSeconds: settings.drain.budgetSeconds,
@@ -68,12 +88,14 @@ export async function scheduledDrain({ settings, registry }: DrainRuntime, cron:
       workerId: invocationId('cron'),
       subrequests,
       connections,
+      onBacklog: fanOut?.onBacklog,
     });
+    const helpers = (await fanOut?.helpersStarted()) ?? 0;
     if (clock !== undefined && epoch !== undefined) {
       subrequests.release(CLOCK_SETTLE_SUBREQUESTS);
       await settleClock(clock, epoch, db, { settings, registry }, subrequests);
     }
-    const outcome = { drained: true as const, ...counts, subrequests: subrequests.sent };
+    const outcome = { drained: true as const, ...counts, helpers, subrequests: subrequests.sent };
     console.log(JSON.stringify({ event: 'drain', cron, ...outcome }));
     return outcome;
   } finally {
@@ -138,6 +160,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
   subrequests.countUnseen(ENQUEUE_REQUEST_SUBREQUESTS);
   const { db, connections } = drainDatabase(settings.database, subrequests);
+  const fanOut = fanOutOf(runtime, db, subrequests);
   ctx.waitUntil(
     drainOnce(db, registry, {
       budgetSeconds: settings.drain.fastPathBudgetSeconds,
@@ -147,10 +170,14 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
       arrivals,
       subrequests,
       connections,
+      onBacklog: fanOut?.onBacklog,
     })
       .then(
-        (counts) => {
-          if (settings.drain.logFastPathDrains) console.log(JSON.stringify({ event: 'fast-path-drain', ...counts, subrequests: subrequests.sent }));
+        async (counts) => {
+          const helpers = (await fanOut?.helpersStarted()) ?? 0;
+          if (settings.drain.logBackgroundDrains) {
+            console.log(JSON.stringify({ event: 'fast-path-drain', ...counts, helpers, subrequests: subrequests.sent }));
+          }
         },
         (error: unknown) => jsonConsoleLogger.error('fast-path drain failed', errorFields(error)),
       )
@@ -160,4 +187,31 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
         return db.close();
       }),
   );
+}
+
+/**
+ * A helper drain (fan-out), run by a `skiplock.Drainer` alarm: jobs only,
+ * with a cron drain's budget and subrequests and connections of its own.
+ * Never throws: a failure is a log line, and the cron drain goes on.
+ */
+export async function helperDrain({ settings, registry }: DrainRuntime, name: string): Promise<DrainCounts | undefined> {
+  const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
+  const { db, connections } = drainDatabase(settings.database, subrequests);
+  try {
+    const counts = await drainOnce(db, registry, {
+      budgetSeconds: settings.drain.budgetSeconds,
+      concurrency: settings.drain.concurrency,
+      housekeeping: false,
+      workerId: invocationId(name),
+      subrequests,
+      connections,
+    });
+    if (settings.drain.logBackgroundDrains) console.log(JSON.stringify({ event: 'helper-drain', name, ...counts, subrequests: subrequests.sent }));
+    return counts;
+  } catch (error) {
+    jsonConsoleLogger.error('helper drain failed', { name, ...errorFields(error) });
+    return undefined;
+  } finally {
+    await db.close();
+  }
 }

@@ -1,4 +1,5 @@
 import type { RateLimiterBinding } from '../http/auth/failed-authentications.js';
+import type { DrainerNamespace } from './fan-out.js';
 import type { ClockNamespace } from './queue-clock.js';
 
 /**
@@ -41,6 +42,14 @@ export interface SkiplockEnv {
    * ticks with nothing due run no statement. Without it every tick drains.
    */
   SKIPLOCK_CLOCK?: ClockNamespace;
+  /**
+   * Helper drains (a Durable Object namespace of your `skiplock.Drainer`
+   * class): a drain with a backlog starts up to DRAIN_FANOUT - 1 of them.
+   * Without it each drain works alone.
+   */
+  SKIPLOCK_DRAINER?: DrainerNamespace;
+  /** With SKIPLOCK_DRAINER bound: the most drains at once, the one that starts helpers included; default 2 (free) or 8 (paid), 1 for none. */
+  DRAIN_FANOUT?: string;
   /** `warn` (default) or `info`: also one JSON line per request and per fast-path drain. */
   LOG_LEVEL?: string;
   /** How long finished jobs are kept, in seconds; default 604800 (7 days). */

@@ -8,4 +8,6 @@ export { createSkiplock, type ScheduledEvent, type Skiplock, type SkiplockOption
 export { ConfigurationError, type SkiplockSettings } from './settings.js';
 export type { SkiplockEnv } from './env.js';
 export { SkiplockClock, type ClockNamespace } from './queue-clock.js';
+export type { DrainerState, SkiplockDrainer, SkiplockDrainerClass } from './drainer.js';
+export type { DrainerNamespace } from './fan-out.js';
 export { defineJob, definePeriodicJob, PermanentFailure, RetryAfter } from '../drain/index.js';

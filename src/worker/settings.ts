@@ -36,6 +36,8 @@ export interface SkiplockSettings {
   subrequestLimit?: number;
   /** IDLE_RECHECK_SECONDS: with the queue clock bound, how long an idle queue goes without a drain at most. */
   idleRecheckSeconds?: number;
+  /** DRAIN_FANOUT: with SKIPLOCK_DRAINER bound, the most drains at once (the one that fans out included); 1 turns fan-out off. */
+  drainFanout?: number;
   /** LOG_LEVEL: `warn` (the default: errors and warnings) or `info` (also a line per request and per fast-path drain). */
   logLevel?: 'warn' | 'info';
   /** RETENTION_SECONDS: how long finished jobs are kept. */
@@ -60,6 +62,7 @@ const VARIABLE_OF = {
   workersPlan: 'WORKERS_PLAN',
   subrequestLimit: 'SUBREQUEST_LIMIT',
   idleRecheckSeconds: 'IDLE_RECHECK_SECONDS',
+  drainFanout: 'DRAIN_FANOUT',
   logLevel: 'LOG_LEVEL',
   retentionSeconds: 'RETENTION_SECONDS',
   httpAllowedHosts: 'HTTP_ALLOWED_HOSTS',
@@ -97,6 +100,13 @@ const DEFAULT_FAST_PATH_BUDGET_SECONDS = 20;
 const WORKER_DRAIN_CONCURRENCY = 25;
 /** Subrequests per invocation by plan (Cloudflare's limits; a Paid account can raise its own: set SUBREQUEST_LIMIT). */
 const SUBREQUESTS_OF_PLAN = { free: 50, paid: 1000 } as const;
+/**
+ * Drains at once by plan: a Free account's invocations get 10 ms of CPU and
+ * its Durable Objects 100,000 requests a day, so it doubles; Paid goes to 8,
+ * each with its own budget, 6 connections and subrequests.
+ */
+const FANOUT_OF_PLAN = { free: 2, paid: 8 } as const;
+const MAX_FANOUT = 64;
 /** An idle queue's database wakes once an hour: a Neon compute suspends after 5 idle minutes, so it sleeps most of the hour. */
 const DEFAULT_IDLE_RECHECK_SECONDS = 3600;
 
@@ -114,8 +124,10 @@ export interface WorkerDrainSettings {
   subrequestLimit: number;
   /** With the queue clock: the longest an idle queue goes without a cron drain (enqueues that bypass the Worker wait at most this). */
   idleRecheckSeconds: number;
-  /** A summary line for each fast-path drain (LOG_LEVEL=info); cron drains always log theirs. */
-  logFastPathDrains: boolean;
+  /** With SKIPLOCK_DRAINER: the most drains running at once, the one that starts helpers included. */
+  fanout: number;
+  /** A summary line for each fast-path and helper drain (LOG_LEVEL=info); cron drains always log theirs. */
+  logBackgroundDrains: boolean;
 }
 
 export interface ResolvedSettings {
@@ -157,8 +169,9 @@ export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, nee
           max: MAX_FAST_PATH_BUDGET_SECONDS,
         }),
         subrequestLimit: readNumber(vars, 'SUBREQUEST_LIMIT', SUBREQUESTS_OF_PLAN[workersPlan(vars)], { min: 1, integer: true }),
-        logFastPathDrains: verbose,
+        logBackgroundDrains: verbose,
         idleRecheckSeconds: readNumber(vars, 'IDLE_RECHECK_SECONDS', DEFAULT_IDLE_RECHECK_SECONDS, { min: 1, max: 86_400, integer: true }),
+        fanout: readNumber(vars, 'DRAIN_FANOUT', FANOUT_OF_PLAN[workersPlan(vars)], { min: 1, max: MAX_FANOUT, integer: true }),
       },
       jobs,
     };

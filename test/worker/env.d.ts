@@ -13,6 +13,7 @@ declare global {
       CORS_ORIGINS: string;
       TEST_HYPERDRIVE: Hyperdrive;
       TEST_AUTH_RATE_LIMITER: RateLimit;
+      SKIPLOCK_DRAINER: DurableObjectNamespace;
     }
     interface GlobalProps {
       mainModule: typeof import('../../src/worker');

@@ -170,7 +170,7 @@ describe('createSkiplock in workerd', () => {
   it('refuses, in one line, an ADMIN_TOKEN or STATUS_TOKEN_SECRET under 32 characters outside dev, and a bad HTTP_ALLOWED_HOSTS entry', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const answer = (overrides: Partial<typeof env>) =>
-      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, ...overrides }, createExecutionContext());
+      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, SKIPLOCK_DEV: undefined, ...overrides }, createExecutionContext());
 
     const shortAdmin = await answer({ ADMIN_TOKEN: 'x'.repeat(31) });
     const shortSecret = await answer({ STATUS_TOKEN_SECRET: 'short' });
@@ -191,7 +191,7 @@ describe('createSkiplock in workerd', () => {
   it('refuses, in one line, a SUBREQUEST_LIMIT, WORKERS_PLAN, IDLE_RECHECK_SECONDS or LOG_LEVEL it cannot read', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const answer = (overrides: Partial<typeof env>) =>
-      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, ...overrides }, createExecutionContext());
+      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, SKIPLOCK_DEV: undefined, ...overrides }, createExecutionContext());
 
     const statuses = [
       (await answer({ SUBREQUEST_LIMIT: '-5' })).status,

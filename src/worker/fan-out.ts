@@ -1,0 +1,77 @@
+import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
+import type { SubrequestBudget } from '../drain/subrequest-budget.js';
+import type { Queryable } from '../db/types.js';
+import { readyBacklog } from '../engine/ready-backlog.js';
+
+/**
+ * The SKIPLOCK_DRAINER binding, structurally: a Durable Object namespace of
+ * the class `skiplock.Drainer` (see drainer.ts).
+ */
+export interface DrainerNamespace<Id = unknown> {
+  idFromName(name: string): Id;
+  get(id: Id): { fetch(input: string, init?: RequestInit): Promise<Response> };
+}
+
+/** The helpers' names: `drainer-1` up to `drainer-<fanout - 1>`, the same in every isolate. */
+export const drainerName = (index: number) => `drainer-${index}`;
+
+/**
+ * Fan-out: a drain whose claim comes back full starts helper drains, each a
+ * Durable Object alarm, so an invocation of its own with its own budget,
+ * subrequests and connections. How many: one for each full batch still
+ * waiting once this drain has taken its own, up to `fanout - 1`. A helper
+ * drains again as long as it finds work and stops when it finds none, so
+ * fan-out ends with the backlog. Starting a helper that runs already changes
+ * nothing, so drains in other isolates may all ask.
+ *
+ * The helpers are reachable only through the binding: no URL, no request
+ * from outside, can start one.
+ */
+export class FanOut {
+  private starting: Promise<number> | undefined;
+
+  constructor(
+    private readonly drainers: DrainerNamespace,
+    private readonly db: Queryable,
+    private readonly subrequests: SubrequestBudget,
+    private readonly options: { fanout: number; concurrency: number; types: readonly string[] },
+  ) {}
+
+  /** For the drain's `onBacklog`: starts the helpers in the background, once. */
+  readonly onBacklog = (): void => {
+    this.starting ??= this.startHelpers().catch((error: unknown) => {
+      jsonConsoleLogger.error('could not start helper drains; this drain goes on alone', errorFields(error));
+      return 0;
+    });
+  };
+
+  /** How many helpers it started, once their starts are sent. */
+  async helpersStarted(): Promise<number> {
+    return (await this.starting) ?? 0;
+  }
+
+  private async startHelpers(): Promise<number> {
+    const { fanout, concurrency, types } = this.options;
+    const most = fanout - 1;
+    // The backlog's count and a start per helper, set aside first so the jobs' reserve never pays for them.
+    if (most < 1 || !this.subrequests.tryReserve(1 + most)) return 0;
+    let unspent = 1 + most;
+    try {
+      this.subrequests.release(1);
+      unspent -= 1;
+      const ready = await readyBacklog(this.db, { types, limit: most * concurrency });
+      const helpers = Math.min(most, Math.floor(ready / concurrency));
+      for (let index = 1; index <= helpers; index++) {
+        this.subrequests.release(1);
+        unspent -= 1;
+        this.subrequests.spend();
+        const stub = this.drainers.get(this.drainers.idFromName(drainerName(index)));
+        const response = await stub.fetch('https://skiplock-drainer/start', { method: 'POST' });
+        if (!response.ok) throw new Error(`helper ${drainerName(index)} answered ${response.status}: ${await response.text()}`);
+      }
+      return helpers;
+    } finally {
+      this.subrequests.release(unspent);
+    }
+  }
+}

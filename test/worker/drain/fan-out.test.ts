@@ -1,0 +1,107 @@
+import { listDurableObjectIds, runInDurableObject } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { enqueueBatch } from '../../../src/engine';
+import { scheduledDrain } from '../../../src/worker/drain';
+import { drainerName } from '../../../src/worker/fan-out';
+import { drainRuntime, httpDatabase } from '../support/databases';
+import { DEV, uniqueName } from './support/jobs';
+
+const drainers = env.SKIPLOCK_DRAINER;
+
+/** Who finished the jobs of `queue`, and in how many attempts: one row per worker id. */
+async function finishers(queue: string): Promise<{ workerId: string; jobs: number; maxAttempts: number }[]> {
+  return httpDatabase(env).query({
+    text: `SELECT worker_id AS "workerId", count(*)::int AS jobs, max(attempts)::int AS "maxAttempts"
+             FROM skiplock.finished_jobs WHERE queue = $1 AND state = 'succeeded' GROUP BY worker_id`,
+    params: [queue],
+  });
+}
+
+async function left(queue: string): Promise<number> {
+  const [row] = await httpDatabase(env).query<{ count: number }>({
+    text: 'SELECT count(*)::int AS count FROM skiplock.jobs WHERE queue = $1',
+    params: [queue],
+  });
+  return row!.count;
+}
+
+/** The alarm each helper has set (null: none, it stopped). */
+async function helperAlarms(count: number): Promise<(number | null)[]> {
+  return Promise.all<number | null>(
+    Array.from({ length: count }, (_, index) =>
+      runInDurableObject(drainers.get(drainers.idFromName(drainerName(index + 1))), (_instance, state) => state.storage.getAlarm()),
+    ),
+  );
+}
+
+/**
+ * No helper has an alarm set, and still none a second later: a helper that
+ * is draining has none until its drain ends, and sets one again only if that
+ * drain found work.
+ */
+async function helpersStopped(count: number): Promise<boolean> {
+  const noAlarms = async () => (await helperAlarms(count)).every((alarm) => alarm === null);
+  if (!(await noAlarms())) return false;
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return noAlarms();
+}
+
+async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  for (const started = Date.now(); !(await condition()); ) {
+    if (Date.now() - started > timeoutMs) throw new Error(`not so after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('fan-out', () => {
+  it('a drain with a backlog starts DRAIN_FANOUT - 1 helpers; they share the work, each job once, and stop with the backlog', async () => {
+    const queue = uniqueName('fan-out');
+    for (let batch = 0; batch < 3; batch++) {
+      await enqueueBatch(
+        httpDatabase(env),
+        Array.from({ length: 500 }, () => ({ queue, type: 'sleep', payload: { ms: 100 } })),
+      );
+    }
+    // A short budget: the cron drain ends long before the backlog does, so the helpers must carry it.
+    const runtime = { ...drainRuntime({ ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '4', DRAIN_BUDGET_SECONDS: '2' }), drainers };
+
+    const outcome = await scheduledDrain(runtime, '* * * * *');
+    if (!outcome.drained) throw new Error('without a queue clock every tick drains');
+    expect(outcome.helpers).toBe(3);
+
+    await until(async () => (await left(queue)) === 0, 60_000);
+    // Each helper stops once a drain of its own finds the queue empty.
+    await until(() => helpersStopped(3), 30_000);
+
+    const byWorker = await finishers(queue);
+    expect(byWorker.reduce((sum, row) => sum + row.jobs, 0)).toBe(1500);
+    expect(Math.max(...byWorker.map((row) => row.maxAttempts))).toBe(1);
+    const helperNames = new Set(byWorker.map((row) => row.workerId.replace(/-[0-9a-f]{8}$/, '')).filter((name) => name !== 'cron'));
+    // Every helper worked, and only the three DRAIN_FANOUT allows.
+    expect([...helperNames].sort()).toEqual([drainerName(1), drainerName(2), drainerName(3)]);
+    expect((await listDurableObjectIds(drainers)).length).toBeLessThanOrEqual(3);
+  });
+
+  it('starts no helper for a backlog one drain takes in a claim or two', async () => {
+    const queue = uniqueName('no-fan-out');
+    await enqueueBatch(
+      httpDatabase(env),
+      Array.from({ length: 40 }, () => ({ queue, type: 'noop' })),
+    );
+    const runtime = { ...drainRuntime({ ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '4' }), drainers };
+
+    const outcome = await scheduledDrain(runtime, '* * * * *');
+    if (!outcome.drained) throw new Error('without a queue clock every tick drains');
+    expect(outcome.helpers).toBe(0);
+    expect(await left(queue)).toBe(0);
+  });
+
+  it('DRAIN_FANOUT defaults by plan, and one that is not a whole number from 1 is refused by name', () => {
+    expect(drainRuntime({}).settings.drain.fanout).toBe(2);
+    expect(drainRuntime({ WORKERS_PLAN: 'paid' }).settings.drain.fanout).toBe(8);
+    expect(drainRuntime({ DRAIN_FANOUT: '1' }).settings.drain.fanout).toBe(1);
+    expect(() => drainRuntime({ DRAIN_FANOUT: '0' })).toThrow(/DRAIN_FANOUT must be a whole number from 1 to 64, not "0"/);
+    expect(() => drainRuntime({ DRAIN_FANOUT: 'many' })).toThrow(/DRAIN_FANOUT must be a whole number/);
+  });
+});
