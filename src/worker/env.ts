@@ -50,7 +50,7 @@ export interface SkiplockEnv {
   SKIPLOCK_DRAINER?: DrainerNamespace;
   /** With SKIPLOCK_DRAINER bound: the most drains at once, the one that starts helpers included; default 2 (free) or 8 (paid), 1 for none. */
   DRAIN_FANOUT?: string;
-  /** `warn` (default) or `info`: also one JSON line per request and per fast-path drain. */
+  /** `warn` (default) or `info`: also one JSON line per request and per fast-path or helper drain. */
   LOG_LEVEL?: string;
   /** How long finished jobs are kept, in seconds; default 604800 (7 days). */
   RETENTION_SECONDS?: string;

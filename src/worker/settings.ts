@@ -38,7 +38,7 @@ export interface SkiplockSettings {
   idleRecheckSeconds?: number;
   /** DRAIN_FANOUT: with SKIPLOCK_DRAINER bound, the most drains at once (the one that fans out included); 1 turns fan-out off. */
   drainFanout?: number;
-  /** LOG_LEVEL: `warn` (the default: errors and warnings) or `info` (also a line per request and per fast-path drain). */
+  /** LOG_LEVEL: `warn` (the default: errors and warnings) or `info` (also a line per request and per fast-path or helper drain). */
   logLevel?: 'warn' | 'info';
   /** RETENTION_SECONDS: how long finished jobs are kept. */
   retentionSeconds?: number;
