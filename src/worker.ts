@@ -12,4 +12,4 @@ const skiplock = createSkiplock();
 export default skiplock;
 
 /** The helper drains' Durable Object, bound as SKIPLOCK_DRAINER: a drain with a backlog fans out (DRAIN_FANOUT). */
-export const SkiplockDrainer = skiplock.Drainer;
+export class SkiplockDrainer extends skiplock.Drainer {}

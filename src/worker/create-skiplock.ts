@@ -51,8 +51,8 @@ export interface Skiplock<Env extends SkiplockEnv = SkiplockEnv> {
   wake(env: Env, ctx: WaitUntil): void;
   /**
    * The helper drains' Durable Object class (fan-out), running these job
-   * types: export it from your module (`export const SkiplockDrainer =
-   * skiplock.Drainer`) and bind it as SKIPLOCK_DRAINER.
+   * types: export it from your module (`export class SkiplockDrainer
+   * extends skiplock.Drainer {}`) and bind it as SKIPLOCK_DRAINER.
    */
   readonly Drainer: SkiplockDrainerClass<Env>;
   /**

@@ -13,6 +13,8 @@ export interface DrainerState {
 
 /** A helper drain's Durable Object, as `skiplock.Drainer` makes it. */
 export interface SkiplockDrainer {
+  /** See SkiplockClock: how Workers' types recognise a Durable Object class. */
+  readonly __DURABLE_OBJECT_BRAND: never;
   /** Starts the helper (any request: only the binding reaches it); a no-op while it runs or is about to. */
   fetch(request: Request): Promise<Response>;
   /** One drain; set again at once while drains find work. */
@@ -25,12 +27,12 @@ export type SkiplockDrainerClass<Env extends SkiplockEnv = SkiplockEnv> = new (s
  * The helper drains' Durable Object class for your job types (fan-out):
  * each instance drains in its own alarm, an invocation of its own, and sets
  * the alarm again while it finds work. Made by the factory, since the
- * helpers run your handlers: `export const SkiplockDrainer = skiplock.Drainer`,
- * bound as SKIPLOCK_DRAINER.
+ * helpers run your handlers: `export class SkiplockDrainer extends
+ * skiplock.Drainer {}` (a class, so `wrangler types` can name it), bound as
+ * SKIPLOCK_DRAINER.
  */
 export function drainerClass<Env extends SkiplockEnv>(runtimeOf: (env: Env) => DrainRuntime): SkiplockDrainerClass<Env> {
   return class Drainer implements SkiplockDrainer {
-    /** See SkiplockClock: how Workers' types recognise a Durable Object class. */
     declare readonly __DURABLE_OBJECT_BRAND: never;
     private draining = false;
 

@@ -6,7 +6,7 @@ const skiplock = createSkiplock({ jobs, schedules });
 export default skiplock;
 
 /** The helper drains' Durable Object (bound as SKIPLOCK_DRAINER): a drain with a backlog fans out. */
-export const SkiplockDrainer = skiplock.Drainer;
+export class SkiplockDrainer extends skiplock.Drainer {}
 
 /** The queue clock's Durable Object (bound as SKIPLOCK_CLOCK): idle cron ticks run no statement. */
 export { SkiplockClock } from 'skiplock/worker';
