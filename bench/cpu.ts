@@ -64,8 +64,20 @@ async function serverCpuMs(postmaster: number): Promise<number> {
   return ticks * TICK_MS;
 }
 
+/** CPU time of this process's children whose command is `command` (workerd under Miniflare), in ms. */
+export async function childrenCpuMs(command: string): Promise<number> {
+  let ticks = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readStat(Number(entry));
+    if (stat?.ppid === process.pid && stat.command === command) ticks += stat.utime + stat.stime;
+  }
+  return ticks * TICK_MS;
+}
+
 interface ProcStat {
   pid: number;
+  command: string;
   ppid: number;
   utime: number;
   stime: number;
@@ -77,8 +89,9 @@ interface ProcStat {
 async function readStat(pid: number): Promise<ProcStat | undefined> {
   const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   if (text === undefined) return undefined;
+  const command = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   // After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17), numbered from 1 at pid.
   const field = (n: number) => Number(fields[n - 3]);
-  return { pid, ppid: field(4), utime: field(14), stime: field(15), cutime: field(16), cstime: field(17) };
+  return { pid, command, ppid: field(4), utime: field(14), stime: field(15), cutime: field(16), cstime: field(17) };
 }

@@ -1,0 +1,101 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../src/db/types';
+import { percentile } from './stats';
+
+/** A Worker to load, and its database to watch (every statement the Worker sends is one transaction). */
+export interface WorkerTarget {
+  api: string;
+  headers: Record<string, string>;
+  db: Db;
+  transactions(): Promise<number>;
+}
+
+export interface BurnDown {
+  jobs: number;
+  seconds: number;
+  jobsPerSecond: number;
+  statementsPerJob: number;
+}
+
+/** Jobs of `queue` not finished yet; a read of the script's own, counted in `reads`. */
+async function unfinished(target: WorkerTarget, queue: string, reads: { count: number }): Promise<number> {
+  reads.count += 1;
+  const [row] = await target.db.query<{ count: number }>({
+    text: 'SELECT count(*)::int AS count FROM skiplock.jobs WHERE queue = $1',
+    params: [queue],
+  });
+  return row!.count;
+}
+
+/** `jobs` copies of `job` enqueued in batches of 1,000, then until all have finished; statements less the script's reads. */
+export async function burnDown(target: WorkerTarget, queue: string, job: Record<string, unknown>, jobs: number): Promise<BurnDown> {
+  const reads = { count: 0 };
+  const before = await target.transactions();
+  const started = performance.now();
+  for (let sent = 0; sent < jobs; sent += 1000) {
+    const batch = Array.from({ length: Math.min(1000, jobs - sent) }, () => job);
+    const response = await fetch(`${target.api}/v1/queues/${queue}/jobs/batch`, {
+      method: 'POST',
+      headers: target.headers,
+      body: JSON.stringify({ jobs: batch }),
+    });
+    if (!response.ok) throw new Error(`batch enqueue: ${response.status} ${await response.text()}`);
+  }
+  while ((await unfinished(target, queue, reads)) > 0) await sleep(250);
+  const seconds = (performance.now() - started) / 1000;
+  await sleep(2000);
+  const statements = (await target.transactions()) - before - reads.count;
+  return { jobs, seconds: round(seconds), jobsPerSecond: Math.round(jobs / seconds), statementsPerJob: round(statements / jobs) };
+}
+
+export interface Burst {
+  clients: number;
+  seconds: number;
+  enqueued: number;
+  failed: number;
+  enqueuesPerSecond: number;
+  latencyMs: { p50: number; p99: number };
+  enqueueToStartMs: { p50: number; p99: number };
+}
+
+/** `clients` clients enqueueing single no-op jobs for `seconds`: the rate, the latency, and enqueue to start once all ran. */
+export async function enqueueBurst(target: WorkerTarget, queue: string, options: { clients: number; seconds: number }): Promise<Burst> {
+  const latencies: number[] = [];
+  let enqueued = 0;
+  let failed = 0;
+  const until = performance.now() + options.seconds * 1000;
+  await Promise.all(
+    Array.from({ length: options.clients }, async () => {
+      while (performance.now() < until) {
+        const sent = performance.now();
+        const response = await fetch(`${target.api}/v1/queues/${queue}/jobs`, {
+          method: 'POST',
+          headers: target.headers,
+          body: JSON.stringify({ type: 'noop' }),
+        });
+        await response.arrayBuffer();
+        if (response.status === 201) enqueued += 1;
+        else failed += 1;
+        latencies.push(performance.now() - sent);
+      }
+    }),
+  );
+  const reads = { count: 0 };
+  while ((await unfinished(target, queue, reads)) > 0) await sleep(250);
+  const [waits] = await target.db.query<{ p50: number; p99: number }>({
+    text: `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
+             FROM (SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM skiplock.all_jobs WHERE queue = $1) w`,
+    params: [queue],
+  });
+  return {
+    clients: options.clients,
+    seconds: options.seconds,
+    enqueued,
+    failed,
+    enqueuesPerSecond: Math.round(enqueued / options.seconds),
+    latencyMs: { p50: round(percentile(latencies, 0.5)), p99: round(percentile(latencies, 0.99)) },
+    enqueueToStartMs: { p50: round(waits!.p50), p99: round(waits!.p99) },
+  };
+}
+
+export const round = (value: number) => Math.round(value * 100) / 100;
