@@ -11,9 +11,11 @@
  * 2. burn-down: JOBS no-op jobs through the cron drain (fired every second)
  *    and its helpers: jobs/s, statements and workerd's CPU per job.
  *
- * workerd's CPU is its process's (from /proc), so it holds everything the
- * Worker does and the runtime's own work, and nothing of Node's. Prints one
- * JSON object; docs/performance.md quotes it.
+ * CPU per request and per job is read from /proc for each party: workerd
+ * (everything the Worker does, and the runtime's own work), this Node process
+ * (the clients and the local Neon proxy) and Postgres (when it runs here and
+ * its data folder is readable). Prints one JSON object; docs/performance.md
+ * quotes it.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -25,17 +27,39 @@ import { applyMigrations } from '../src/cli/apply-migrations';
 import { startNeonProxy } from '../src/local/neon-proxy';
 import { startScheduledTrigger } from '../src/local/scheduled-trigger';
 import { TUNING_VARIABLES } from '../src/worker/settings';
-import { childrenCpuMs } from './cpu';
+import { childrenCpuMs, cpuMeter, type CpuMeter } from './cpu';
 import { adminHeaders, BENCH_ADMIN_TOKEN, createBenchDatabase } from './worker-stack';
 import { burnDown, enqueueBurst, round, type WorkerTarget } from './worker-workloads';
 
 const jobs = Number(process.env.JOBS ?? 10_000);
 
-/** Runs `work` and says how much CPU workerd spent meanwhile. */
-async function withWorkerdCpu<T>(work: () => Promise<T>): Promise<{ result: T; workerdCpuMs: number }> {
-  const before = await childrenCpuMs('workerd');
+/** CPU spent, in ms: by workerd, by this process (clients and Neon proxy), by Postgres when it can be read. */
+interface CpuSpent {
+  workerd: number;
+  node: number;
+  postgres: number | undefined;
+}
+
+/** Runs `work` and says how much CPU each party spent meanwhile. */
+async function withCpu<T>(meter: CpuMeter | undefined, work: () => Promise<T>): Promise<{ result: T; cpu: CpuSpent }> {
+  const [workerd, node, server] = [await childrenCpuMs('workerd'), process.cpuUsage(), await meter?.read()];
   const result = await work();
-  return { result, workerdCpuMs: (await childrenCpuMs('workerd')) - before };
+  const nodeSpent = process.cpuUsage(node);
+  const serverAfter = await meter?.read();
+  return {
+    result,
+    cpu: {
+      workerd: (await childrenCpuMs('workerd')) - workerd,
+      node: (nodeSpent.user + nodeSpent.system) / 1000,
+      postgres: server === undefined || serverAfter === undefined ? undefined : serverAfter.postgresMs - server.postgresMs,
+    },
+  };
+}
+
+/** CPU per unit of work, in ms, by party. */
+function cpuPer(cpu: CpuSpent, units: number): Record<keyof CpuSpent, number | undefined> {
+  const per = (ms: number | undefined) => (ms === undefined ? undefined : round(ms / units));
+  return { workerd: per(cpu.workerd), node: per(cpu.node), postgres: per(cpu.postgres) };
 }
 
 async function main(): Promise<void> {
@@ -81,16 +105,17 @@ async function main(): Promise<void> {
   const stack: WorkerTarget = { api: url, headers: adminHeaders, db: database.db, transactions: database.transactions };
   try {
     await sleep(3000);
-    const burst = await withWorkerdCpu(() => enqueueBurst(stack, 'bench-burst', { clients: 64, seconds: 20 }));
+    const meter = await cpuMeter(database.adminUrl);
+    const burst = await withCpu(meter, () => enqueueBurst(stack, 'bench-burst', { clients: 64, seconds: 20 }));
     console.error('burst', burst);
     await sleep(3000);
-    const noop = await withWorkerdCpu(() => burnDown(stack, 'bench-noop', { type: 'noop' }, jobs));
+    const noop = await withCpu(meter, () => burnDown(stack, 'bench-noop', { type: 'noop' }, jobs));
     console.error('no-op', noop);
     console.log(
       JSON.stringify(
         {
-          burst: { ...burst.result, workerdCpuMsPerRequest: round(burst.workerdCpuMs / (burst.result.enqueued + burst.result.failed)) },
-          noop: { ...noop.result, workerdCpuMsPerJob: round(noop.workerdCpuMs / noop.result.jobs) },
+          burst: { ...burst.result, cpuMsPerRequest: cpuPer(burst.cpu, burst.result.enqueued + burst.result.failed) },
+          noop: { ...noop.result, cpuMsPerJob: cpuPer(noop.cpu, noop.result.jobs) },
         },
         null,
         2,

@@ -7,6 +7,8 @@ import type { WorkerTarget } from './worker-workloads';
 /** A fresh database on DATABASE_URL's server (default the system PostgreSQL), for the scripts that measure the Worker alone. */
 export interface BenchDatabase {
   url: string;
+  /** The server's `postgres` database, for server-wide readings (CPU). */
+  adminUrl: string;
   /** A connection of the script's own, for its reads. */
   db: WorkerTarget['db'];
   /** Transactions the database has run so far (every statement the Worker sends is one), from pg_stat_database. */
@@ -23,6 +25,7 @@ export async function createBenchDatabase(name: string): Promise<BenchDatabase> 
   const db = pgDb(databaseUrl(database), { max: 1 });
   return {
     url: databaseUrl(database),
+    adminUrl: databaseUrl('postgres'),
     db,
     async transactions() {
       const [row] = await admin.query<{ count: string }>({
