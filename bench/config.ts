@@ -45,6 +45,9 @@ export interface Scale {
   /** (4) jobs loaded for each tight loop, and how long it runs. */
   ceilingJobs: number;
   ceilingSeconds: number;
+  /** (w) jobs per burn-down through the Worker, and how long the 64 clients enqueue. */
+  workersJobs: number;
+  workersBurstSeconds: number;
 }
 
 export const BULK_SIZE = 1000;
@@ -77,6 +80,8 @@ const SCALES: Record<ScaleName, Scale> = {
     snapshotWindowSeconds: 1,
     ceilingJobs: 5_000,
     ceilingSeconds: 0.5,
+    workersJobs: 1_000,
+    workersBurstSeconds: 3,
   },
   // Sized so the whole run takes under an hour on 2 cores: every system in
   // both setups, 3 repetitions (5 for the burn-down, whose figures swing most
@@ -107,10 +112,12 @@ const SCALES: Record<ScaleName, Scale> = {
     snapshotWindowSeconds: 5,
     ceilingJobs: 30_000,
     ceilingSeconds: 2,
+    workersJobs: 10_000,
+    workersBurstSeconds: 20,
   },
 };
 
-export const WORKLOAD_IDS = ['enqueue', 'burn-down', 'latency', 'snapshot', 'steady', 'depth', 'fairness', 'cost', 'ceiling'] as const;
+export const WORKLOAD_IDS = ['enqueue', 'burn-down', 'latency', 'snapshot', 'steady', 'depth', 'fairness', 'cost', 'ceiling', 'workers'] as const;
 export type WorkloadId = (typeof WORKLOAD_IDS)[number];
 
 export interface BenchOptions {

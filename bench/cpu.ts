@@ -75,6 +75,35 @@ export async function childrenCpuMs(command: string): Promise<number> {
   return ticks * TICK_MS;
 }
 
+/** CPU spent around some work, in ms: by workerd, by this process (clients and Neon proxy), by Postgres when it can be read. */
+export interface CpuSpent {
+  workerd: number;
+  node: number;
+  postgres: number | undefined;
+}
+
+/** Runs `work` and says how much CPU each party spent meanwhile. */
+export async function withCpu<T>(meter: CpuMeter | undefined, work: () => Promise<T>): Promise<{ result: T; cpu: CpuSpent }> {
+  const [workerd, node, server] = [await childrenCpuMs('workerd'), process.cpuUsage(), await meter?.read()];
+  const result = await work();
+  const nodeSpent = process.cpuUsage(node);
+  const serverAfter = await meter?.read();
+  return {
+    result,
+    cpu: {
+      workerd: (await childrenCpuMs('workerd')) - workerd,
+      node: (nodeSpent.user + nodeSpent.system) / 1000,
+      postgres: server === undefined || serverAfter === undefined ? undefined : serverAfter.postgresMs - server.postgresMs,
+    },
+  };
+}
+
+/** CPU per unit of work, in ms, by party. */
+export function cpuPer(cpu: CpuSpent, units: number): Record<keyof CpuSpent, number | undefined> {
+  const per = (ms: number | undefined) => (ms === undefined ? undefined : Math.round((ms / units) * 100) / 100);
+  return { workerd: per(cpu.workerd), node: per(cpu.node), postgres: per(cpu.postgres) };
+}
+
 interface ProcStat {
   pid: number;
   command: string;

@@ -23,6 +23,7 @@ import type { Backlog, Workload, WorkloadContext } from './workloads/harness';
 import { heldSnapshotWorkload } from './workloads/held-snapshot';
 import { latencyWorkload } from './workloads/pickup-latency';
 import { steadyStateWorkload } from './workloads/steady-state';
+import { workersWorkload } from './workloads/workers';
 
 /** In the order they run and the report shows them. */
 const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
@@ -35,6 +36,7 @@ const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
   ['fairness', fairnessWorkload],
   ['cost', dbCostWorkload],
   ['ceiling', ceilingWorkload],
+  ['workers', workersWorkload],
 ];
 
 /** A full run publishes its report; a quick one (a check of the harness) leaves it alone. */

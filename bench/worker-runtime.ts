@@ -17,92 +17,21 @@
  * its data folder is readable). Prints one JSON object; docs/performance.md
  * quotes it.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Miniflare } from 'miniflare';
-import { applyMigrations } from '../src/cli/apply-migrations';
-import { startNeonProxy } from '../src/local/neon-proxy';
-import { startScheduledTrigger } from '../src/local/scheduled-trigger';
 import { TUNING_VARIABLES } from '../src/worker/settings';
-import { childrenCpuMs, cpuMeter, type CpuMeter } from './cpu';
-import { adminHeaders, BENCH_ADMIN_TOKEN, createBenchDatabase } from './worker-stack';
-import { burnDown, enqueueBurst, round, type WorkerTarget } from './worker-workloads';
+import { cpuMeter, cpuPer, withCpu } from './cpu';
+import { adminHeaders, createBenchDatabase } from './worker-stack';
+import { startWorkerdStack } from './workerd-stack';
+import { burnDown, enqueueBurst, type WorkerTarget } from './worker-workloads';
 
 const jobs = Number(process.env.JOBS ?? 10_000);
 
-/** CPU spent, in ms: by workerd, by this process (clients and Neon proxy), by Postgres when it can be read. */
-interface CpuSpent {
-  workerd: number;
-  node: number;
-  postgres: number | undefined;
-}
-
-/** Runs `work` and says how much CPU each party spent meanwhile. */
-async function withCpu<T>(meter: CpuMeter | undefined, work: () => Promise<T>): Promise<{ result: T; cpu: CpuSpent }> {
-  const [workerd, node, server] = [await childrenCpuMs('workerd'), process.cpuUsage(), await meter?.read()];
-  const result = await work();
-  const nodeSpent = process.cpuUsage(node);
-  const serverAfter = await meter?.read();
-  return {
-    result,
-    cpu: {
-      workerd: (await childrenCpuMs('workerd')) - workerd,
-      node: (nodeSpent.user + nodeSpent.system) / 1000,
-      postgres: server === undefined || serverAfter === undefined ? undefined : serverAfter.postgresMs - server.postgresMs,
-    },
-  };
-}
-
-/** CPU per unit of work, in ms, by party. */
-function cpuPer(cpu: CpuSpent, units: number): Record<keyof CpuSpent, number | undefined> {
-  const per = (ms: number | undefined) => (ms === undefined ? undefined : round(ms / units));
-  return { workerd: per(cpu.workerd), node: per(cpu.node), postgres: per(cpu.postgres) };
-}
-
 async function main(): Promise<void> {
-  const bundleDir = await mkdtemp(join(tmpdir(), 'skiplock-bundle-'));
-  execFileSync('npx', ['wrangler', 'deploy', '--dry-run', '--outdir', bundleDir], {
-    stdio: 'ignore',
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
-  });
   const database = await createBenchDatabase('workerd');
-  const target = new URL(database.url);
-  await applyMigrations({
-    url: database.url,
-    host: target.hostname,
-    port: Number(target.port || 5432),
-    database: target.pathname.slice(1),
-    user: decodeURIComponent(target.username),
-    source: 'DATABASE_URL',
-  });
-  const proxy = await startNeonProxy({ postgres: { host: target.hostname, port: Number(target.port || 5432) } });
-  const worker = new Miniflare({
-    modules: true,
-    scriptPath: join(bundleDir, 'worker.js'),
-    // Module names are paths from here: the default, this folder, would name the bundle with '..'.
-    modulesRoot: bundleDir,
-    compatibilityDate: '2026-04-26',
-    compatibilityFlags: ['nodejs_compat'],
-    bindings: {
-      DATABASE_URL: database.url,
-      LOCAL_NEON_PROXY: proxy.address,
-      ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
-      SKIPLOCK_DEV: '1',
-      WORKERS_PLAN: 'paid',
-      // As under `npm start`: DRAIN_FANOUT=1 npm run bench:workerd measures without fan-out.
-      ...Object.fromEntries(TUNING_VARIABLES.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]!]]))),
-    },
-    durableObjects: { SKIPLOCK_CLOCK: 'SkiplockClock', SKIPLOCK_DRAINER: 'SkiplockDrainer' },
-    unsafeTriggerHandlers: true,
-    host: '127.0.0.1',
-    port: 0,
-  });
-  const url = (await worker.ready).href.replace(/\/$/, '');
-  const trigger = startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => console.error(line));
-  const stack: WorkerTarget = { api: url, headers: adminHeaders, db: database.db, transactions: database.transactions };
+  // As under `npm start`: DRAIN_FANOUT=1 npm run bench:workerd measures without fan-out.
+  const vars = Object.fromEntries(TUNING_VARIABLES.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]!]])));
+  const workerd = await startWorkerdStack(database.url, vars);
+  const stack: WorkerTarget = { api: workerd.url, headers: adminHeaders, db: database.db, transactions: database.transactions };
   try {
     await sleep(3000);
     const meter = await cpuMeter(database.adminUrl);
@@ -122,11 +51,8 @@ async function main(): Promise<void> {
       ),
     );
   } finally {
-    trigger.stop();
-    await worker.dispose();
-    await proxy.close();
+    await workerd.stop();
     await database.drop();
-    await rm(bundleDir, { recursive: true, force: true });
   }
 }
 

@@ -1,0 +1,78 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { Miniflare } from 'miniflare';
+import { applyMigrations } from '../src/cli/apply-migrations';
+import { startNeonProxy } from '../src/local/neon-proxy';
+import { startScheduledTrigger } from '../src/local/scheduled-trigger';
+import { BENCH_ADMIN_TOKEN } from './worker-stack';
+
+/** The reference Worker served by workerd alone, on a database of its own. */
+export interface WorkerdStack {
+  /** Straight to workerd: no wrangler, no proxy Worker. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Bundles the reference Worker as `wrangler deploy` would (`--dry-run
+ * --outdir`), migrates `databaseUrl`, and serves the bundle from workerd
+ * through Miniflare with the Durable Objects it binds, the local Neon proxy
+ * (in this process) in front of the database, and its cron fired every
+ * second. `vars` are Worker variables beside the stack's own (DRAIN_FANOUT...).
+ */
+export async function startWorkerdStack(databaseUrl: string, vars: Record<string, string> = {}): Promise<WorkerdStack> {
+  const bundleDir = await mkdtemp(join(tmpdir(), 'skiplock-bundle-'));
+  execFileSync('npx', ['wrangler', 'deploy', '--dry-run', '--outdir', bundleDir], {
+    stdio: 'ignore',
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
+  });
+  const target = new URL(databaseUrl);
+  const postgres = { host: target.hostname, port: Number(target.port || 5432) };
+  await applyMigrations({
+    url: databaseUrl,
+    ...postgres,
+    database: target.pathname.slice(1),
+    user: decodeURIComponent(target.username),
+    source: 'DATABASE_URL',
+  });
+  const proxy = await startNeonProxy({ postgres });
+  const worker = new Miniflare({
+    modules: true,
+    scriptPath: join(bundleDir, 'worker.js'),
+    // Module names are paths from here: the default, the working folder, would name the bundle with '..'.
+    modulesRoot: bundleDir,
+    compatibilityDate: '2026-04-26',
+    compatibilityFlags: ['nodejs_compat'],
+    bindings: {
+      DATABASE_URL: databaseUrl,
+      LOCAL_NEON_PROXY: proxy.address,
+      ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+      SKIPLOCK_DEV: '1',
+      WORKERS_PLAN: 'paid',
+      ...vars,
+    },
+    durableObjects: { SKIPLOCK_CLOCK: 'SkiplockClock', SKIPLOCK_DRAINER: 'SkiplockDrainer' },
+    unsafeTriggerHandlers: true,
+    // The drains' summary lines would bury the harness's own; errors and warnings still show.
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      stdout.resume();
+      stderr.pipe(process.stderr);
+    },
+    host: '127.0.0.1',
+    port: 0,
+  });
+  const url = (await worker.ready).href.replace(/\/$/, '');
+  const trigger = startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => console.error(line));
+  return {
+    url,
+    async stop() {
+      trigger.stop();
+      await worker.dispose();
+      await proxy.close();
+      await rm(bundleDir, { recursive: true, force: true });
+    },
+  };
+}
