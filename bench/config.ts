@@ -1,6 +1,6 @@
 /**
  * How big a benchmark run is. `full` is what docs/benchmarks.md publishes
- * (about 45 minutes on 2 cores); `quick` runs every workload and every
+ * (about 55 minutes on 2 cores); `quick` runs every workload and every
  * correctness gate at toy sizes and once, to check the harness in under 3
  * minutes, and writes its report to the temporary folder, never over the
  * published one. Sizes come from the scale; flags and environment variables
