@@ -2,15 +2,10 @@ import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { SubrequestBudget } from '../drain/subrequest-budget.js';
 import type { Queryable } from '../db/types.js';
 import { readyBacklog } from '../engine/ready-backlog.js';
+import type { ObjectNamespace } from './object-namespace.js';
 
-/**
- * The SKIPLOCK_DRAINER binding, structurally: a Durable Object namespace of
- * the class `skiplock.Drainer` (see drainer.ts).
- */
-export interface DrainerNamespace<Id = unknown> {
-  idFromName(name: string): Id;
-  get(id: Id): { fetch(input: string, init?: RequestInit): Promise<Response> };
-}
+/** The SKIPLOCK_DRAINER binding: a Durable Object namespace of the class `skiplock.Drainer` (see drainer.ts). */
+export type DrainerNamespace<Id = unknown> = ObjectNamespace<Id>;
 
 /** The helpers' names: `drainer-1` up to `drainer-<fanout - 1>`, the same in every isolate. */
 export const drainerName = (index: number) => `drainer-${index}`;
@@ -53,17 +48,20 @@ export class FanOut {
   private async startHelpers(): Promise<number> {
     const { fanout, concurrency, types } = this.options;
     const most = fanout - 1;
-    // The backlog's count and a start per helper, set aside first so the jobs' reserve never pays for them.
+    // The backlog's count and a start per helper, set aside first so no job's reserve takes them;
+    // each is handed back just before it is sent (and counted), so none counts twice.
     if (most < 1 || !this.subrequests.tryReserve(1 + most)) return 0;
-    let unspent = 1 + most;
-    try {
+    let setAside = 1 + most;
+    const sendOne = () => {
       this.subrequests.release(1);
-      unspent -= 1;
+      setAside -= 1;
+    };
+    try {
+      sendOne();
       const ready = await readyBacklog(this.db, { types, limit: most * concurrency });
       const helpers = Math.min(most, Math.floor(ready / concurrency));
       for (let index = 1; index <= helpers; index++) {
-        this.subrequests.release(1);
-        unspent -= 1;
+        sendOne();
         this.subrequests.spend();
         const stub = this.drainers.get(this.drainers.idFromName(drainerName(index)));
         const response = await stub.fetch('https://skiplock-drainer/start', { method: 'POST' });
@@ -71,7 +69,7 @@ export class FanOut {
       }
       return helpers;
     } finally {
-      this.subrequests.release(unspent);
+      this.subrequests.release(setAside);
     }
   }
 }

@@ -1,4 +1,5 @@
 import type { SubrequestBudget } from '../drain/subrequest-budget.js';
+import type { ObjectNamespace } from './object-namespace.js';
 
 /**
  * The queue clock: when the queue next has work, kept where a Cron Trigger
@@ -104,11 +105,8 @@ export class SkiplockClock {
   }
 }
 
-/** The SKIPLOCK_CLOCK binding, structurally: a Durable Object namespace of SkiplockClock. */
-export interface ClockNamespace<Id = unknown> {
-  idFromName(name: string): Id;
-  get(id: Id): { fetch(input: string, init?: RequestInit): Promise<Response> };
-}
+/** The SKIPLOCK_CLOCK binding: a Durable Object namespace of SkiplockClock. */
+export type ClockNamespace<Id = unknown> = ObjectNamespace<Id>;
 
 /** A Worker's handle on its queue clock; every call is one subrequest. */
 export class QueueClock {
