@@ -784,22 +784,341 @@ BEGIN
 END
 $$;
 
--- Wake-ups for workers that LISTEN (the Node worker): every statement that
--- inserts jobs sends one NOTIFY on channel `skiplock_jobs`. Once per
--- statement, not per row: NOTIFY takes a global lock at commit, and
--- Postgres folds a transaction's identical notifications into one. Jobs that
--- become ready later (delays, retries, hand-backs) are found by polling.
-CREATE FUNCTION skiplock.notify_jobs_inserted() RETURNS trigger
+-- ---------------------------------------------------------------------------
+-- Enqueueing
+-- ---------------------------------------------------------------------------
+
+-- Enqueues a batch (a single job is a batch of one): the jobs arrive as one
+-- JSON array of the engine's EnqueueInput objects (camelCase), already
+-- checked by their caller. A job with a dedup key is stored only if it wins
+-- its key in skiplock.dedup_keys, whose unique key settles races between
+-- concurrent enqueues: a key in force stays with its job (the no-op DO
+-- UPDATE returns that job's id even when it committed after this
+-- statement's snapshot), a lapsed one (its job finished longer ago than its
+-- dedup window) passes to the new job. One row per input, in input order:
+-- the job, or for a dedup hit the job that holds the key (null when that job
+-- committed after this statement began: held_by names it, to read again).
+-- The tenant rows the claim needs are made by jobs_inserted.
+CREATE FUNCTION skiplock.enqueue_jobs(batch jsonb)
+RETURNS TABLE (job json, deduplicated boolean, held_by uuid)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
+  RETURN QUERY
+  WITH input AS MATERIALIZED (
+    -- One clock reading, and the position in the batch: ids in input order.
+    SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
+           i.job->>'queue' AS queue,
+           coalesce(i.job->>'type', i.job->>'queue') AS type,
+           coalesce(i.job->>'tenant', 'default') AS tenant,
+           coalesce(i.job->'payload', 'null') AS payload,
+           coalesce((i.job->>'priority')::smallint, 0) AS priority,
+           coalesce((i.job->>'runAt')::timestamptz,
+                    now() + make_interval(secs => coalesce((i.job->>'delaySeconds')::float8, 0))) AS run_at,
+           coalesce((i.job->>'maxAttempts')::smallint, 5) AS max_attempts,
+           coalesce((i.job->>'leaseSeconds')::integer, 60) AS lease_seconds,
+           coalesce((i.job->>'backoffBaseSeconds')::real, 1) AS backoff_base_seconds,
+           coalesce((i.job->>'backoffMaxSeconds')::real, 3600) AS backoff_max_seconds,
+           coalesce((i.job->>'expiresAt')::timestamptz,
+                    now() + make_interval(secs => (i.job->>'ttlSeconds')::float8)) AS expires_at,
+           i.job->>'dedupKey' AS dedup_key,
+           coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds
+    FROM jsonb_array_elements(batch) WITH ORDINALITY AS i(job, ordinal)
+    -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
+    CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock
+  ),
+  keys AS (
+    INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
+    SELECT i.tenant, i.queue, i.dedup_key, i.id FROM input i WHERE i.dedup_key IS NOT NULL
+    ORDER BY i.ordinal
+    ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
+      SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
+          expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END
+    RETURNING k.tenant, k.queue, k.dedup_key, k.job_id
+  ),
+  written AS (
+    INSERT INTO skiplock.jobs AS j
+      (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds)
+    SELECT i.id, i.queue, i.type, i.tenant, i.payload, i.priority,
+           CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'queued' END,
+           i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
+           i.expires_at, i.dedup_key, i.dedup_window_seconds
+    FROM input i
+    WHERE i.dedup_key IS NULL OR i.id IN (SELECT k.job_id FROM keys k)
+    ORDER BY i.ordinal
+    RETURNING j.id, skiplock.job_json(j) AS job
+  )
+  -- Each input finds its new row by the id it was given, or else
+  -- (deduplicated) the job that holds its key: equality joins the planner
+  -- can hash, and a lookup by id for each dedup hit only.
+  SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
+           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END),
+         inserted.id IS NULL, key.job_id
+  FROM input i
+  LEFT JOIN written inserted ON inserted.id = i.id
+  LEFT JOIN keys key
+    ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
+  ORDER BY i.ordinal;
+END
+$$;
+
+-- Runs once for every statement that inserts jobs, whoever issues it
+-- (skiplock.enqueue_jobs, a schedule's tick, a retry, or an application's
+-- own INSERT INTO skiplock.jobs), over the rows it inserted, so a plain
+-- insert enqueues as the engine does:
+-- - it makes the tenant rows the claim needs (a job of a tenant without one
+--   would never be claimed);
+-- - a job inserted with a dedup key holds it, taking it when free or lapsed
+--   as an enqueue would; a key that another job holds refuses the insert
+--   (skiplock.enqueue would have returned that job instead). Jobs inserted by
+--   skiplock.enqueue_jobs hold theirs already and change nothing here;
+-- - a job can only be inserted waiting: a claim starts it;
+-- - it wakes workers that LISTEN: one NOTIFY on channel skiplock_jobs. Once
+--   per statement, not per row: NOTIFY takes a global lock at commit, and
+--   Postgres folds a transaction's identical notifications into one. Jobs
+--   that become ready later (delays, retries, hand-backs) are found by polling.
+CREATE FUNCTION skiplock.on_jobs_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  any_running boolean;
+  any_keyed boolean;
+  taken record;
+BEGIN
+  INSERT INTO skiplock.tenants (name)
+  SELECT DISTINCT i.tenant FROM inserted i
+  ON CONFLICT (name) DO NOTHING;
+
+  SELECT bool_or(i.state = 'running'), bool_or(i.dedup_key IS NOT NULL)
+  INTO any_running, any_keyed FROM inserted i;
+  IF any_running THEN
+    RAISE EXCEPTION 'state: a job is inserted waiting (queued or scheduled); only a claim starts it'
+      USING ERRCODE = 'check_violation', SCHEMA = 'skiplock', TABLE = 'jobs', COLUMN = 'state';
+  END IF;
+
+  IF any_keyed THEN
+    INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
+    SELECT i.tenant, i.queue, i.dedup_key, i.id FROM inserted i
+    WHERE i.dedup_key IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM skiplock.dedup_keys h
+                      WHERE (h.tenant, h.queue, h.dedup_key) = (i.tenant, i.queue, i.dedup_key) AND h.job_id = i.id)
+    ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
+      SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
+          expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END;
+    SELECT i.dedup_key, i.queue, i.tenant, h.job_id AS holder INTO taken
+    FROM inserted i
+    JOIN skiplock.dedup_keys h ON (h.tenant, h.queue, h.dedup_key) = (i.tenant, i.queue, i.dedup_key)
+    WHERE h.job_id <> i.id
+    LIMIT 1;
+    IF FOUND THEN
+      RAISE EXCEPTION 'dedup_key: job % holds the key % in queue % of tenant %; skiplock.enqueue() returns that job instead',
+        taken.holder, taken.dedup_key, taken.queue, taken.tenant
+        USING ERRCODE = 'unique_violation', SCHEMA = 'skiplock', TABLE = 'dedup_keys',
+              CONSTRAINT = 'dedup_keys_pkey', COLUMN = 'dedup_key';
+    END IF;
+  END IF;
+
   PERFORM pg_notify('skiplock_jobs', '');
   RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER jobs_notify_inserted
+CREATE TRIGGER jobs_inserted
   AFTER INSERT ON skiplock.jobs
-  FOR EACH STATEMENT EXECUTE FUNCTION skiplock.notify_jobs_inserted();
+  REFERENCING NEW TABLE AS inserted
+  FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_jobs_inserted();
+
+-- ---------------------------------------------------------------------------
+-- The SQL API: enqueue, complete and fail from plain SQL
+-- ---------------------------------------------------------------------------
+
+-- Refuses a call's argument (or a column's value): the message starts with
+-- its name.
+CREATE FUNCTION skiplock.refuse(field text, problem text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '%: %', field, problem USING ERRCODE = 'invalid_parameter_value', COLUMN = field;
+END
+$$;
+
+-- Enqueues one job with every rule the engine applies (tenant row, dedup,
+-- wake-up) and returns it as the API shows it: for a dedup hit, the job
+-- that holds the key. A null argument takes the engine's default (5
+-- attempts, a 60 s lease, no delay, backoff from 1 s up to an hour).
+--
+--   SELECT skiplock.enqueue('emails', '{"to": "a@example.com"}', tenant => 'acme',
+--                           delay => interval '5 minutes')->>'id';
+CREATE FUNCTION skiplock.enqueue(
+  queue                text,
+  payload              jsonb       DEFAULT 'null',
+  tenant               text        DEFAULT 'default',
+  type                 text        DEFAULT NULL,
+  priority             integer     DEFAULT NULL,
+  run_at               timestamptz DEFAULT NULL,
+  delay                interval    DEFAULT NULL,
+  max_attempts         integer     DEFAULT NULL,
+  lease_seconds        integer     DEFAULT NULL,
+  expires_at           timestamptz DEFAULT NULL,
+  dedup_key            text        DEFAULT NULL,
+  dedup_window_seconds integer     DEFAULT NULL,
+  backoff_base_seconds real        DEFAULT NULL,
+  backoff_max_seconds  real        DEFAULT NULL)
+RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE
+  enqueued json;
+BEGIN
+  IF queue IS NULL OR length(queue) NOT BETWEEN 1 AND 128 THEN
+    PERFORM skiplock.refuse('queue', 'a name of 1 to 128 characters is required');
+  ELSIF tenant IS NULL OR length(tenant) NOT BETWEEN 1 AND 128 THEN
+    PERFORM skiplock.refuse('tenant', 'a name of 1 to 128 characters is required');
+  ELSIF length(type) NOT BETWEEN 1 AND 128 THEN
+    PERFORM skiplock.refuse('type', 'a name of 1 to 128 characters, or null for the queue''s name');
+  ELSIF priority NOT BETWEEN -1000 AND 1000 THEN
+    PERFORM skiplock.refuse('priority', format('must be from -1000 to 1000, not %s', priority));
+  ELSIF run_at IS NOT NULL AND delay IS NOT NULL THEN
+    PERFORM skiplock.refuse('delay', 'give run_at or delay, not both');
+  ELSIF delay < interval '0' THEN
+    PERFORM skiplock.refuse('delay', format('must not be negative, not %s', delay));
+  ELSIF max_attempts NOT BETWEEN 1 AND 1000 THEN
+    PERFORM skiplock.refuse('max_attempts', format('must be from 1 to 1000, not %s', max_attempts));
+  ELSIF lease_seconds NOT BETWEEN 1 AND 86400 THEN
+    PERFORM skiplock.refuse('lease_seconds', format('must be from 1 to 86400, not %s', lease_seconds));
+  ELSIF length(dedup_key) NOT BETWEEN 1 AND 256 THEN
+    PERFORM skiplock.refuse('dedup_key', 'a key of 1 to 256 characters, or null');
+  ELSIF dedup_window_seconds < 0 THEN
+    PERFORM skiplock.refuse('dedup_window_seconds', format('must not be negative, not %s', dedup_window_seconds));
+  ELSIF backoff_base_seconds <= 0 OR backoff_max_seconds <= 0 THEN
+    PERFORM skiplock.refuse('backoff_base_seconds', 'backoff times must be positive');
+  END IF;
+  SELECT e.job INTO enqueued FROM skiplock.enqueue_jobs(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+    'queue', queue, 'payload', coalesce(payload, 'null'), 'tenant', tenant, 'type', type,
+    'priority', priority, 'runAt', run_at, 'delaySeconds', extract(epoch FROM delay),
+    'maxAttempts', max_attempts, 'leaseSeconds', lease_seconds, 'expiresAt', expires_at,
+    'dedupKey', dedup_key, 'dedupWindowSeconds', dedup_window_seconds,
+    'backoffBaseSeconds', backoff_base_seconds, 'backoffMaxSeconds', backoff_max_seconds)))) e;
+  -- A dedup hit on a job that committed after the enqueue's snapshot: this
+  -- statement sees it.
+  RETURN coalesce(enqueued, (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a
+                             WHERE a.tenant = enqueue.tenant AND a.queue = enqueue.queue
+                               AND a.id = (SELECT k.job_id FROM skiplock.dedup_keys k
+                                           WHERE (k.tenant, k.queue, k.dedup_key)
+                                               = (enqueue.tenant, enqueue.queue, enqueue.dedup_key))));
+END
+$$;
+
+-- Completes a running job with its result while lease_token still owns it
+-- (skiplock.complete_jobs): returns the finished job, or null when the token
+-- no longer owns it (the lease was taken over, or the job already ended).
+CREATE FUNCTION skiplock.complete(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL) RETURNS json
+LANGUAGE sql AS $$
+  SELECT c.job FROM skiplock.complete_jobs(
+    jsonb_build_array(jsonb_build_object('id', job_id, 'leaseToken', lease_token, 'result', result)), true) c
+  WHERE c.done
+$$;
+
+-- Ends a running job's attempt with an error while lease_token still owns
+-- it: the job retries after its backoff (full jitter: a uniform draw from 0
+-- to min(max, base * 2^(attempt-1)) seconds, or exactly retry_in_seconds)
+-- unless its attempts are spent or for_good says it can never succeed; a job
+-- whose cancellation was asked for ends cancelled. Returns the job, or null
+-- when the token no longer owns it. The engine's fail() calls this too.
+CREATE FUNCTION skiplock.fail(
+  job_id uuid, lease_token uuid, error jsonb, retry_in_seconds double precision DEFAULT NULL,
+  for_good boolean DEFAULT false)
+RETURNS json
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  failed json;
+BEGIN
+  IF retry_in_seconds < 0 THEN
+    PERFORM skiplock.refuse('retry_in_seconds', format('must not be negative, not %s', retry_in_seconds));
+  END IF;
+  WITH attempt AS (
+    SELECT j.id,
+           CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN coalesce(fail.for_good, false) OR j.attempts >= j.max_attempts THEN 'failed'
+                ELSE 'retrying' END AS outcome,
+           coalesce(fail.retry_in_seconds,
+                    random() * least(j.backoff_max_seconds, j.backoff_base_seconds * 2 ^ (j.attempts - 1))) AS delay
+    FROM skiplock.jobs j
+    -- The token matches only while the job runs (jobs_lease_while_running).
+    WHERE j.id = fail.job_id AND j.lease_token = fail.lease_token
+  ),
+  retrying AS (
+    UPDATE skiplock.jobs j
+    SET state = 'retrying', last_error = fail.error, lease_token = NULL, lease_expires_at = NULL,
+        run_at = now() + make_interval(secs => a.delay)
+    FROM attempt a
+    WHERE j.id = a.id AND j.lease_token = fail.lease_token AND a.outcome = 'retrying'
+    RETURNING j.id, j.attempts, j.worker_id, j.started_at, 'retrying'::text AS outcome, j.run_at,
+              skiplock.job_json(j) AS job
+  ),
+  ended AS (
+    DELETE FROM skiplock.jobs j
+    USING attempt a
+    WHERE j.id = a.id AND j.lease_token = fail.lease_token AND a.outcome <> 'retrying'
+    RETURNING j AS live, a.outcome
+  ),
+  finished AS (
+    INSERT INTO skiplock.finished_jobs
+    SELECT (skiplock.as_finished(ended.live, ended.outcome, NULL, fail.error)).* FROM ended
+    RETURNING finished_jobs.id, finished_jobs.attempts, finished_jobs.worker_id, finished_jobs.started_at,
+              finished_jobs.state AS outcome, NULL::timestamptz AS run_at, skiplock.job_json(finished_jobs) AS job
+  ),
+  ended_attempt AS (
+    SELECT * FROM retrying UNION ALL SELECT * FROM finished
+  ),
+  events AS (
+    INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
+    SELECT e.id, CASE e.outcome WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END, e.attempts, e.worker_id,
+           jsonb_build_object('error', fail.error, 'startedAt', e.started_at,
+                              'retryAt', CASE WHEN e.outcome = 'retrying' THEN skiplock.iso(e.run_at) END)
+    FROM ended_attempt e
+  )
+  SELECT e.job INTO failed FROM ended_attempt e;
+  RETURN failed;
+END
+$$;
+
+-- skiplock.all_jobs takes inserts: each row is enqueued by skiplock.enqueue,
+-- and RETURNING shows the job as stored. A new job waits, so the columns
+-- that only running it sets are refused, as is a state other than queued or
+-- scheduled (the job's run_at decides which). Bulk inserts go faster
+-- straight into skiplock.jobs, which jobs_inserted keeps consistent too.
+CREATE FUNCTION skiplock.enqueue_from_view() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  enqueued json;
+BEGIN
+  IF NEW.state NOT IN ('queued', 'scheduled') THEN
+    PERFORM skiplock.refuse('state', format('a new job waits (queued, or scheduled by its run_at), it cannot be %s', NEW.state));
+  END IF;
+  PERFORM skiplock.refuse(c.field, 'set by skiplock as the job runs, not by an insert')
+  FROM (VALUES ('id', NEW.id IS NOT NULL), ('attempts', NEW.attempts <> 0), ('created_at', NEW.created_at IS NOT NULL),
+               ('first_started_at', NEW.first_started_at IS NOT NULL), ('started_at', NEW.started_at IS NOT NULL),
+               ('worker_id', NEW.worker_id IS NOT NULL), ('lease_token', NEW.lease_token IS NOT NULL),
+               ('lease_expires_at', NEW.lease_expires_at IS NOT NULL),
+               ('cancel_requested_at', NEW.cancel_requested_at IS NOT NULL), ('progress', NEW.progress IS NOT NULL),
+               ('last_error', NEW.last_error IS NOT NULL), ('finished_at', NEW.finished_at IS NOT NULL),
+               ('result', NEW.result IS NOT NULL)) AS c(field, given)
+  WHERE c.given
+  LIMIT 1;
+  enqueued := skiplock.enqueue(
+    queue => NEW.queue, payload => NEW.payload, tenant => coalesce(NEW.tenant, 'default'), type => NEW.type,
+    priority => NEW.priority, run_at => NEW.run_at, max_attempts => NEW.max_attempts,
+    lease_seconds => NEW.lease_seconds, expires_at => NEW.expires_at, dedup_key => NEW.dedup_key,
+    dedup_window_seconds => NEW.dedup_window_seconds, backoff_base_seconds => NEW.backoff_base_seconds,
+    backoff_max_seconds => NEW.backoff_max_seconds);
+  SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = (enqueued->>'id')::uuid;
+  RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER all_jobs_insert_enqueues
+  INSTEAD OF INSERT ON skiplock.all_jobs
+  FOR EACH ROW EXECUTE FUNCTION skiplock.enqueue_from_view();
 
 -- ---------------------------------------------------------------------------
 -- Periodic jobs

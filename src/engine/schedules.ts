@@ -105,9 +105,6 @@ advanced AS (
   WHERE s.name = tick.name AND s.next_run_at = tick."dueAt" AND s.enabled
   RETURNING s.queue, s.type, s.tenant, s.payload, s.options, s.last_run_at
 ),
-new_tenants AS (
-  INSERT INTO skiplock.tenants (name) SELECT DISTINCT tenant FROM advanced ON CONFLICT (name) DO NOTHING
-),
 enqueued AS (
   INSERT INTO skiplock.jobs (queue, type, tenant, payload, priority, run_at)
   SELECT queue, type, tenant, payload, coalesce((options->>'priority')::smallint, 0), last_run_at FROM advanced

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { errorFields, sleep, type Logger } from '../drain/index.js';
 
-/** The channel skiplock.notify_jobs_inserted() notifies on every statement that inserts jobs. */
+/** The channel skiplock.on_jobs_inserted() notifies on every statement that inserts jobs. */
 export const JOBS_CHANNEL = 'skiplock_jobs';
 /** A lost LISTEN connection is tried again at most this often. */
 const RECONNECT_EVERY_MS = 5_000;

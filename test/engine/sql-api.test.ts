@@ -1,0 +1,194 @@
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { claimBatch, enqueue, getJob } from '../../src/engine';
+import { engineDatabases } from '../support/engine-db';
+
+const open = engineDatabases();
+
+/**
+ * The SQL API as an application or an analyst uses it: plain SQL text sent
+ * as psql sends it (the simple query protocol, values written into the
+ * statement), on a connection of its own.
+ */
+async function psqlSession(url: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  return {
+    client,
+    async rows<T = Record<string, unknown>>(text: string): Promise<T[]> {
+      return (await client.query(text)).rows as T[];
+    },
+    async value<T>(text: string): Promise<T> {
+      const [row] = (await client.query({ text, rowMode: 'array' })).rows as unknown[][];
+      return row![0] as T;
+    },
+  };
+}
+
+type Session = Awaited<ReturnType<typeof psqlSession>>;
+type JobJson = Record<string, unknown> & { id: string; status: string };
+
+async function withSession(test: (sql: Session, engine: Awaited<ReturnType<typeof open>>) => Promise<void>) {
+  const engine = await open('pg');
+  const sql = await psqlSession(engine.url);
+  try {
+    await test(sql, engine);
+  } finally {
+    await sql.client.end();
+  }
+}
+
+const countJobs = (sql: Session) => sql.value<string>('SELECT count(*) FROM skiplock.all_jobs').then(Number);
+
+describe('the SQL API', () => {
+  it('a plain INSERT INTO skiplock.jobs enqueues as the engine does: tenant row, wake-up, claimable', async () => {
+    await withSession(async (sql, { db }) => {
+      await sql.rows('LISTEN skiplock_jobs');
+      const woken = new Promise((resolve) => sql.client.once('notification', resolve));
+      const [inserted] = await sql.rows<{ id: string }>(
+        `INSERT INTO skiplock.jobs (queue, type, tenant, payload) VALUES ('imports', 'imports', 'newco', '{"file": "a.csv"}') RETURNING id`,
+      );
+      await expect(woken).resolves.toMatchObject({ channel: 'skiplock_jobs' });
+      expect(await sql.value('SELECT count(*)::int FROM skiplock.tenants WHERE name = $$newco$$')).toBe(1);
+      const claimed = await claimBatch(db, { max: 5, workerId: 'w' });
+      expect(claimed.map((job) => [job.id, job.tenant, job.payload])).toEqual([
+        [inserted!.id, 'newco', { file: 'a.csv' }],
+      ]);
+    });
+  });
+
+  it('a plain INSERT holds its dedup key, and is refused, storing nothing, when another job holds it or it is running', async () => {
+    await withSession(async (sql, { db }) => {
+      const held = await enqueue(db, { queue: 'q', dedupKey: 'order-1' });
+      await expect(sql.rows(`INSERT INTO skiplock.jobs (queue, type, dedup_key) VALUES ('q', 'q', 'order-1')`)).rejects.toMatchObject({
+        code: '23505',
+        column: 'dedup_key',
+        message: expect.stringMatching(new RegExp(`^dedup_key: job ${held.job.id} holds the key order-1 in queue q`)),
+      });
+      await expect(
+        sql.rows(`INSERT INTO skiplock.jobs (queue, type, state, lease_token, lease_expires_at)
+                  VALUES ('q', 'q', 'running', gen_random_uuid(), now() + interval '1 minute')`),
+      ).rejects.toMatchObject({ code: '23514', column: 'state', message: expect.stringMatching(/^state: /) });
+      expect(await countJobs(sql)).toBe(1);
+
+      // A free key: the inserted job holds it, and an enqueue with it finds that job.
+      const [raw] = await sql.rows<{ id: string }>(`INSERT INTO skiplock.jobs (queue, type, dedup_key) VALUES ('q', 'q', 'order-2') RETURNING id`);
+      const again = await enqueue(db, { queue: 'q', dedupKey: 'order-2' });
+      expect(again).toMatchObject({ deduplicated: true, job: { id: raw!.id } });
+    });
+  });
+
+  it('skiplock.enqueue takes named arguments, applies the defaults and dedup, and refuses bad ones by name', async () => {
+    await withSession(async (sql) => {
+      const job = await sql.value<JobJson>(
+        `SELECT skiplock.enqueue('emails', '{"to": "a@example.com"}', tenant => 'acme',
+                                 delay => interval '1 hour', dedup_key => 'welcome-a')`,
+      );
+      expect(job).toMatchObject({
+        queue: 'emails',
+        type: 'emails',
+        tenant: 'acme',
+        status: 'scheduled',
+        payload: { to: 'a@example.com' },
+        maxAttempts: 5,
+        leaseSeconds: 60,
+        dedupKey: 'welcome-a',
+      });
+      expect(Date.parse(job.runAt as string) - Date.parse(job.createdAt as string)).toBeGreaterThanOrEqual(3_599_000);
+      const duplicate = await sql.value<JobJson>(`SELECT skiplock.enqueue('emails', tenant => 'acme', dedup_key => 'welcome-a')`);
+      expect(duplicate.id).toBe(job.id);
+
+      const refusals: Array<[string, string]> = [
+        [`SELECT skiplock.enqueue('emails', delay => interval '-5 minutes')`, 'delay'],
+        [`SELECT skiplock.enqueue('emails', delay => interval '5 minutes', run_at => now())`, 'delay'],
+        [`SELECT skiplock.enqueue(NULL)`, 'queue'],
+        [`SELECT skiplock.enqueue('emails', priority => 5000)`, 'priority'],
+        [`SELECT skiplock.enqueue('emails', max_attempts => 0)`, 'max_attempts'],
+        [`SELECT skiplock.enqueue('emails', tenant => '')`, 'tenant'],
+      ];
+      for (const [statement, field] of refusals) {
+        await expect(sql.rows(statement), statement).rejects.toMatchObject({
+          code: '22023',
+          column: field,
+          message: expect.stringMatching(new RegExp(`^${field}: `)),
+        });
+      }
+      expect(await countJobs(sql)).toBe(1);
+    });
+  });
+
+  it('skiplock.complete and skiplock.fail end a claimed job from SQL; a stale token changes nothing', async () => {
+    await withSession(async (sql) => {
+      await sql.rows(`SELECT skiplock.enqueue('reports', '{"n": 1}'), skiplock.enqueue('reports', '{"n": 2}')`);
+      const claimed = await sql.rows<{ id: string; leaseToken: string; payload: { n: number } }>(
+        `SELECT id, "leaseToken", payload FROM skiplock.claim_batch(2, NULL, NULL, NULL, NULL, 'psql')`,
+      );
+      const [first, second] = claimed.sort((a, b) => a.payload.n - b.payload.n);
+
+      const done = await sql.value<JobJson>(`SELECT skiplock.complete('${first!.id}', '${first!.leaseToken}', '{"rows": 12}')`);
+      expect(done).toMatchObject({ id: first!.id, status: 'succeeded', result: { rows: 12 }, workerId: 'psql' });
+      expect(await sql.value(`SELECT skiplock.complete('${first!.id}', '${first!.leaseToken}')`)).toBeNull();
+
+      const failed = await sql.value<JobJson>(
+        `SELECT skiplock.fail('${second!.id}', '${second!.leaseToken}', '{"message": "timeout"}', retry_in_seconds => 0)`,
+      );
+      expect(failed).toMatchObject({ status: 'queued', attempts: 1, lastError: { message: 'timeout' } });
+      expect(await sql.value(`SELECT skiplock.fail('${second!.id}', '${second!.leaseToken}', '{}')`)).toBeNull();
+      await expect(
+        sql.rows(`SELECT skiplock.fail('${second!.id}', '${second!.leaseToken}', '{}', retry_in_seconds => -1)`),
+      ).rejects.toMatchObject({ code: '22023', column: 'retry_in_seconds' });
+
+      const [again] = await sql.rows<{ leaseToken: string }>(
+        `SELECT "leaseToken" FROM skiplock.claim_batch(1, NULL, NULL, NULL, NULL, 'psql')`,
+      );
+      const ended = await sql.value<JobJson>(
+        `SELECT skiplock.fail('${second!.id}', '${again!.leaseToken}', '{"message": "bad input"}', for_good => true)`,
+      );
+      expect(ended).toMatchObject({ status: 'failed', attempts: 2, lastError: { message: 'bad input' } });
+      const events = await sql.rows<{ kind: string; attempt: number }>(
+        `SELECT kind, attempt FROM skiplock.job_events WHERE job_id = '${second!.id}' ORDER BY id`,
+      );
+      expect(events).toEqual([
+        { kind: 'failed', attempt: 1 },
+        { kind: 'failed', attempt: 2 },
+      ]);
+    });
+  });
+
+  it('INSERT INTO skiplock.all_jobs enqueues each row and returns it as stored; a running state or a run-time column is refused', async () => {
+    await withSession(async (sql, { db }) => {
+      const inserted = await sql.rows<{ id: string; state: string; tenant: string; attempts: number; priority: number }>(
+        `INSERT INTO skiplock.all_jobs (queue, payload, tenant, priority)
+         VALUES ('reports', '{"n": 1}', 'acme', 7), ('reports', '{"n": 2}', 'globex', NULL)
+         RETURNING id, state, tenant, attempts, priority`,
+      );
+      expect(inserted.map(({ id, ...rest }) => [typeof id, rest])).toEqual([
+        ['string', { state: 'queued', tenant: 'acme', attempts: 0, priority: 7 }],
+        ['string', { state: 'queued', tenant: 'globex', attempts: 0, priority: 0 }],
+      ]);
+      const refusals: Array<[string, string]> = [
+        [`INSERT INTO skiplock.all_jobs (queue, state) VALUES ('reports', 'succeeded')`, 'state'],
+        [`INSERT INTO skiplock.all_jobs (queue, state) VALUES ('reports', 'running')`, 'state'],
+        [`INSERT INTO skiplock.all_jobs (queue, attempts) VALUES ('reports', 3)`, 'attempts'],
+        [`INSERT INTO skiplock.all_jobs (queue, id) VALUES ('reports', gen_random_uuid())`, 'id'],
+        [`INSERT INTO skiplock.all_jobs (queue, result) VALUES ('reports', '{}')`, 'result'],
+        [`INSERT INTO skiplock.all_jobs (queue, lease_seconds) VALUES ('reports', 0)`, 'lease_seconds'],
+      ];
+      for (const [statement, field] of refusals) {
+        await expect(sql.rows(statement), statement).rejects.toMatchObject({
+          code: '22023',
+          message: expect.stringMatching(new RegExp(`^${field}: `)),
+        });
+      }
+      // A refused row takes the statement's other rows with it.
+      await expect(
+        sql.rows(`INSERT INTO skiplock.all_jobs (queue, state) VALUES ('reports', NULL), ('reports', 'failed')`),
+      ).rejects.toMatchObject({ code: '22023' });
+      expect(await countJobs(sql)).toBe(2);
+
+      const claimed = await claimBatch(db, { max: 5, workerId: 'w' });
+      expect(claimed.map((job) => job.tenant).sort()).toEqual(['acme', 'globex']);
+      expect((await getJob(db, inserted[0]!.id))?.status).toBe('running');
+    });
+  });
+});
