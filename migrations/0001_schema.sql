@@ -1017,55 +1017,59 @@ LANGUAGE sql AS $$
   WHERE c.done
 $$;
 
--- Ends a running job's attempt with an error while lease_token still owns
--- it: the job retries after its backoff (full jitter: a uniform draw from 0
--- to min(max, base * 2^(attempt-1)) seconds, or exactly retry_in_seconds)
--- unless its attempts are spent or for_good says it can never succeed; a job
--- whose cancellation was asked for ends cancelled. Returns the job, or null
--- when the token no longer owns it. The engine's fail() calls this too.
-CREATE FUNCTION skiplock.fail(
-  job_id uuid, lease_token uuid, error jsonb, retry_in_seconds double precision DEFAULT NULL,
-  for_good boolean DEFAULT false)
-RETURNS json
+-- Ends attempts with an error, each while its lease token still owns the
+-- job: a job retries after its backoff (full jitter: a uniform draw from 0
+-- to min(max, base * 2^(attempt-1)) seconds, or exactly retryInSeconds)
+-- unless its attempts are spent or forGood says it can never succeed; a job
+-- whose cancellation was asked for ends cancelled. Each failure is
+-- {id, leaseToken, error, retryInSeconds, forGood}; one row per job it
+-- changed (a stale token changes nothing and gives no row), with the
+-- outcome, and the job when with_jobs asks.
+CREATE FUNCTION skiplock.fail_jobs(failures jsonb, with_jobs boolean)
+RETURNS TABLE (id uuid, outcome text, job json)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
-DECLARE
-  failed json;
 BEGIN
-  IF retry_in_seconds < 0 THEN
-    PERFORM skiplock.refuse('retry_in_seconds', format('must not be negative, not %s', retry_in_seconds));
+  IF EXISTS (SELECT 1 FROM jsonb_array_elements(failures) f WHERE (f->>'retryInSeconds')::float8 < 0) THEN
+    PERFORM skiplock.refuse('retry_in_seconds', 'must not be negative');
   END IF;
-  WITH attempt AS (
-    SELECT j.id,
+  RETURN QUERY
+  WITH input AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(failures)
+      AS x(id uuid, "leaseToken" uuid, error jsonb, "retryInSeconds" float8, "forGood" boolean)
+  ),
+  attempt AS MATERIALIZED (
+    SELECT j.id, i."leaseToken" AS lease_token, i.error,
            CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-                WHEN coalesce(fail.for_good, false) OR j.attempts >= j.max_attempts THEN 'failed'
+                WHEN coalesce(i."forGood", false) OR j.attempts >= j.max_attempts THEN 'failed'
                 ELSE 'retrying' END AS outcome,
-           coalesce(fail.retry_in_seconds,
+           coalesce(i."retryInSeconds",
                     random() * least(j.backoff_max_seconds, j.backoff_base_seconds * 2 ^ (j.attempts - 1))) AS delay
-    FROM skiplock.jobs j
+    FROM input i
     -- The token matches only while the job runs (jobs_lease_while_running).
-    WHERE j.id = fail.job_id AND j.lease_token = fail.lease_token
+    JOIN skiplock.jobs j ON j.id = i.id AND j.lease_token = i."leaseToken"
   ),
   retrying AS (
     UPDATE skiplock.jobs j
-    SET state = 'retrying', last_error = fail.error, lease_token = NULL, lease_expires_at = NULL,
+    SET state = 'retrying', last_error = a.error, lease_token = NULL, lease_expires_at = NULL,
         run_at = now() + make_interval(secs => a.delay)
     FROM attempt a
-    WHERE j.id = a.id AND j.lease_token = fail.lease_token AND a.outcome = 'retrying'
-    RETURNING j.id, j.attempts, j.worker_id, j.started_at, 'retrying'::text AS outcome, j.run_at,
-              skiplock.job_json(j) AS job
+    WHERE j.id = a.id AND j.lease_token = a.lease_token AND a.outcome = 'retrying'
+    RETURNING j.id, j.attempts, j.worker_id, j.started_at, 'retrying'::text AS outcome, j.run_at, a.error,
+              CASE WHEN with_jobs THEN skiplock.job_json(j) END AS job
   ),
   ended AS (
     DELETE FROM skiplock.jobs j
     USING attempt a
-    WHERE j.id = a.id AND j.lease_token = fail.lease_token AND a.outcome <> 'retrying'
-    RETURNING j AS live, a.outcome
+    WHERE j.id = a.id AND j.lease_token = a.lease_token AND a.outcome <> 'retrying'
+    RETURNING j AS live, a.outcome, a.error
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
-    SELECT (skiplock.as_finished(ended.live, ended.outcome, NULL, fail.error)).* FROM ended
+    SELECT (skiplock.as_finished(e.live, e.outcome, NULL, e.error)).* FROM ended e
     RETURNING finished_jobs.id, finished_jobs.attempts, finished_jobs.worker_id, finished_jobs.started_at,
-              finished_jobs.state AS outcome, NULL::timestamptz AS run_at, skiplock.job_json(finished_jobs) AS job
+              finished_jobs.state AS outcome, NULL::timestamptz AS run_at, finished_jobs.last_error AS error,
+              CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   ),
   ended_attempt AS (
     SELECT * FROM retrying UNION ALL SELECT * FROM finished
@@ -1073,13 +1077,24 @@ BEGIN
   events AS (
     INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
     SELECT e.id, CASE e.outcome WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END, e.attempts, e.worker_id,
-           jsonb_build_object('error', fail.error, 'startedAt', e.started_at,
+           jsonb_build_object('error', e.error, 'startedAt', e.started_at,
                               'retryAt', CASE WHEN e.outcome = 'retrying' THEN skiplock.iso(e.run_at) END)
     FROM ended_attempt e
   )
-  SELECT e.job INTO failed FROM ended_attempt e;
-  RETURN failed;
+  SELECT e.id, e.outcome, e.job FROM ended_attempt e;
 END
+$$;
+
+-- One failure (see fail_jobs): returns the job, or null when the token no
+-- longer owns it.
+CREATE FUNCTION skiplock.fail(
+  job_id uuid, lease_token uuid, error jsonb, retry_in_seconds double precision DEFAULT NULL,
+  for_good boolean DEFAULT false)
+RETURNS json
+LANGUAGE sql AS $$
+  SELECT f.job FROM skiplock.fail_jobs(jsonb_build_array(jsonb_build_object(
+    'id', job_id, 'leaseToken', lease_token, 'error', error, 'retryInSeconds', retry_in_seconds,
+    'forGood', for_good)), true) f
 $$;
 
 -- skiplock.all_jobs takes inserts: each row is enqueued by skiplock.enqueue,

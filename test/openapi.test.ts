@@ -31,6 +31,7 @@ interface SdkResult {
 type SdkFunction = (options?: Record<string, unknown>) => Promise<SdkResult>;
 
 const OPERATION_IDS = [
+  'acknowledgeJobs',
   'cancelJob',
   'claimJobs',
   'completeJob',

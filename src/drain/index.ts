@@ -4,7 +4,16 @@
  * no Workers APIs, no HTTP server, only the engine and `fetch`.
  */
 export { defineJob, type Backoff, type JobContext, type JobDefinition, type JobHandler, type JobOptions } from './define-job.js';
-export { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter, type Interruption } from './job-errors.js';
+export {
+  defineBatchJob,
+  type BatchContext,
+  type BatchItem,
+  type BatchJobHandler,
+  type BatchJobOptions,
+  type BatchOutcome,
+  type BatchOutcomes,
+} from './define-batch-job.js';
+export { AttemptInterrupted, InvalidBatchOutcome, InvalidPayload, PermanentFailure, RetryAfter, type Interruption } from './job-errors.js';
 export { createRegistry, type JobRegistry, type RegistryOptions } from './registry.js';
 export { definePeriodicJob, type PeriodicJob } from './periodic.js';
 export { drainOnce, type DrainCounts, type DrainOptions } from './drain-once.js';

@@ -63,3 +63,15 @@ export class AttemptInterrupted extends Error {
     this.name = name;
   }
 }
+
+/**
+ * A batch handler's answer names a job it was not given, leaves out one it
+ * was given, or is not an outcome: the jobs it concerns fail (and retry), as
+ * if the handler had thrown.
+ */
+export class InvalidBatchOutcome extends Error {
+  override readonly name = 'InvalidBatchOutcome';
+  constructor(type: string, problem: string) {
+    super(`batch job type "${type}": ${problem}`);
+  }
+}

@@ -27,7 +27,7 @@ export {
 export { claimBatch, MAX_CLAIM, type ClaimOptions } from './claim-batch.js';
 export { extendLease, type ExtendLeaseOptions, type ExtendedLease } from './extend-lease.js';
 export { complete, completeMany, type Completion, type CompleteManyResult } from './complete.js';
-export { fail, type Failure } from './fail.js';
+export { fail, failMany, type Failure, type FailManyResult, type FailOutcome } from './fail.js';
 export { release, releaseMany, type ReleaseManyResult, type ReleaseOptions } from './release.js';
 export { reapExpiredLeases, releaseWorker, type ReclaimOptions, type ReleaseWorkerOptions } from './reclaim.js';
 export { expireJobs, releaseLapsedDedupKeys } from './expire-jobs.js';
@@ -51,3 +51,9 @@ export { nextDueAt } from './next-due.js';
 export { readyBacklog } from './ready-backlog.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';
+export {
+  acknowledge,
+  MAX_ACKNOWLEDGEMENTS,
+  type AcknowledgeResult,
+  type Acknowledgements,
+} from './acknowledge.js';

@@ -1,6 +1,6 @@
 import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono';
-import { MAX_BATCH, MAX_PAGE } from '../engine/index.js';
+import { MAX_ACKNOWLEDGEMENTS, MAX_BATCH, MAX_PAGE } from '../engine/index.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { Problem } from './problem.js';
 
@@ -13,6 +13,8 @@ export const LIMITS = {
   /** Nesting of one JSON value: deeper values are refused before anything walks them recursively. */
   maxJsonDepth: 64,
   maxBatch: MAX_BATCH,
+  /** Jobs one acknowledgement (complete, fail, release) carries. */
+  maxAcknowledgements: MAX_ACKNOWLEDGEMENTS,
   maxPage: MAX_PAGE,
   /** A list page ends once its jobs' JSON reaches this (at least one job comes), with a nextCursor for the rest. */
   maxPageBytes: 1024 * 1024,

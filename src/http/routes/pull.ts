@@ -1,7 +1,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Queryable } from '../../db/types.js';
-import { claimBatch, complete, extendLease, fail, getJob, release, releaseWorker } from '../../engine/index.js';
+import { acknowledge, claimBatch, complete, extendLease, fail, getJob, release, releaseWorker } from '../../engine/index.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
@@ -9,6 +9,8 @@ import { jobNotFound } from '../problem.js';
 import { QueueParamsSchema } from '../schemas/enqueue.js';
 import { JobIdParamsSchema, JobSchema } from '../schemas/job.js';
 import {
+  AcknowledgeBodySchema,
+  AcknowledgeResponseSchema,
   ClaimBodySchema,
   ClaimResponseSchema,
   CompleteBodySchema,
@@ -119,6 +121,23 @@ export function pullRoutes(deps: AppDeps) {
     response: JobSchema,
   });
 
+  const acknowledgeRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
+    method: 'post',
+    path: '/v1/jobs/acknowledge',
+    operationId: 'acknowledgeJobs',
+    tags: ['pull'],
+    summary: 'Complete, fail and hand back many claimed jobs at once',
+    description:
+      'Each job with the lease token its claim handed out, up to 1,000 in one request. A job whose token no ' +
+      'longer holds it is listed under `stale` and changes nothing; the others are done all the same. A ' +
+      "tenant-bound key reaches its own tenant's jobs only (another's are reported stale).",
+    request: { body: jsonBody(AcknowledgeBodySchema) },
+    responses: {
+      200: jsonResponse(AcknowledgeResponseSchema, 'What became of each job'),
+      ...problemResponses(400, 401, 403, 413, 503),
+    },
+  });
+
   const releaseWorkerRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
     method: 'post',
     path: '/v1/workers/{workerId}/release',
@@ -172,6 +191,15 @@ export function pullRoutes(deps: AppDeps) {
       const { leaseToken, delaySeconds, countAttempt } = c.req.valid('json');
       const handBack = (database: Queryable) => release(database, { id, leaseToken }, { delaySeconds, countAttempt });
       return c.json(await changeLeasedJob(c, deps, id, handBack), 200);
+    })
+    .openapi(acknowledgeRoute, async (c) => {
+      const { complete: completions, fail: failures, release: releases } = c.req.valid('json');
+      const acknowledgements = {
+        complete: completions,
+        fail: failures?.map(({ error = null, ...failure }) => ({ ...failure, error })),
+        release: releases,
+      };
+      return c.json(await acknowledge(deps.database(c.env), acknowledgements, tenantScope(c.var.principal)), 200);
     })
     .openapi(releaseWorkerRoute, async (c) => {
       const options = { limit: RELEASE_PAGE, ...tenantScope(c.var.principal) };

@@ -26,23 +26,34 @@ export const ClaimResponseSchema = z.object({ jobs: z.array(ClaimedJobSchema) })
 
 const leaseToken = UuidSchema.describe('The token the claim handed out with the job.');
 
-export const CompleteBodySchema = z
-  .strictObject({ leaseToken, result: JsonValueSchema.optional() })
-  .openapi('CompleteRequest');
+const completeFields = { leaseToken, result: JsonValueSchema.optional() };
+
+const failFields = {
+  leaseToken,
+  error: JsonValueSchema.optional().describe("What went wrong; stored as the job's lastError."),
+  retryInSeconds: DelaySecondsSchema.optional().describe("Retry after exactly this long instead of the job's backoff."),
+  forGood: z.boolean().optional().describe('No retry: the job fails now whatever attempts are left.'),
+};
+
+const noDelayForGood: [
+  (failure: { forGood?: boolean | undefined; retryInSeconds?: number | undefined }) => boolean,
+  { message: string; path: string[] },
+] = [
+  (failure) => !(failure.forGood === true && failure.retryInSeconds !== undefined),
+  { message: 'a failure for good has no retry delay', path: ['retryInSeconds'] },
+];
+
+const releaseFields = {
+  leaseToken,
+  delaySeconds: DelaySecondsSchema.optional().describe('Back in the queue after this delay; at once when left out.'),
+  countAttempt: z.boolean().optional().describe('Whether this attempt counts; default false.'),
+};
+
+export const CompleteBodySchema = z.strictObject(completeFields).openapi('CompleteRequest');
 
 export const FailBodySchema = z
-  .strictObject({
-    leaseToken,
-    error: JsonValueSchema.optional().describe("What went wrong; stored as the job's lastError."),
-    retryInSeconds: DelaySecondsSchema.optional().describe(
-      "Retry after exactly this long instead of the job's backoff.",
-    ),
-    forGood: z.boolean().optional().describe('No retry: the job fails now whatever attempts are left.'),
-  })
-  .refine((failure) => !(failure.forGood === true && failure.retryInSeconds !== undefined), {
-    message: 'a failure for good has no retry delay',
-    path: ['retryInSeconds'],
-  })
+  .strictObject(failFields)
+  .refine(...noDelayForGood)
   .openapi('FailRequest');
 
 export const ExtendBodySchema = z
@@ -62,13 +73,35 @@ export const ExtendResponseSchema = z
   })
   .openapi('ExtendResponse');
 
-export const ReleaseBodySchema = z
+export const ReleaseBodySchema = z.strictObject(releaseFields).openapi('ReleaseRequest');
+
+const jobId = UuidSchema.describe('The claimed job.');
+
+export const AcknowledgeBodySchema = z
   .strictObject({
-    leaseToken,
-    delaySeconds: DelaySecondsSchema.optional().describe('Back in the queue after this delay; at once when left out.'),
-    countAttempt: z.boolean().optional().describe('Whether this attempt counts; default false.'),
+    complete: z.array(z.strictObject({ id: jobId, ...completeFields })).optional().describe('Jobs that succeeded.'),
+    fail: z
+      .array(z.strictObject({ id: jobId, ...failFields }).refine(...noDelayForGood))
+      .optional()
+      .describe('Attempts that failed.'),
+    release: z.array(z.strictObject({ id: jobId, ...releaseFields })).optional().describe('Jobs handed back.'),
   })
-  .openapi('ReleaseRequest');
+  .refine((body) => {
+    const total = (body.complete?.length ?? 0) + (body.fail?.length ?? 0) + (body.release?.length ?? 0);
+    return total >= 1 && total <= LIMITS.maxAcknowledgements;
+  }, { message: `acknowledge 1 to ${LIMITS.maxAcknowledgements} jobs in one request`, path: ['complete'] })
+  .openapi('AcknowledgeRequest');
+
+export const AcknowledgeResponseSchema = z
+  .object({
+    completed: z.array(UuidSchema).describe('Jobs completed.'),
+    failed: z
+      .array(z.object({ id: UuidSchema, outcome: z.enum(['retrying', 'failed', 'cancelled']) }))
+      .describe('Jobs whose attempt failed, and how each was left.'),
+    released: z.array(UuidSchema).describe('Jobs handed back (or ended cancelled, when a cancel was asked for).'),
+    stale: z.array(UuidSchema).describe('Jobs whose lease token no longer holds them: nothing changed for these.'),
+  })
+  .openapi('AcknowledgeResponse');
 
 export const WorkerParamsSchema = z.object({
   workerId: NameSchema.openapi({ param: { name: 'workerId', in: 'path' } }).describe('The workerId its claims gave.'),

@@ -3,6 +3,7 @@ import {
   ADMIN_TOKEN,
   claimOne,
   client,
+  createKey,
   enqueueJob,
   expectStatus,
   postJson,
@@ -171,5 +172,85 @@ describe('POST /v1/workers/{workerId}/release', () => {
   it('refuses a worker id with control characters (400)', async () => {
     const problem = await problemOf(await postJson('/v1/workers/a%07b/release', {}));
     expect(problem).toMatchObject({ status: 400 });
+  });
+});
+
+describe('POST /v1/jobs/acknowledge', () => {
+  async function claimSome(queue: string, count: number, tenant?: string) {
+    for (let i = 0; i < count; i++) await enqueueJob(queue, { payload: i, ...(tenant === undefined ? {} : { tenant }) });
+    const { jobs } = await success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: count, workerId: 'batch-worker' } }));
+    expect(jobs).toHaveLength(count);
+    return jobs.sort((a, b) => Number(a.payload) - Number(b.payload));
+  }
+  const statusOf = async (id: string) => (await success(api.v1.jobs[':id'].$get({ param: { id }, query: {} }))).status;
+
+  it('completes, fails and hands back many jobs in one request; a stale token is reported and changes nothing', async () => {
+    const [a, b, c, d, e] = await claimSome(uniqueName('ack'), 5);
+    const staleToken = crypto.randomUUID();
+
+    const response = await postJson('/v1/jobs/acknowledge', {
+      complete: [
+        { id: a!.id, leaseToken: a!.leaseToken, result: { rows: 1 } },
+        { id: e!.id, leaseToken: staleToken },
+      ],
+      fail: [
+        { id: b!.id, leaseToken: b!.leaseToken, error: { message: 'bad row' }, forGood: true },
+        { id: c!.id, leaseToken: c!.leaseToken, error: { message: 'later' }, retryInSeconds: 600 },
+      ],
+      release: [{ id: d!.id, leaseToken: d!.leaseToken, delaySeconds: 600 }],
+    });
+
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      completed: [a!.id],
+      failed: expect.arrayContaining([
+        { id: b!.id, outcome: 'failed' },
+        { id: c!.id, outcome: 'retrying' },
+      ]),
+      released: [d!.id],
+      stale: [e!.id],
+    });
+    expect(await Promise.all([a, b, c, d, e].map((job) => statusOf(job!.id)))).toEqual([
+      'succeeded',
+      'failed',
+      'retrying',
+      'scheduled',
+      'running',
+    ]);
+  });
+
+  it("keeps a tenant-bound key to its tenant's jobs: another tenant's are reported stale and left running", async () => {
+    const queue = uniqueName('ack-tenants');
+    const [own] = await claimSome(queue, 1, 'ack-own');
+    const [other] = await claimSome(queue, 1, 'ack-other');
+    const key = await createKey(['worker', 'read'], 'ack-own');
+
+    const response = await postJson(
+      '/v1/jobs/acknowledge',
+      { complete: [own, other].map((job) => ({ id: job!.id, leaseToken: job!.leaseToken })) },
+      key,
+    );
+
+    expect(await response.json()).toEqual({ completed: [own!.id], failed: [], released: [], stale: [other!.id] });
+    expect(await statusOf(other!.id)).toBe('running');
+  });
+
+  it('refuses an empty acknowledgement, a job named twice and a failure for good with a retry delay (400), changing nothing', async () => {
+    const [job] = await claimSome(uniqueName('ack-bad'), 1);
+    const lease = { id: job!.id, leaseToken: job!.leaseToken };
+    const refusals: Array<[unknown, string]> = [
+      [{}, 'complete'],
+      [{ complete: [lease], release: [lease] }, 'release.0.id'],
+      [{ fail: [{ ...lease, forGood: true, retryInSeconds: 5 }] }, 'fail.0.retryInSeconds'],
+      [{ complete: [{ id: 'not-a-uuid', leaseToken: job!.leaseToken }] }, 'complete.0.id'],
+    ];
+    for (const [body, field] of refusals) {
+      const response = await postJson('/v1/jobs/acknowledge', body);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      const problem = await problemOf(response);
+      expect(problem, JSON.stringify(body)).toMatchObject({ status: 400 });
+      expect(JSON.stringify(problem)).toContain(field);
+    }
+    expect(await statusOf(job!.id)).toBe('running');
   });
 });
