@@ -87,6 +87,20 @@ describe('the example Node service', () => {
     assert.equal(await stop(worker), 0);
   });
 
+  it('runs a batch job type over jobs enqueued from plain SQL (skiplock.enqueue)', async () => {
+    const { rows } = await pool.query<{ id: string }>(
+      `SELECT (skiplock.enqueue('record-order-lines', jsonb_build_object('orderId', 1, 'sku', 'sku-' || n, 'quantity', n % 4),
+                                max_attempts => 1))->>'id' AS id
+       FROM generate_series(1, 8) AS n`,
+    );
+    const worker = run('node_modules/.bin/skiplock', ['work', 'build/src/jobs.js']);
+    const jobs = await Promise.all(rows.map((row) => finished(row.id)));
+    assert.deepEqual(jobs.map((job) => job.status), ['succeeded', 'succeeded', 'succeeded', 'failed', 'succeeded', 'succeeded', 'succeeded', 'failed']);
+    const batchSizes = jobs.flatMap((job) => (job.status === 'succeeded' ? [(job.result as { batchSize: number }).batchSize] : []));
+    assert.ok(Math.max(...batchSizes) > 1, `batch sizes ${batchSizes.join(', ')}: the jobs went to the handler together`);
+    assert.equal(await stop(worker), 0);
+  });
+
   it('refuses a payload that does not fit, before it is stored', async () => {
     const db = poolDb(pool);
     // @ts-expect-error -- orderId is a number: a wrong payload must fail to compile.
