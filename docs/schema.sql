@@ -955,6 +955,75 @@ BEGIN
 END
 $$;
 
+FUNCTION reschedule(job_id uuid, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, only_tenant text DEFAULT NULL::text) RETURNS TABLE(job json, outcome text) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+BEGIN
+  IF reschedule.priority NOT BETWEEN -1000 AND 1000 THEN
+    PERFORM skiplock.refuse('priority', format('must be from -1000 to 1000, not %s', reschedule.priority));
+  ELSIF reschedule.run_at IS NOT NULL AND reschedule.delay IS NOT NULL THEN
+    PERFORM skiplock.refuse('delay', 'give run_at or delay, not both');
+  ELSIF reschedule.delay < interval '0' THEN
+    PERFORM skiplock.refuse('delay', format('must not be negative, not %s', reschedule.delay));
+  END IF;
+  RETURN QUERY
+  WITH target AS MATERIALIZED (
+    SELECT j.id, j.state, j.priority, j.run_at, j.expires_at,
+           coalesce(reschedule.priority::smallint, j.priority) AS new_priority,
+           coalesce(greatest(coalesce(reschedule.run_at, now() + reschedule.delay), now()), j.run_at) AS new_run_at
+    FROM skiplock.jobs j
+    WHERE j.id = reschedule.job_id AND (only_tenant IS NULL OR j.tenant = only_tenant)
+    FOR UPDATE
+  ),
+  changed AS (
+    UPDATE skiplock.jobs j
+    SET priority = t.new_priority,
+        run_at = t.new_run_at,
+        state = CASE WHEN (reschedule.run_at IS NULL AND reschedule.delay IS NULL) OR j.state = 'retrying' THEN j.state
+                     WHEN t.new_run_at > now() THEN 'scheduled' ELSE 'queued' END
+    FROM target t
+    WHERE j.id = t.id AND t.state <> 'running' AND (t.expires_at IS NULL OR t.new_run_at < t.expires_at)
+    RETURNING j.id, j.attempts, skiplock.job_json(j) AS job
+  ),
+  events AS (
+    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+    SELECT c.id, 'rescheduled', c.attempts,
+           jsonb_build_object('from', jsonb_build_object('priority', t.priority, 'runAt', skiplock.iso(t.run_at)),
+                              'to', jsonb_build_object('priority', t.new_priority, 'runAt', skiplock.iso(t.new_run_at)))
+    FROM changed c JOIN target t ON t.id = c.id
+  )
+  SELECT c.job, 'rescheduled'::text FROM changed c
+  UNION ALL
+  SELECT skiplock.job_json(j), CASE WHEN t.state = 'running' THEN 'not_waiting' ELSE 'after_expiry' END
+  FROM target t JOIN skiplock.jobs j ON j.id = t.id
+  WHERE NOT EXISTS (SELECT 1 FROM changed);
+END
+$$;
+
+FUNCTION reschedule_from_view() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  changed_column text;
+  rescheduled record;
+BEGIN
+  SELECT n.key INTO changed_column
+  FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
+  WHERE n.value IS DISTINCT FROM o.value AND n.key NOT IN ('priority', 'run_at')
+  LIMIT 1;
+  IF FOUND THEN
+    PERFORM skiplock.refuse(changed_column, 'only priority and run_at of a waiting job change through skiplock.all_jobs');
+  END IF;
+  SELECT * INTO rescheduled FROM skiplock.reschedule(OLD.id,
+    priority => CASE WHEN NEW.priority IS DISTINCT FROM OLD.priority THEN NEW.priority END,
+    run_at => CASE WHEN NEW.run_at IS DISTINCT FROM OLD.run_at THEN NEW.run_at END);
+  IF NOT FOUND OR rescheduled.outcome = 'not_waiting' THEN
+    PERFORM skiplock.refuse('state', format('job %s is %s: only a waiting job can be rescheduled', OLD.id, OLD.state));
+  ELSIF rescheduled.outcome = 'after_expiry' THEN
+    PERFORM skiplock.refuse('run_at', format('job %s expires at %s, before it could start', OLD.id, OLD.expires_at));
+  END IF;
+  SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = OLD.id;
+  RETURN NEW;
+END
+$$;
+
 FUNCTION uuid_v7(at timestamp with time zone, n integer DEFAULT 0) RETURNS uuid LANGUAGE sql VOLATILE AS $$
   SELECT encode(
     substring(int8send(floor(extract(epoch FROM at) * 1000)::bigint) FROM 3)
@@ -967,6 +1036,7 @@ $$;
 -- Triggers
 
 CREATE TRIGGER all_jobs_insert_enqueues INSTEAD OF INSERT ON skiplock.all_jobs FOR EACH ROW EXECUTE FUNCTION skiplock.enqueue_from_view();
+CREATE TRIGGER all_jobs_update_reschedules INSTEAD OF UPDATE ON skiplock.all_jobs FOR EACH ROW EXECUTE FUNCTION skiplock.reschedule_from_view();
 CREATE TRIGGER finished_jobs_outcome_final BEFORE UPDATE OF state ON skiplock.finished_jobs FOR EACH ROW WHEN ((old.state IS DISTINCT FROM new.state)) EXECUTE FUNCTION skiplock.refuse_finished_change();
 CREATE TRIGGER finished_jobs_release_dedup_key AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.dedup_key IS NOT NULL)) EXECUTE FUNCTION skiplock.on_keyed_job_finished();
 CREATE TRIGGER job_events_append_only BEFORE UPDATE ON skiplock.job_events FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();

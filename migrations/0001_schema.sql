@@ -1097,6 +1097,96 @@ LANGUAGE sql AS $$
     'forGood', for_good)), true) f
 $$;
 
+-- Changes the priority or start time (run_at, or a delay from now) of a
+-- waiting job, under its row lock so a claim cannot take it halfway; a null
+-- leaves that one as it is. A job moved to the future waits as scheduled,
+-- one moved to now as queued; a job waiting for a retry stays retrying. The
+-- change is recorded as a `rescheduled` event with what it was. One row for
+-- a live job (only_tenant: of that tenant): the job, and 'rescheduled', or
+-- 'not_waiting' (it runs) or 'after_expiry' (the new time is at or past its
+-- expires_at, so it could never start), which change nothing. No row for a
+-- finished job or none.
+CREATE FUNCTION skiplock.reschedule(
+  job_id uuid, priority integer DEFAULT NULL, run_at timestamptz DEFAULT NULL, delay interval DEFAULT NULL,
+  only_tenant text DEFAULT NULL)
+RETURNS TABLE (job json, outcome text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  IF reschedule.priority NOT BETWEEN -1000 AND 1000 THEN
+    PERFORM skiplock.refuse('priority', format('must be from -1000 to 1000, not %s', reschedule.priority));
+  ELSIF reschedule.run_at IS NOT NULL AND reschedule.delay IS NOT NULL THEN
+    PERFORM skiplock.refuse('delay', 'give run_at or delay, not both');
+  ELSIF reschedule.delay < interval '0' THEN
+    PERFORM skiplock.refuse('delay', format('must not be negative, not %s', reschedule.delay));
+  END IF;
+  RETURN QUERY
+  WITH target AS MATERIALIZED (
+    SELECT j.id, j.state, j.priority, j.run_at, j.expires_at,
+           coalesce(reschedule.priority::smallint, j.priority) AS new_priority,
+           coalesce(greatest(coalesce(reschedule.run_at, now() + reschedule.delay), now()), j.run_at) AS new_run_at
+    FROM skiplock.jobs j
+    WHERE j.id = reschedule.job_id AND (only_tenant IS NULL OR j.tenant = only_tenant)
+    FOR UPDATE
+  ),
+  changed AS (
+    UPDATE skiplock.jobs j
+    SET priority = t.new_priority,
+        run_at = t.new_run_at,
+        state = CASE WHEN (reschedule.run_at IS NULL AND reschedule.delay IS NULL) OR j.state = 'retrying' THEN j.state
+                     WHEN t.new_run_at > now() THEN 'scheduled' ELSE 'queued' END
+    FROM target t
+    WHERE j.id = t.id AND t.state <> 'running' AND (t.expires_at IS NULL OR t.new_run_at < t.expires_at)
+    RETURNING j.id, j.attempts, skiplock.job_json(j) AS job
+  ),
+  events AS (
+    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+    SELECT c.id, 'rescheduled', c.attempts,
+           jsonb_build_object('from', jsonb_build_object('priority', t.priority, 'runAt', skiplock.iso(t.run_at)),
+                              'to', jsonb_build_object('priority', t.new_priority, 'runAt', skiplock.iso(t.new_run_at)))
+    FROM changed c JOIN target t ON t.id = c.id
+  )
+  SELECT c.job, 'rescheduled'::text FROM changed c
+  UNION ALL
+  SELECT skiplock.job_json(j), CASE WHEN t.state = 'running' THEN 'not_waiting' ELSE 'after_expiry' END
+  FROM target t JOIN skiplock.jobs j ON j.id = t.id
+  WHERE NOT EXISTS (SELECT 1 FROM changed);
+END
+$$;
+
+-- skiplock.all_jobs takes updates of a waiting job's priority and run_at
+-- (skiplock.reschedule); a change to any other column, or to a running or
+-- finished job, is refused.
+CREATE FUNCTION skiplock.reschedule_from_view() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  changed_column text;
+  rescheduled record;
+BEGIN
+  SELECT n.key INTO changed_column
+  FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
+  WHERE n.value IS DISTINCT FROM o.value AND n.key NOT IN ('priority', 'run_at')
+  LIMIT 1;
+  IF FOUND THEN
+    PERFORM skiplock.refuse(changed_column, 'only priority and run_at of a waiting job change through skiplock.all_jobs');
+  END IF;
+  SELECT * INTO rescheduled FROM skiplock.reschedule(OLD.id,
+    priority => CASE WHEN NEW.priority IS DISTINCT FROM OLD.priority THEN NEW.priority END,
+    run_at => CASE WHEN NEW.run_at IS DISTINCT FROM OLD.run_at THEN NEW.run_at END);
+  IF NOT FOUND OR rescheduled.outcome = 'not_waiting' THEN
+    PERFORM skiplock.refuse('state', format('job %s is %s: only a waiting job can be rescheduled', OLD.id, OLD.state));
+  ELSIF rescheduled.outcome = 'after_expiry' THEN
+    PERFORM skiplock.refuse('run_at', format('job %s expires at %s, before it could start', OLD.id, OLD.expires_at));
+  END IF;
+  SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = OLD.id;
+  RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER all_jobs_update_reschedules
+  INSTEAD OF UPDATE ON skiplock.all_jobs
+  FOR EACH ROW EXECUTE FUNCTION skiplock.reschedule_from_view();
+
 -- skiplock.all_jobs takes inserts: each row is enqueued by skiplock.enqueue,
 -- and RETURNING shows the job as stored. A new job waits, so the columns
 -- that only running it sets are refused, as is a state other than queued or

@@ -26,42 +26,12 @@ export interface RescheduleResult {
 }
 
 /**
- * Changes the priority or start time of a waiting job, under its row lock so
- * a claim cannot take it halfway. A job moved to the future waits as
- * scheduled, one moved to now as queued; a job waiting for a retry stays
- * retrying. The change is recorded as a `rescheduled` event with what it was.
+ * Changes the priority or start time of a waiting job (skiplock.reschedule),
+ * under its row lock so a claim cannot take it halfway, and records the
+ * change as a `rescheduled` event.
  */
-const rescheduleSql = /* sql */ `WITH target AS MATERIALIZED (
-  SELECT id, state, priority, run_at, expires_at,
-         coalesce($3::smallint, priority) AS new_priority,
-         coalesce(greatest(coalesce($4::timestamptz, now() + make_interval(secs => $5::float8)), now()), run_at)
-           AS new_run_at
-  FROM skiplock.jobs
-  WHERE id = $1 AND ($2::text IS NULL OR tenant = $2)
-  FOR UPDATE
-),
-changed AS (
-  UPDATE skiplock.jobs j
-  SET priority = t.new_priority,
-      run_at = t.new_run_at,
-      state = CASE WHEN ($4::timestamptz IS NULL AND $5::float8 IS NULL) OR j.state = 'retrying' THEN j.state
-                   WHEN t.new_run_at > now() THEN 'scheduled' ELSE 'queued' END
-  FROM target t
-  WHERE j.id = t.id AND t.state <> 'running' AND (t.expires_at IS NULL OR t.new_run_at < t.expires_at)
-  RETURNING j.id, j.attempts, skiplock.job_json(j) AS job
-),
-events AS (
-  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-  SELECT c.id, 'rescheduled', c.attempts,
-         jsonb_build_object('from', jsonb_build_object('priority', t.priority, 'runAt', skiplock.iso(t.run_at)),
-                            'to', jsonb_build_object('priority', t.new_priority, 'runAt', skiplock.iso(t.new_run_at)))
-  FROM changed c JOIN target t USING (id)
-)
-SELECT job, 'rescheduled' AS outcome FROM changed
-UNION ALL
-SELECT skiplock.job_json(j), CASE WHEN t.state = 'running' THEN 'not_waiting' ELSE 'after_expiry' END
-FROM target t JOIN skiplock.jobs j USING (id)
-WHERE NOT EXISTS (SELECT 1 FROM changed)`;
+const rescheduleSql = /* sql */ `SELECT job, outcome
+FROM skiplock.reschedule($1, $3, $4::timestamptz, make_interval(secs => $5::float8), $2)`;
 
 /**
  * Changes when and in what order a waiting job runs. `tenant` scopes the

@@ -192,3 +192,31 @@ describe('the SQL API', () => {
     });
   });
 });
+
+describe('UPDATE skiplock.all_jobs', () => {
+  it("reschedules a waiting job's priority and run_at, recorded in its history; any other change, or a running job, is refused", async () => {
+    await withSession(async (sql, { db }) => {
+      const { job } = await enqueue(db, { queue: 'reports', delaySeconds: 3600, expiresAt: new Date(Date.now() + 7_200_000) });
+      const [moved] = await sql.rows<{ priority: number; state: string }>(
+        `UPDATE skiplock.all_jobs SET priority = 9, run_at = now() WHERE id = '${job.id}' RETURNING priority, state`,
+      );
+      expect(moved).toEqual({ priority: 9, state: 'queued' });
+      expect(await sql.value(`SELECT kind FROM skiplock.job_events WHERE job_id = '${job.id}'`)).toBe('rescheduled');
+
+      const refusals: Array<[string, string]> = [
+        [`UPDATE skiplock.all_jobs SET queue = 'elsewhere' WHERE id = '${job.id}'`, 'queue'],
+        [`UPDATE skiplock.all_jobs SET run_at = now() + interval '3 hours' WHERE id = '${job.id}'`, 'run_at'],
+        [`UPDATE skiplock.all_jobs SET priority = 2000 WHERE id = '${job.id}'`, 'priority'],
+      ];
+      const refused = (statement: string, field: string) =>
+        expect(sql.rows(statement), statement).rejects.toMatchObject({
+          code: '22023',
+          message: expect.stringMatching(new RegExp(`^${field}: `)),
+        });
+      for (const [statement, field] of refusals) await refused(statement, field);
+      await claimBatch(db, { max: 1, workerId: 'w' });
+      await refused(`UPDATE skiplock.all_jobs SET priority = 1 WHERE id = '${job.id}'`, 'state');
+      expect(await getJob(db, job.id)).toMatchObject({ status: 'running', priority: 9, queue: 'reports' });
+    });
+  });
+});
