@@ -708,7 +708,7 @@ FUNCTION fail(job_id uuid, lease_token uuid, error jsonb, retry_in_seconds doubl
     'forGood', for_good)), true) f
 $$;
 
-FUNCTION fail_jobs(failures jsonb, with_jobs boolean) RETURNS TABLE(id uuid, outcome text, job json) LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION fail_jobs(failures jsonb, with_jobs boolean) RETURNS TABLE(id uuid, outcome text, job json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
 BEGIN
   IF EXISTS (SELECT 1 FROM jsonb_array_elements(failures) f WHERE (f->>'retryInSeconds')::float8 < 0) THEN

@@ -1024,10 +1024,14 @@ $$;
 -- whose cancellation was asked for ends cancelled. Each failure is
 -- {id, leaseToken, error, retryInSeconds, forGood}; one row per job it
 -- changed (a stale token changes nothing and gives no row), with the
--- outcome, and the job when with_jobs asks.
+-- outcome, and the job when with_jobs asks. Its plan is kept per connection
+-- for the reason complete_jobs' is.
 CREATE FUNCTION skiplock.fail_jobs(failures jsonb, with_jobs boolean)
 RETURNS TABLE (id uuid, outcome text, job json)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
 #variable_conflict use_column
 BEGIN
   IF EXISTS (SELECT 1 FROM jsonb_array_elements(failures) f WHERE (f->>'retryInSeconds')::float8 < 0) THEN
