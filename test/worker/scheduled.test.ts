@@ -5,16 +5,22 @@ import worker from '../../src/worker';
 import { httpDatabase } from './support/databases';
 import { runScheduled } from './support/run-scheduled';
 
-/** A running job whose lease ends `leaseEndsInSeconds` from now (in the past when negative). */
+/** A running job whose lease ends `leaseEndsInSeconds` from now (in the past when negative), of a worker long gone. */
 async function insertRunningJob(leaseEndsInSeconds: number): Promise<string> {
-  const [row] = await httpDatabase(env).query<{ id: string }>({
-    text: `INSERT INTO skiplock.jobs (queue, type, state, attempts, worker_id, lease_token, lease_expires_at, started_at)
-           VALUES ($1, 'worker-test', 'running', 1, 'gone-worker', gen_random_uuid(),
-                   now() + make_interval(secs => $2), now() - interval '5 minutes')
-           RETURNING id`,
-    params: [`worker-test-${crypto.randomUUID()}`, leaseEndsInSeconds],
+  const db = httpDatabase(env);
+  // Inserted waiting, as every job is, then started the way a claim starts it.
+  const [row] = await db.query<{ id: string }>({
+    text: `INSERT INTO skiplock.jobs (queue, type) VALUES ($1, 'worker-test') RETURNING id`,
+    params: [`worker-test-${crypto.randomUUID()}`],
   });
   if (row === undefined) throw new Error('INSERT ... RETURNING returned no row');
+  await db.query({
+    text: `UPDATE skiplock.jobs
+           SET state = 'running', attempts = 1, worker_id = 'gone-worker', lease_token = gen_random_uuid(),
+               lease_expires_at = now() + make_interval(secs => $2), started_at = now() - interval '5 minutes'
+           WHERE id = $1`,
+    params: [row.id, leaseEndsInSeconds],
+  });
   return row.id;
 }
 
