@@ -572,6 +572,8 @@ $$;
 FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
+  start_at timestamptz;
+  retried boolean := false;
 BEGIN
   IF queue IS NULL OR length(queue) NOT BETWEEN 1 AND 128 THEN
     PERFORM skiplock.refuse('queue', 'a name of 1 to 128 characters is required');
@@ -596,19 +598,38 @@ BEGIN
   ELSIF backoff_base_seconds <= 0 OR backoff_max_seconds <= 0 THEN
     PERFORM skiplock.refuse('backoff_base_seconds', 'backoff times must be positive');
   END IF;
-  SELECT e.job INTO enqueued FROM skiplock.enqueue_jobs(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
-    'queue', queue, 'payload', coalesce(payload, 'null'), 'tenant', tenant, 'type', type,
-    'priority', priority, 'runAt', run_at, 'delaySeconds', extract(epoch FROM delay),
-    'maxAttempts', max_attempts, 'leaseSeconds', lease_seconds, 'expiresAt', expires_at,
-    'dedupKey', dedup_key, 'dedupWindowSeconds', dedup_window_seconds,
-    'backoffBaseSeconds', backoff_base_seconds, 'backoffMaxSeconds', backoff_max_seconds)))) e;
-  -- A dedup hit on a job that committed after the enqueue's snapshot: this
-  -- statement sees it.
-  RETURN coalesce(enqueued, (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a
-                             WHERE a.tenant = enqueue.tenant AND a.queue = enqueue.queue
-                               AND a.id = (SELECT k.job_id FROM skiplock.dedup_keys k
-                                           WHERE (k.tenant, k.queue, k.dedup_key)
-                                               = (enqueue.tenant, enqueue.queue, enqueue.dedup_key))));
+  start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
+  LOOP
+    -- A key in force returns its job (a finished job's key lapses after its dedup window).
+    IF dedup_key IS NOT NULL THEN
+      SELECT skiplock.job_json(a) INTO enqueued
+      FROM skiplock.dedup_keys k JOIN skiplock.all_jobs a ON a.id = k.job_id
+      WHERE (k.tenant, k.queue, k.dedup_key) = (enqueue.tenant, enqueue.queue, enqueue.dedup_key)
+        AND (k.expires_at IS NULL OR k.expires_at > now());
+      IF FOUND THEN
+        RETURN enqueued;
+      END IF;
+    END IF;
+    BEGIN
+      -- jobs_inserted makes the tenant row, takes the key and wakes workers.
+      INSERT INTO skiplock.jobs AS j
+        (queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+         backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds)
+      VALUES (queue, coalesce(type, queue), tenant, coalesce(payload, 'null'), coalesce(priority, 0),
+              CASE WHEN start_at > now() THEN 'scheduled' ELSE 'queued' END, start_at, coalesce(max_attempts, 5),
+              coalesce(lease_seconds, 60), coalesce(backoff_base_seconds, 1), coalesce(backoff_max_seconds, 3600),
+              expires_at, dedup_key, coalesce(dedup_window_seconds, 0))
+      RETURNING skiplock.job_json(j) INTO enqueued;
+      RETURN enqueued;
+    EXCEPTION WHEN unique_violation THEN
+      -- A concurrent enqueue took the key first: return its job. Once: under
+      -- a snapshot older than that job (REPEATABLE READ) the refusal stands.
+      IF retried THEN
+        RAISE;
+      END IF;
+      retried := true;
+    END;
+  END LOOP;
 END
 $$;
 
@@ -637,68 +658,6 @@ BEGIN
     backoff_max_seconds => NEW.backoff_max_seconds);
   SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = (enqueued->>'id')::uuid;
   RETURN NEW;
-END
-$$;
-
-FUNCTION enqueue_jobs(batch jsonb) RETURNS TABLE(job json, deduplicated boolean, held_by uuid) LANGUAGE plpgsql VOLATILE AS $$
-#variable_conflict use_column
-BEGIN
-  RETURN QUERY
-  WITH input AS MATERIALIZED (
-    -- One clock reading, and the position in the batch: ids in input order.
-    SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
-           i.job->>'queue' AS queue,
-           coalesce(i.job->>'type', i.job->>'queue') AS type,
-           coalesce(i.job->>'tenant', 'default') AS tenant,
-           coalesce(i.job->'payload', 'null') AS payload,
-           coalesce((i.job->>'priority')::smallint, 0) AS priority,
-           coalesce((i.job->>'runAt')::timestamptz,
-                    now() + make_interval(secs => coalesce((i.job->>'delaySeconds')::float8, 0))) AS run_at,
-           coalesce((i.job->>'maxAttempts')::smallint, 5) AS max_attempts,
-           coalesce((i.job->>'leaseSeconds')::integer, 60) AS lease_seconds,
-           coalesce((i.job->>'backoffBaseSeconds')::real, 1) AS backoff_base_seconds,
-           coalesce((i.job->>'backoffMaxSeconds')::real, 3600) AS backoff_max_seconds,
-           coalesce((i.job->>'expiresAt')::timestamptz,
-                    now() + make_interval(secs => (i.job->>'ttlSeconds')::float8)) AS expires_at,
-           i.job->>'dedupKey' AS dedup_key,
-           coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds
-    FROM jsonb_array_elements(batch) WITH ORDINALITY AS i(job, ordinal)
-    -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
-    CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock
-  ),
-  keys AS (
-    INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
-    SELECT i.tenant, i.queue, i.dedup_key, i.id FROM input i WHERE i.dedup_key IS NOT NULL
-    ORDER BY i.ordinal
-    ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
-      SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
-          expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END
-    RETURNING k.tenant, k.queue, k.dedup_key, k.job_id
-  ),
-  written AS (
-    INSERT INTO skiplock.jobs AS j
-      (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
-       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds)
-    SELECT i.id, i.queue, i.type, i.tenant, i.payload, i.priority,
-           CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'queued' END,
-           i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
-           i.expires_at, i.dedup_key, i.dedup_window_seconds
-    FROM input i
-    WHERE i.dedup_key IS NULL OR i.id IN (SELECT k.job_id FROM keys k)
-    ORDER BY i.ordinal
-    RETURNING j.id, skiplock.job_json(j) AS job
-  )
-  -- Each input finds its new row by the id it was given, or else
-  -- (deduplicated) the job that holds its key: equality joins the planner
-  -- can hash, and a lookup by id for each dedup hit only.
-  SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
-           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END),
-         inserted.id IS NULL, key.job_id
-  FROM input i
-  LEFT JOIN written inserted ON inserted.id = i.id
-  LEFT JOIN keys key
-    ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
-  ORDER BY i.ordinal;
 END
 $$;
 

@@ -47,11 +47,70 @@ export const MAX_BATCH = 1000;
 
 /**
  * One statement enqueues a whole batch (a single job is a batch of one): the
- * jobs go to skiplock.enqueue_jobs as one JSON parameter, and it settles
- * dedup keys; the tenant rows the claim needs are made on first sight by the
- * jobs table's insert trigger.
+ * jobs arrive as one JSON parameter; the jobs table's insert trigger
+ * (jobs_inserted) makes the tenant rows the claim needs on first sight. A job with a dedup key is stored only if it wins its
+ * key in skiplock.dedup_keys, whose unique key settles races between
+ * concurrent enqueues: a key in force stays with its job (the no-op DO UPDATE
+ * returns that job's id even when it committed after this statement's
+ * snapshot), a lapsed one (its job finished longer ago than its dedup
+ * window) passes to the new job.
  */
-const enqueueSql = /* sql */ `SELECT job, deduplicated, held_by AS "heldBy" FROM skiplock.enqueue_jobs($1::jsonb)`;
+const enqueueSql = /* sql */ `
+WITH input AS MATERIALIZED (
+  -- One clock reading, and the position in the batch: ids in input order.
+  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
+         i.job->>'queue' AS queue,
+         coalesce(i.job->>'type', i.job->>'queue') AS type,
+         coalesce(i.job->>'tenant', 'default') AS tenant,
+         coalesce(i.job->'payload', 'null') AS payload,
+         coalesce((i.job->>'priority')::smallint, 0) AS priority,
+         coalesce((i.job->>'runAt')::timestamptz,
+                  now() + make_interval(secs => coalesce((i.job->>'delaySeconds')::float8, 0))) AS run_at,
+         coalesce((i.job->>'maxAttempts')::smallint, 5) AS max_attempts,
+         coalesce((i.job->>'leaseSeconds')::integer, 60) AS lease_seconds,
+         coalesce((i.job->>'backoffBaseSeconds')::real, 1) AS backoff_base_seconds,
+         coalesce((i.job->>'backoffMaxSeconds')::real, 3600) AS backoff_max_seconds,
+         coalesce((i.job->>'expiresAt')::timestamptz,
+                  now() + make_interval(secs => (i.job->>'ttlSeconds')::float8)) AS expires_at,
+         i.job->>'dedupKey' AS dedup_key,
+         coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds
+  FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal)
+  -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
+  CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock
+),
+keys AS (
+  INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
+  SELECT tenant, queue, dedup_key, id FROM input WHERE dedup_key IS NOT NULL
+  ORDER BY ordinal
+  ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
+    SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
+        expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END
+  RETURNING k.tenant, k.queue, k.dedup_key, k.job_id
+),
+written AS (
+  INSERT INTO skiplock.jobs AS j
+    (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+     backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds)
+  SELECT id, queue, type, tenant, payload, priority,
+         CASE WHEN run_at > now() THEN 'scheduled' ELSE 'queued' END,
+         run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
+         expires_at, dedup_key, dedup_window_seconds
+  FROM input
+  WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
+  ORDER BY ordinal
+  RETURNING j.id, skiplock.job_json(j) AS job
+)
+-- Each input finds its new row by the id it was given, or else (deduplicated)
+-- the job that holds its key: equality joins the planner can hash, and a
+-- lookup by id for each dedup hit only.
+SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
+         (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END) AS job,
+       inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy"
+FROM input i
+LEFT JOIN written inserted ON inserted.id = i.id
+LEFT JOIN keys key
+  ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
+ORDER BY i.ordinal`;
 
 interface EnqueueRow {
   /** Null only for a dedup hit on a job that committed after the statement began: read again. */

@@ -117,6 +117,21 @@ describe('the SQL API', () => {
     });
   });
 
+  it('skiplock.enqueue on 20 connections at once with one dedup key makes one job, and every call returns it', async () => {
+    await withSession(async (sql, { url }) => {
+      const sessions = await Promise.all(Array.from({ length: 20 }, () => psqlSession(url)));
+      try {
+        const jobs = await Promise.all(
+          sessions.map((session) => session.value<JobJson>(`SELECT skiplock.enqueue('orders', dedup_key => 'order-42')`)),
+        );
+        expect(new Set(jobs.map((job) => job.id)).size).toBe(1);
+        expect(await countJobs(sql)).toBe(1);
+      } finally {
+        await Promise.all(sessions.map((session) => session.client.end()));
+      }
+    });
+  });
+
   it('skiplock.complete and skiplock.fail end a claimed job from SQL; a stale token changes nothing', async () => {
     await withSession(async (sql) => {
       await sql.rows(`SELECT skiplock.enqueue('reports', '{"n": 1}'), skiplock.enqueue('reports', '{"n": 2}')`);
