@@ -39,14 +39,15 @@ export async function acknowledge(
 ): Promise<AcknowledgeResult> {
   const { complete = [], fail = [], release = [] } = acknowledgements;
   checkAcknowledgements(complete, fail, release);
-  const result: AcknowledgeResult = { completed: [], failed: [], released: [], stale: [] };
-  let mine = (_: Lease) => true;
-  if (scope.tenant !== undefined) {
-    const ids = [...complete, ...fail, ...release].map((lease) => lease.id);
-    const rows = await db.query<{ id: string }>({ name: 'skiplock_jobs_of_tenant', text: jobsOfTenantSql, params: [ids, scope.tenant] });
-    const own = new Set(rows.map((row) => row.id));
-    mine = (lease) => own.has(lease.id) || (result.stale.push(lease.id), false);
-  }
+  const all = [...complete, ...fail, ...release];
+  const own = scope.tenant === undefined ? undefined : await jobsOfTenant(db, all, scope.tenant);
+  const mine = (lease: Lease) => own === undefined || own.has(lease.id);
+  const result: AcknowledgeResult = {
+    completed: [],
+    failed: [],
+    released: [],
+    stale: all.filter((lease) => !mine(lease)).map((lease) => lease.id),
+  };
 
   const completed = await completeMany(db, complete.filter(mine));
   result.completed.push(...completed.completed);
@@ -62,6 +63,12 @@ export async function acknowledge(
     result.stale.push(...released.stale);
   }
   return result;
+}
+
+async function jobsOfTenant(db: Queryable, leases: readonly Lease[], tenant: string): Promise<Set<string>> {
+  const ids = leases.map((lease) => lease.id);
+  const rows = await db.query<{ id: string }>({ name: 'skiplock_jobs_of_tenant', text: jobsOfTenantSql, params: [ids, tenant] });
+  return new Set(rows.map((row) => row.id));
 }
 
 function checkAcknowledgements(...lists: ReadonlyArray<readonly Lease[]>): void {

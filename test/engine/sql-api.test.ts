@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { claimBatch, enqueue, getJob } from '../../src/engine';
+import { claimBatch, enqueue, fail, getJob, retry } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
@@ -75,6 +75,26 @@ describe('the SQL API', () => {
       const [raw] = await sql.rows<{ id: string }>(`INSERT INTO skiplock.jobs (queue, type, dedup_key) VALUES ('q', 'q', 'order-2') RETURNING id`);
       const again = await enqueue(db, { queue: 'q', dedupKey: 'order-2' });
       expect(again).toMatchObject({ deduplicated: true, job: { id: raw!.id } });
+    });
+  });
+
+  it('a retried keyed job takes its key back when free, and is refused while another job holds it', async () => {
+    await withSession(async (sql, { db }) => {
+      const failForGood = async () => {
+        const [claimed] = await claimBatch(db, { max: 1, workerId: 'w' });
+        await fail(db, { ...claimed!, error: 'no', forGood: true });
+        return claimed!.id;
+      };
+      const first = (await enqueue(db, { queue: 'q', dedupKey: 'k' })).job.id;
+      await failForGood();
+      expect(await retry(db, first)).toMatchObject({ retried: true });
+      expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({ deduplicated: true, job: { id: first } });
+
+      await failForGood();
+      const second = (await enqueue(db, { queue: 'q', dedupKey: 'k' })).job.id;
+      await expect(retry(db, first)).rejects.toMatchObject({ code: '23505', message: expect.stringContaining(`job ${second} holds the key k`) });
+      expect((await getJob(db, first))?.status).toBe('failed');
+      expect(await countJobs(sql)).toBe(2);
     });
   });
 
