@@ -48,6 +48,8 @@ TABLE finished_jobs PARTITIONED BY RANGE (finished_at) (
   payload jsonb NOT NULL,
   progress jsonb,
   last_error jsonb,
+  callback_url text,
+  failure_callback_url text,
   finished_at timestamp with time zone NOT NULL,
   result jsonb
 );
@@ -87,7 +89,9 @@ TABLE jobs (
   cancel_requested_at timestamp with time zone,
   payload jsonb NOT NULL DEFAULT 'null'::jsonb,
   progress jsonb,
-  last_error jsonb
+  last_error jsonb,
+  callback_url text,
+  failure_callback_url text
 ) WITH (fillfactor=80);
 
 TABLE migrations (
@@ -143,9 +147,11 @@ api_keys api_keys_secret_sha256_key: UNIQUE (secret_sha256);
 api_keys api_keys_tenant_length: CHECK (((tenant IS NULL) OR ((length(tenant) >= 1) AND (length(tenant) <= 128))));
 dedup_keys dedup_keys_pkey: PRIMARY KEY (tenant, queue, dedup_key);
 finished_jobs finished_jobs_state_final: CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'expired'::text])));
-job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text])));
+job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text])));
 job_events job_events_pkey: PRIMARY KEY (id);
 jobs jobs_attempts_range: CHECK ((((max_attempts >= 1) AND (max_attempts <= 1000)) AND (attempts >= 0)));
+jobs jobs_callback_url_http: CHECK (((callback_url ~* '^https?://[^\s/?#]'::text) AND (length(callback_url) <= 2048)));
+jobs jobs_failure_callback_url_http: CHECK (((failure_callback_url ~* '^https?://[^\s/?#]'::text) AND (length(failure_callback_url) <= 2048)));
 jobs jobs_lease_range: CHECK (((lease_seconds >= 1) AND (lease_seconds <= 86400)));
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
 jobs jobs_names_length: CHECK ((((length(queue) >= 1) AND (length(queue) <= 128)) AND ((length(type) >= 1) AND (length(type) <= 128)) AND ((length(tenant) >= 1) AND (length(tenant) <= 128))));
@@ -216,6 +222,8 @@ VIEW all_jobs AS
     j.payload,
     j.progress,
     j.last_error,
+    j.callback_url,
+    j.failure_callback_url,
     NULL::timestamp with time zone AS finished_at,
     NULL::jsonb AS result
    FROM skiplock.jobs j
@@ -245,6 +253,8 @@ UNION ALL
     f.payload,
     f.progress,
     f.last_error,
+    f.callback_url,
+    f.failure_callback_url,
     f.finished_at,
     f.result
    FROM skiplock.finished_jobs f;;
@@ -293,7 +303,9 @@ TYPE claimed_job AS (
   firstStartedAt json,
   startedAt json,
   progress jsonb,
-  lastError jsonb
+  lastError jsonb,
+  callbackUrl text,
+  failureCallbackUrl text
 );
 
 TYPE job_shape AS (
@@ -320,7 +332,9 @@ TYPE job_shape AS (
   cancelRequested boolean,
   progress jsonb,
   result jsonb,
-  lastError jsonb
+  lastError jsonb,
+  callbackUrl text,
+  failureCallbackUrl text
 );
 
 -- Functions
@@ -331,7 +345,7 @@ FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error 
     j.lease_seconds, j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key,
     j.dedup_window_seconds, j.created_at, j.first_started_at, j.started_at, j.worker_id,
     NULL, NULL, j.cancel_requested_at, j.payload, j.progress, coalesce(error, j.last_error),
-    clock_timestamp(), outcome_result)::skiplock.finished_jobs
+    j.callback_url, j.failure_callback_url, clock_timestamp(), outcome_result)::skiplock.finished_jobs
 $$;
 
 FUNCTION claim_batch(max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text) RETURNS SETOF skiplock.claimed_job LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off SET enable_bitmapscan=off SET jit=off AS $$
@@ -532,7 +546,8 @@ FUNCTION claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job LANGUAGE sql 
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
     j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
-    to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error)::skiplock.claimed_job
+    to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error,
+    j.callback_url, j.failure_callback_url)::skiplock.claimed_job
 $$;
 
 FUNCTION complete(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL::jsonb) RETURNS json LANGUAGE sql VOLATILE AS $$
@@ -569,7 +584,7 @@ BEGIN
 END
 $$;
 
-FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
   start_at timestamptz;
@@ -597,6 +612,11 @@ BEGIN
     PERFORM skiplock.refuse('dedup_window_seconds', format('must not be negative, not %s', dedup_window_seconds));
   ELSIF backoff_base_seconds <= 0 OR backoff_max_seconds <= 0 THEN
     PERFORM skiplock.refuse('backoff_base_seconds', 'backoff times must be positive');
+  ELSIF NOT (callback_url ~* '^https?://[^\s/?#]' AND length(callback_url) <= 2048) THEN
+    PERFORM skiplock.refuse('callback_url', format('an http or https URL of at most 2048 characters, not %s', left(callback_url, 100)));
+  ELSIF NOT (failure_callback_url ~* '^https?://[^\s/?#]' AND length(failure_callback_url) <= 2048) THEN
+    PERFORM skiplock.refuse('failure_callback_url',
+      format('an http or https URL of at most 2048 characters, not %s', left(failure_callback_url, 100)));
   END IF;
   start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
   LOOP
@@ -614,11 +634,12 @@ BEGIN
       -- jobs_inserted makes the tenant row, takes the key and wakes workers.
       INSERT INTO skiplock.jobs AS j
         (queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
-         backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds)
+         backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
+         callback_url, failure_callback_url)
       VALUES (queue, coalesce(type, queue), tenant, coalesce(payload, 'null'), coalesce(priority, 0),
               CASE WHEN start_at > now() THEN 'scheduled' ELSE 'queued' END, start_at, coalesce(max_attempts, 5),
               coalesce(lease_seconds, 60), coalesce(backoff_base_seconds, 1), coalesce(backoff_max_seconds, 3600),
-              expires_at, dedup_key, coalesce(dedup_window_seconds, 0))
+              expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url)
       RETURNING skiplock.job_json(j) INTO enqueued;
       RETURN enqueued;
     EXCEPTION WHEN unique_violation THEN
@@ -655,7 +676,8 @@ BEGIN
     priority => NEW.priority, run_at => NEW.run_at, max_attempts => NEW.max_attempts,
     lease_seconds => NEW.lease_seconds, expires_at => NEW.expires_at, dedup_key => NEW.dedup_key,
     dedup_window_seconds => NEW.dedup_window_seconds, backoff_base_seconds => NEW.backoff_base_seconds,
-    backoff_max_seconds => NEW.backoff_max_seconds);
+    backoff_max_seconds => NEW.backoff_max_seconds, callback_url => NEW.callback_url,
+    failure_callback_url => NEW.failure_callback_url);
   SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = (enqueued->>'id')::uuid;
   RETURN NEW;
 END
@@ -747,7 +769,7 @@ FUNCTION job_json(j skiplock.all_jobs) RETURNS json LANGUAGE sql STABLE AS $$
     j.created_at, j.first_started_at, j.started_at, j.finished_at,
     (extract(epoch FROM j.finished_at - j.started_at) * 1000)::bigint,
     j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
-    j.progress, j.result, j.last_error)::skiplock.job_shape)
+    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url)::skiplock.job_shape)
 $$;
 
 FUNCTION job_json(j skiplock.jobs) RETURNS json LANGUAGE sql STABLE AS $$
@@ -808,6 +830,36 @@ BEGIN
                          WHERE finished_at < now() - retention LIMIT 10000));
   GET DIAGNOSTICS deleted = ROW_COUNT;
   RETURN NEXT;
+END
+$$;
+
+FUNCTION on_job_finished_with_callback() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  url text := CASE WHEN NEW.state = 'succeeded' THEN NEW.callback_url ELSE NEW.failure_callback_url END;
+  event text := 'job.' || NEW.state;
+  delivery uuid;
+BEGIN
+  IF url IS NULL THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO skiplock.jobs AS j (queue, type, tenant, priority, max_attempts, backoff_base_seconds, payload)
+  VALUES ('skiplock.callbacks', 'http', NEW.tenant, NEW.priority, 10, 10, jsonb_build_object(
+    'url', url,
+    'method', 'POST',
+    'body', jsonb_build_object(
+      'type', event,
+      'timestamp', skiplock.iso(NEW.finished_at),
+      'data', jsonb_build_object(
+        'id', NEW.id, 'queue', NEW.queue, 'type', NEW.type, 'tenant', NEW.tenant, 'status', NEW.state,
+        'attempts', NEW.attempts, 'maxAttempts', NEW.max_attempts, 'createdAt', skiplock.iso(NEW.created_at),
+        'startedAt', skiplock.iso(NEW.started_at), 'finishedAt', skiplock.iso(NEW.finished_at),
+        'durationMs', (extract(epoch FROM NEW.finished_at - NEW.started_at) * 1000)::bigint,
+        'result', NEW.result, 'lastError', NEW.last_error))))
+  RETURNING j.id INTO delivery;
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
+  VALUES (NEW.id, 'callback_enqueued', NEW.attempts, NEW.worker_id,
+          jsonb_build_object('callbackJobId', delivery, 'url', url, 'event', event));
+  RETURN NULL;
 END
 $$;
 
@@ -996,6 +1048,7 @@ $$;
 
 CREATE TRIGGER all_jobs_insert_enqueues INSTEAD OF INSERT ON skiplock.all_jobs FOR EACH ROW EXECUTE FUNCTION skiplock.enqueue_from_view();
 CREATE TRIGGER all_jobs_update_reschedules INSTEAD OF UPDATE ON skiplock.all_jobs FOR EACH ROW EXECUTE FUNCTION skiplock.reschedule_from_view();
+CREATE TRIGGER finished_jobs_announce AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN (((new.callback_url IS NOT NULL) OR (new.failure_callback_url IS NOT NULL))) EXECUTE FUNCTION skiplock.on_job_finished_with_callback();
 CREATE TRIGGER finished_jobs_outcome_final BEFORE UPDATE OF state ON skiplock.finished_jobs FOR EACH ROW WHEN ((old.state IS DISTINCT FROM new.state)) EXECUTE FUNCTION skiplock.refuse_finished_change();
 CREATE TRIGGER finished_jobs_release_dedup_key AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.dedup_key IS NOT NULL)) EXECUTE FUNCTION skiplock.on_keyed_job_finished();
 CREATE TRIGGER job_events_append_only BEFORE UPDATE ON skiplock.job_events FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();

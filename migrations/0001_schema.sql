@@ -71,6 +71,10 @@ CREATE TABLE skiplock.jobs (
   progress             jsonb,
   -- The last failed attempt's error, kept while the job waits to retry.
   last_error           jsonb,
+  -- Where the job's end is announced (see "Completion callbacks"): a success
+  -- to callback_url, any other end to failure_callback_url.
+  callback_url         text,
+  failure_callback_url text,
   CONSTRAINT jobs_state_live CHECK (state IN ('scheduled', 'queued', 'retrying', 'running')),
   CONSTRAINT jobs_lease_while_running CHECK (
     (state = 'running') = (lease_token IS NOT NULL)
@@ -79,7 +83,10 @@ CREATE TABLE skiplock.jobs (
   CONSTRAINT jobs_attempts_range CHECK (max_attempts BETWEEN 1 AND 1000 AND attempts >= 0),
   CONSTRAINT jobs_lease_range CHECK (lease_seconds BETWEEN 1 AND 86400),
   CONSTRAINT jobs_names_length CHECK (
-    length(queue) BETWEEN 1 AND 128 AND length(type) BETWEEN 1 AND 128 AND length(tenant) BETWEEN 1 AND 128)
+    length(queue) BETWEEN 1 AND 128 AND length(type) BETWEEN 1 AND 128 AND length(tenant) BETWEEN 1 AND 128),
+  CONSTRAINT jobs_callback_url_http CHECK (callback_url ~* '^https?://[^\s/?#]' AND length(callback_url) <= 2048),
+  CONSTRAINT jobs_failure_callback_url_http CHECK (
+    failure_callback_url ~* '^https?://[^\s/?#]' AND length(failure_callback_url) <= 2048)
 -- Room on each page for a claimed row's new version next to its old one.
 ) WITH (fillfactor = 80);
 
@@ -154,6 +161,8 @@ CREATE TABLE skiplock.finished_jobs (
   payload              jsonb       NOT NULL,
   progress             jsonb,
   last_error           jsonb,
+  callback_url         text,
+  failure_callback_url text,
   finished_at          timestamptz NOT NULL,
   result               jsonb,
   CONSTRAINT finished_jobs_state_final CHECK (state IN ('succeeded', 'failed', 'cancelled', 'expired'))
@@ -298,7 +307,9 @@ CREATE TYPE skiplock.job_shape AS (
   "cancelRequested"  boolean,
   progress           jsonb,
   result             jsonb,
-  "lastError"        jsonb
+  "lastError"        jsonb,
+  "callbackUrl"      text,
+  "failureCallbackUrl" text
 );
 
 -- One expression, so the planner inlines it into each statement.
@@ -310,7 +321,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     j.created_at, j.first_started_at, j.started_at, j.finished_at,
     (extract(epoch FROM j.finished_at - j.started_at) * 1000)::bigint,
     j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
-    j.progress, j.result, j.last_error)::skiplock.job_shape)
+    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url)::skiplock.job_shape)
 $$;
 
 -- The same for a row of either table.
@@ -336,7 +347,7 @@ LANGUAGE sql VOLATILE AS $$
     j.lease_seconds, j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key,
     j.dedup_window_seconds, j.created_at, j.first_started_at, j.started_at, j.worker_id,
     NULL, NULL, j.cancel_requested_at, j.payload, j.progress, coalesce(error, j.last_error),
-    clock_timestamp(), outcome_result)::skiplock.finished_jobs
+    j.callback_url, j.failure_callback_url, clock_timestamp(), outcome_result)::skiplock.finished_jobs
 $$;
 
 -- ---------------------------------------------------------------------------
@@ -397,7 +408,7 @@ CREATE TABLE skiplock.job_events (
   detail    jsonb,
   CONSTRAINT job_events_kind_known CHECK (kind IN
     ('lease_extended', 'failed', 'retried', 'released', 'cancel_requested', 'cancelled', 'expired',
-     'lease_expired', 'rescheduled'))
+     'lease_expired', 'rescheduled', 'callback_enqueued'))
 );
 CREATE INDEX job_events_job_idx ON skiplock.job_events (job_id, id);
 CREATE INDEX job_events_at_idx ON skiplock.job_events USING brin (at);
@@ -411,6 +422,62 @@ $$;
 CREATE TRIGGER job_events_append_only
   BEFORE UPDATE ON skiplock.job_events
   FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();
+
+-- ---------------------------------------------------------------------------
+-- Completion callbacks
+-- ---------------------------------------------------------------------------
+
+-- A job that ends with a callback URL for its outcome (callback_url for a
+-- success, failure_callback_url for a failure, cancellation or expiry)
+-- enqueues its announcement in the statement that ends it: a job of the
+-- built-in `http` type, in queue skiplock.callbacks, of the same tenant (its
+-- allow-list entries apply, and its fairness share pays) and priority, that
+-- POSTs a Standard Webhooks event signed like every http delivery:
+--
+--   {"type": "job.succeeded", "timestamp": "<finishedAt>",
+--    "data": {"id", "queue", "type", "tenant", "status", "attempts", "maxAttempts", "createdAt",
+--             "startedAt", "finishedAt", "durationMs", "result", "lastError"}}
+--
+-- The payload is left out: the receiver sent it, and it may be large. The
+-- delivery retries with backoff for about an hour and a half (10 attempts,
+-- 10 s doubling up to an hour, full jitter); `callback_enqueued` in the job's
+-- history names the delivery job, whose attempts the history shows too.
+CREATE FUNCTION skiplock.on_job_finished_with_callback() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  url text := CASE WHEN NEW.state = 'succeeded' THEN NEW.callback_url ELSE NEW.failure_callback_url END;
+  event text := 'job.' || NEW.state;
+  delivery uuid;
+BEGIN
+  IF url IS NULL THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO skiplock.jobs AS j (queue, type, tenant, priority, max_attempts, backoff_base_seconds, payload)
+  VALUES ('skiplock.callbacks', 'http', NEW.tenant, NEW.priority, 10, 10, jsonb_build_object(
+    'url', url,
+    'method', 'POST',
+    'body', jsonb_build_object(
+      'type', event,
+      'timestamp', skiplock.iso(NEW.finished_at),
+      'data', jsonb_build_object(
+        'id', NEW.id, 'queue', NEW.queue, 'type', NEW.type, 'tenant', NEW.tenant, 'status', NEW.state,
+        'attempts', NEW.attempts, 'maxAttempts', NEW.max_attempts, 'createdAt', skiplock.iso(NEW.created_at),
+        'startedAt', skiplock.iso(NEW.started_at), 'finishedAt', skiplock.iso(NEW.finished_at),
+        'durationMs', (extract(epoch FROM NEW.finished_at - NEW.started_at) * 1000)::bigint,
+        'result', NEW.result, 'lastError', NEW.last_error))))
+  RETURNING j.id INTO delivery;
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
+  VALUES (NEW.id, 'callback_enqueued', NEW.attempts, NEW.worker_id,
+          jsonb_build_object('callbackJobId', delivery, 'url', url, 'event', event));
+  RETURN NULL;
+END
+$$;
+
+-- Only rows with a callback URL run it: for the rest, completion pays a null test.
+CREATE TRIGGER finished_jobs_announce
+  AFTER INSERT ON skiplock.finished_jobs
+  FOR EACH ROW WHEN (NEW.callback_url IS NOT NULL OR NEW.failure_callback_url IS NOT NULL)
+  EXECUTE FUNCTION skiplock.on_job_finished_with_callback();
 
 -- ---------------------------------------------------------------------------
 -- Tenants
@@ -489,7 +556,9 @@ CREATE TYPE skiplock.claimed_job AS (
   "firstStartedAt"   json,
   "startedAt"        json,
   progress           jsonb,
-  "lastError"        jsonb
+  "lastError"        jsonb,
+  "callbackUrl"      text,
+  "failureCallbackUrl" text
 );
 
 CREATE FUNCTION skiplock.claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job
@@ -497,7 +566,8 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
     j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
-    to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error)::skiplock.claimed_job
+    to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error,
+    j.callback_url, j.failure_callback_url)::skiplock.claimed_job
 $$;
 
 -- Claims up to max_jobs ready jobs, fairly across tenants and within every
@@ -887,7 +957,9 @@ CREATE FUNCTION skiplock.enqueue(
   dedup_key            text        DEFAULT NULL,
   dedup_window_seconds integer     DEFAULT NULL,
   backoff_base_seconds real        DEFAULT NULL,
-  backoff_max_seconds  real        DEFAULT NULL)
+  backoff_max_seconds  real        DEFAULT NULL,
+  callback_url         text        DEFAULT NULL,
+  failure_callback_url text        DEFAULT NULL)
 RETURNS json
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -917,6 +989,11 @@ BEGIN
     PERFORM skiplock.refuse('dedup_window_seconds', format('must not be negative, not %s', dedup_window_seconds));
   ELSIF backoff_base_seconds <= 0 OR backoff_max_seconds <= 0 THEN
     PERFORM skiplock.refuse('backoff_base_seconds', 'backoff times must be positive');
+  ELSIF NOT (callback_url ~* '^https?://[^\s/?#]' AND length(callback_url) <= 2048) THEN
+    PERFORM skiplock.refuse('callback_url', format('an http or https URL of at most 2048 characters, not %s', left(callback_url, 100)));
+  ELSIF NOT (failure_callback_url ~* '^https?://[^\s/?#]' AND length(failure_callback_url) <= 2048) THEN
+    PERFORM skiplock.refuse('failure_callback_url',
+      format('an http or https URL of at most 2048 characters, not %s', left(failure_callback_url, 100)));
   END IF;
   start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
   LOOP
@@ -934,11 +1011,12 @@ BEGIN
       -- jobs_inserted makes the tenant row, takes the key and wakes workers.
       INSERT INTO skiplock.jobs AS j
         (queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
-         backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds)
+         backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
+         callback_url, failure_callback_url)
       VALUES (queue, coalesce(type, queue), tenant, coalesce(payload, 'null'), coalesce(priority, 0),
               CASE WHEN start_at > now() THEN 'scheduled' ELSE 'queued' END, start_at, coalesce(max_attempts, 5),
               coalesce(lease_seconds, 60), coalesce(backoff_base_seconds, 1), coalesce(backoff_max_seconds, 3600),
-              expires_at, dedup_key, coalesce(dedup_window_seconds, 0))
+              expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url)
       RETURNING skiplock.job_json(j) INTO enqueued;
       RETURN enqueued;
     EXCEPTION WHEN unique_violation THEN
@@ -1165,7 +1243,8 @@ BEGIN
     priority => NEW.priority, run_at => NEW.run_at, max_attempts => NEW.max_attempts,
     lease_seconds => NEW.lease_seconds, expires_at => NEW.expires_at, dedup_key => NEW.dedup_key,
     dedup_window_seconds => NEW.dedup_window_seconds, backoff_base_seconds => NEW.backoff_base_seconds,
-    backoff_max_seconds => NEW.backoff_max_seconds);
+    backoff_max_seconds => NEW.backoff_max_seconds, callback_url => NEW.callback_url,
+    failure_callback_url => NEW.failure_callback_url);
   SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = (enqueued->>'id')::uuid;
   RETURN NEW;
 END

@@ -77,6 +77,8 @@ function claimedJob(row: ClaimedRow, workerId: string): ClaimedJob {
     progress: row.progress,
     result: null,
     lastError: row.lastError,
+    callbackUrl: row.callbackUrl,
+    failureCallbackUrl: row.failureCallbackUrl,
     leaseToken: row.leaseToken,
   });
 }

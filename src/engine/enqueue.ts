@@ -29,6 +29,13 @@ export interface EnqueueInput {
   /** Retry backoff: full jitter over min(max, base * 2^(attempt-1)) seconds. */
   backoffBaseSeconds?: number;
   backoffMaxSeconds?: number;
+  /**
+   * Announces a success to this http(s) URL: a signed Standard Webhooks POST
+   * by the built-in `http` job (queue skiplock.callbacks), allow-list rules and all.
+   */
+  callbackUrl?: string;
+  /** Announces a failure, cancellation or expiry to this http(s) URL, as callbackUrl does a success. */
+  failureCallbackUrl?: string;
 }
 
 export interface EnqueueResult {
@@ -73,7 +80,9 @@ WITH input AS MATERIALIZED (
          coalesce((i.job->>'expiresAt')::timestamptz,
                   now() + make_interval(secs => (i.job->>'ttlSeconds')::float8)) AS expires_at,
          i.job->>'dedupKey' AS dedup_key,
-         coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds
+         coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds,
+         i.job->>'callbackUrl' AS callback_url,
+         i.job->>'failureCallbackUrl' AS failure_callback_url
   FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal)
   -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
   CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock
@@ -90,11 +99,12 @@ keys AS (
 written AS (
   INSERT INTO skiplock.jobs AS j
     (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
-     backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds)
+     backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
+     callback_url, failure_callback_url)
   SELECT id, queue, type, tenant, payload, priority,
          CASE WHEN run_at > now() THEN 'scheduled' ELSE 'queued' END,
          run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
-         expires_at, dedup_key, dedup_window_seconds
+         expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url
   FROM input
   WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
   ORDER BY ordinal
@@ -206,12 +216,31 @@ function checkBatch(jobs: readonly EnqueueInput[]): void {
     if (job.expiresAt !== undefined && job.ttlSeconds !== undefined) {
       throw new InvalidInputError('give expiresAt or ttlSeconds, not both', `jobs.${index}.expiresAt`);
     }
+    for (const field of ['callbackUrl', 'failureCallbackUrl'] as const) {
+      const url = job[field];
+      if (url !== undefined && !isCallbackUrl(url)) {
+        throw new InvalidInputError(`${field} must be an http or https URL of at most ${MAX_CALLBACK_URL_LENGTH} characters`, `jobs.${index}.${field}`);
+      }
+    }
     if (job.dedupKey === undefined) return;
     const key = JSON.stringify([job.tenant ?? 'default', job.queue, job.dedupKey]);
     // One statement cannot both insert a key and match it: the caller must decide.
     if (seen.has(key)) throw new InvalidInputError('two jobs of one batch share a dedup key', `jobs.${index}.dedupKey`);
     seen.add(key);
   });
+}
+
+/** The longest callback URL stored (the jobs table's check constraints say the same). */
+export const MAX_CALLBACK_URL_LENGTH = 2048;
+
+function isCallbackUrl(text: string): boolean {
+  if (text.length > MAX_CALLBACK_URL_LENGTH || !/^https?:\/\/[^\s/?#]/i.test(text)) return false;
+  try {
+    new URL(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function isJobType(value: EnqueueInput | readonly EnqueueInput[] | JobType): value is JobType {

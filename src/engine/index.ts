@@ -10,6 +10,7 @@ export {
   enqueueBatch,
   enqueueQuery,
   MAX_BATCH,
+  MAX_CALLBACK_URL_LENGTH,
   type EnqueueInput,
   type EnqueueResult,
   type TypedEnqueueOptions,

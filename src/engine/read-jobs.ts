@@ -140,6 +140,8 @@ function decodeCursor(cursor: string): string {
  * Every event that ends an attempt records when that attempt started, so
  * the claims of earlier attempts are read from them; the row's own started_at
  * is the last attempt's claim unless an event already ended that attempt.
+ * A completion callback's delivery is a job of its own (callback_enqueued
+ * names it): its failed attempts and its delivery are read from it.
  */
 const jobEventsSql = /* sql */ `
 WITH job AS (
@@ -151,6 +153,9 @@ stored AS (
   SELECT e.id, e.at, e.kind, e.attempt, e.worker_id, e.detail,
          (e.detail->>'startedAt')::timestamptz AS attempt_started_at
   FROM skiplock.job_events e JOIN job ON e.job_id = job.id
+),
+callback AS (
+  SELECT (s.detail->>'callbackJobId')::uuid AS id, s.attempt FROM stored s WHERE s.kind = 'callback_enqueued'
 ),
 history AS (
   SELECT NULL::bigint AS id, job.created_at AS at, 'enqueued' AS kind, 0 AS attempt, NULL AS worker_id, NULL::jsonb AS detail
@@ -168,6 +173,16 @@ history AS (
   UNION ALL
   SELECT NULL, job.finished_at, 'completed', job.attempts, job.worker_id, NULL
   FROM job WHERE job.state = 'succeeded'
+  UNION ALL
+  SELECT e.id, e.at, CASE e.kind WHEN 'cancelled' THEN 'callback_cancelled' ELSE 'callback_failed' END, c.attempt,
+         e.worker_id, jsonb_build_object('callbackJobId', c.id, 'deliveryAttempt', e.attempt) || coalesce(e.detail, '{}')
+  FROM callback c JOIN skiplock.job_events e ON e.job_id = c.id
+  WHERE e.kind IN ('failed', 'lease_expired', 'cancelled')
+  UNION ALL
+  SELECT NULL, f.finished_at, 'callback_delivered', c.attempt, f.worker_id,
+         jsonb_build_object('callbackJobId', c.id, 'deliveryAttempt', f.attempts, 'status', f.result->'status')
+  FROM callback c JOIN skiplock.finished_jobs f ON f.id = c.id
+  WHERE f.state = 'succeeded'
 )
 SELECT h.id::integer AS id, $1::uuid AS "jobId", skiplock.iso(h.at) AS at, h.kind, h.attempt,
        h.worker_id AS "workerId", h.detail

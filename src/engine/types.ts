@@ -41,6 +41,10 @@ export interface Job {
   progress: Json;
   result: Json;
   lastError: Json;
+  /** Where a success is announced (see `EnqueueInput.callbackUrl`). */
+  callbackUrl: string | null;
+  /** Where a failure, cancellation or expiry is announced. */
+  failureCallbackUrl: string | null;
 }
 
 /** A job handed out by a claim, with the fencing token its worker must present. */
@@ -66,7 +70,11 @@ export type JobEventKind =
   | 'cancelled'
   | 'expired'
   | 'lease_expired'
-  | 'rescheduled';
+  | 'rescheduled'
+  | 'callback_enqueued'
+  | 'callback_failed'
+  | 'callback_cancelled'
+  | 'callback_delivered';
 
 export interface JobEvent {
   /** The stored event's id; null for an event read from the job's row (enqueued, claimed, completed). */

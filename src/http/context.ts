@@ -55,6 +55,12 @@ export interface AppDeps {
   onQueueChanged?(ctx: WaitUntil, env: Bindings): void;
   /** The job type of this name when the host knows it: its payload schema is checked at enqueue (422 naming the field). */
   jobType?(env: Bindings, type: string): JobType | undefined;
+  /**
+   * Why a completion callback of `tenant` to `url` could not be delivered
+   * (the `http` job's destination rules), or undefined when it could.
+   * Without it, the host delivers no callbacks and enqueue refuses them.
+   */
+  callbackProblem?(env: Bindings, tenant: string, url: URL): string | undefined;
 }
 
 export interface AppEnv {

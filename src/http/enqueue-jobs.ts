@@ -38,6 +38,7 @@ export async function enqueueJobs(
   request: EnqueueRequest,
 ): Promise<EnqueueAnswer[]> {
   const inputs = request.jobs.map((job, index) => toEnqueueInput(holder, request, job, index));
+  checkCallbacks(c, deps, request, inputs);
   await checkPayloads(c, deps, request, inputs);
   // Dedup keys (and so Idempotency-Keys) are per queue and tenant: a match is always the caller's own tenant's job.
   const results = await enqueueBatch(deps.database(c.env), inputs);
@@ -76,6 +77,24 @@ async function checkPayloads(
   }
   if (errors.length === 0) return;
   throw invalidPayload(`the payload does not fit its job type: ${errors[0]!.path}: ${errors[0]!.message}`, errors);
+}
+
+/** Callback URLs are held to the `http` job's destination rules at enqueue, not only when the job ends. */
+function checkCallbacks(c: Context<AppEnv>, deps: AppDeps, request: EnqueueRequest, inputs: readonly EnqueueInput[]): void {
+  const errors: FieldError[] = [];
+  for (const [index, input] of inputs.entries()) {
+    for (const field of ['callbackUrl', 'failureCallbackUrl'] as const) {
+      const url = input[field];
+      if (url === undefined) continue;
+      const problem =
+        deps.callbackProblem === undefined
+          ? 'this deployment delivers no callbacks (its built-in http job is off)'
+          : deps.callbackProblem(c.env, input.tenant ?? 'default', new URL(url));
+      if (problem !== undefined) errors.push({ path: fieldPath(request, index, field), message: problem });
+    }
+  }
+  if (errors.length === 0) return;
+  throw validationProblem(`${errors[0]!.path}: ${errors[0]!.message}`, errors);
 }
 
 function toEnqueueInput(holder: KeyHolder, request: EnqueueRequest, job: EnqueueBody, index: number): EnqueueInput {

@@ -1,6 +1,7 @@
 import type { ExecutionContext, Hono } from 'hono';
 import type { JobDefinition } from '../drain/define-job.js';
 import { builtInJobs } from '../drain/handlers/built-in.js';
+import { destinationProblem, parseAllowedHosts } from '../drain/handlers/http-destination.js';
 import type { PeriodicJob } from '../drain/periodic.js';
 import { createRegistry, type JobRegistry } from '../drain/registry.js';
 import { createApp } from '../http/app.js';
@@ -99,6 +100,13 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     onEnqueued: (ctx, env) => fastPathDrain(runtimeOf(env), ctx),
     onQueueChanged: (ctx, env) => lowerClock(env as SkiplockEnv, ctx),
     jobType: (env, type) => runtimeOf(env).registry.definitionOf(type),
+    // Callbacks are deliveries of the built-in http job: without it, none.
+    ...(options.httpJob === false
+      ? {}
+      : {
+          callbackProblem: (env: Bindings, tenant: string, url: URL) =>
+            destinationProblem(url, tenant, parseAllowedHosts(runtimeOf(env).settings.jobs.http.allowedHosts)),
+        }),
   };
   const app = createApp(deps);
   if (dashboard) app.route('/', uiRoutes(deps));

@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -9,41 +9,26 @@ import { enqueue } from '../../src/engine';
 import { publicAddressFetch, type ResolveName } from '../../src/node-worker/public-address-fetch';
 import { engineDatabases } from '../support/engine-db';
 import { drain, jobById } from './support/drain';
+import { startReceiver, type Received } from './support/receiver';
 
 const open = engineDatabases();
 const SECRET = 'test-signing-secret';
 
-interface Received {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A receiver on 127.0.0.1 whose answer depends on the path: /status/<code>. */
-let server: Server;
+/** A receiver on 127.0.0.1 whose answer depends on the path: /status/<code>, and a Retry-After on /later. */
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let port: number;
 let base: string;
-const received: Received[] = [];
+let received: Received[];
 
 beforeAll(async () => {
-  server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const path = request.url ?? '/';
-      received.push({ method: request.method ?? '', path, headers: request.headers, body: Buffer.concat(chunks).toString() });
-      const status = Number(/^\/status\/(\d{3})/.exec(path)?.[1] ?? 200);
-      const headers = path.endsWith('/later') ? { 'retry-after': '7' } : {};
-      response.writeHead(status, headers).end(`answer ${status}`);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
-  base = `http://127.0.0.1:${port}`;
+  receiver = await startReceiver(({ path }) => ({
+    status: Number(/^\/status\/(\d{3})/.exec(path)?.[1] ?? 200),
+    headers: path.endsWith('/later') ? { 'retry-after': '7' } : ({} as Record<string, string>),
+  }));
+  ({ port, base, received } = receiver);
 });
 
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(() => receiver.close());
 afterEach(() => vi.useRealTimers());
 
 /** The receiver is on loopback: only an entry naming that address and its port lets it in. */

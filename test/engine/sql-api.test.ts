@@ -102,7 +102,8 @@ describe('the SQL API', () => {
     await withSession(async (sql) => {
       const job = await sql.value<JobJson>(
         `SELECT skiplock.enqueue('emails', '{"to": "a@example.com"}', tenant => 'acme',
-                                 delay => interval '1 hour', dedup_key => 'welcome-a')`,
+                                 delay => interval '1 hour', dedup_key => 'welcome-a',
+                                 failure_callback_url => 'https://hooks.example.com/failed')`,
       );
       expect(job).toMatchObject({
         queue: 'emails',
@@ -113,6 +114,8 @@ describe('the SQL API', () => {
         maxAttempts: 5,
         leaseSeconds: 60,
         dedupKey: 'welcome-a',
+        callbackUrl: null,
+        failureCallbackUrl: 'https://hooks.example.com/failed',
       });
       expect(Date.parse(job.runAt as string) - Date.parse(job.createdAt as string)).toBeGreaterThanOrEqual(3_599_000);
       const duplicate = await sql.value<JobJson>(`SELECT skiplock.enqueue('emails', tenant => 'acme', dedup_key => 'welcome-a')`);
@@ -125,6 +128,8 @@ describe('the SQL API', () => {
         [`SELECT skiplock.enqueue('emails', priority => 5000)`, 'priority'],
         [`SELECT skiplock.enqueue('emails', max_attempts => 0)`, 'max_attempts'],
         [`SELECT skiplock.enqueue('emails', tenant => '')`, 'tenant'],
+        [`SELECT skiplock.enqueue('emails', callback_url => 'ftp://files.example.com/x')`, 'callback_url'],
+        [`SELECT skiplock.enqueue('emails', failure_callback_url => 'hooks.example.com')`, 'failure_callback_url'],
       ];
       for (const [statement, field] of refusals) {
         await expect(sql.rows(statement), statement).rejects.toMatchObject({
@@ -193,13 +198,13 @@ describe('the SQL API', () => {
   it('INSERT INTO skiplock.all_jobs enqueues each row and returns it as stored; a running state or a run-time column is refused', async () => {
     await withSession(async (sql, { db }) => {
       const inserted = await sql.rows<{ id: string; state: string; tenant: string; attempts: number; priority: number }>(
-        `INSERT INTO skiplock.all_jobs (queue, payload, tenant, priority)
-         VALUES ('reports', '{"n": 1}', 'acme', 7), ('reports', '{"n": 2}', 'globex', NULL)
-         RETURNING id, state, tenant, attempts, priority`,
+        `INSERT INTO skiplock.all_jobs (queue, payload, tenant, priority, callback_url)
+         VALUES ('reports', '{"n": 1}', 'acme', 7, 'https://hooks.acme.com/done'), ('reports', '{"n": 2}', 'globex', NULL, NULL)
+         RETURNING id, state, tenant, attempts, priority, callback_url`,
       );
       expect(inserted.map(({ id, ...rest }) => [typeof id, rest])).toEqual([
-        ['string', { state: 'queued', tenant: 'acme', attempts: 0, priority: 7 }],
-        ['string', { state: 'queued', tenant: 'globex', attempts: 0, priority: 0 }],
+        ['string', { state: 'queued', tenant: 'acme', attempts: 0, priority: 7, callback_url: 'https://hooks.acme.com/done' }],
+        ['string', { state: 'queued', tenant: 'globex', attempts: 0, priority: 0, callback_url: null }],
       ]);
       const refusals: Array<[string, string]> = [
         [`INSERT INTO skiplock.all_jobs (queue, state) VALUES ('reports', 'succeeded')`, 'state'],
@@ -208,6 +213,7 @@ describe('the SQL API', () => {
         [`INSERT INTO skiplock.all_jobs (queue, id) VALUES ('reports', gen_random_uuid())`, 'id'],
         [`INSERT INTO skiplock.all_jobs (queue, result) VALUES ('reports', '{}')`, 'result'],
         [`INSERT INTO skiplock.all_jobs (queue, lease_seconds) VALUES ('reports', 0)`, 'lease_seconds'],
+        [`INSERT INTO skiplock.all_jobs (queue, callback_url) VALUES ('reports', 'mailto:a@example.com')`, 'callback_url'],
       ];
       for (const [statement, field] of refusals) {
         await expect(sql.rows(statement), statement).rejects.toMatchObject({

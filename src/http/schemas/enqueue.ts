@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { MAX_CALLBACK_URL_LENGTH } from '../../engine/index.js';
 import { LIMITS } from '../limits.js';
 import {
   DateTimeInputSchema,
@@ -34,6 +35,8 @@ export const RescheduleBodySchema = z
   })
   .openapi('RescheduleRequest');
 
+const CallbackUrlSchema = z.url({ protocol: /^https?$/ }).max(MAX_CALLBACK_URL_LENGTH);
+
 /** Dedup keys beginning with this are the API's own (Idempotency-Key); clients cannot forge them. */
 export const IDEMPOTENCY_DEDUP_PREFIX = 'idempotency-key:';
 
@@ -68,6 +71,14 @@ export const EnqueueBodySchema = z
     // At least a millisecond: the column is a `real`, which cannot hold tinier fractions.
     backoffBaseSeconds: z.number().min(0.001).max(86_400).optional().describe('First retry delay scale; default 1.'),
     backoffMaxSeconds: z.number().min(0.001).max(30 * 86_400).optional().describe('Longest retry delay; default 3600.'),
+    callbackUrl: CallbackUrlSchema.optional().describe(
+      'Announce a success here: a POST in the Standard Webhooks format ({type: "job.succeeded", timestamp, data: the ' +
+        "job without its payload}), signed with the endpoint's secret and retried with backoff. The host must be on " +
+        "HTTP_ALLOWED_HOSTS for the job's tenant; private addresses are refused.",
+    ),
+    failureCallbackUrl: CallbackUrlSchema.optional().describe(
+      'Announce a failure, cancellation or expiry here (type job.failed, job.cancelled or job.expired), as callbackUrl does a success.',
+    ),
   })
   .refine((job) => job.runAt === undefined || job.delaySeconds === undefined, {
     message: 'give runAt or delaySeconds, not both',

@@ -15,6 +15,10 @@ const JOB_EVENT_KINDS = [
   'expired',
   'lease_expired',
   'rescheduled',
+  'callback_enqueued',
+  'callback_failed',
+  'callback_cancelled',
+  'callback_delivered',
 ] as const satisfies readonly JobEventKind[];
 
 export const JobEventSchema = z

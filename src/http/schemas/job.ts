@@ -31,6 +31,8 @@ export const JobSchema = z
     progress: JsonValueSchema,
     result: JsonValueSchema,
     lastError: JsonValueSchema,
+    callbackUrl: z.string().nullable().describe('Where a success is announced (a signed Standard Webhooks POST).'),
+    failureCallbackUrl: z.string().nullable().describe('Where a failure, cancellation or expiry is announced.'),
   })
   .openapi('Job');
 

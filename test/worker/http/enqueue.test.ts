@@ -331,3 +331,79 @@ describe('the fast-path hook', () => {
     expect(onEnqueued).toHaveBeenCalledTimes(1);
   });
 });
+
+describe('completion callback URLs at enqueue', () => {
+  /** The Worker with an allow-list: hooks.example.com for every tenant, and one loopback port named outright. */
+  const allowList = { HTTP_ALLOWED_HOSTS: 'hooks.example.com, 127.0.0.1:8787' };
+
+  function enqueueWith(queue: string, body: unknown, batch = false): Promise<Response> {
+    return fetchWithEnv(allowList, `${BASE_URL}/v1/queues/${queue}/jobs${batch ? '/batch' : ''}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  }
+
+  it('stores a callback URL the http job may deliver to, and shows it on the job', async () => {
+    const queue = uniqueName('callbacks');
+    const response = await enqueueWith(queue, {
+      callbackUrl: 'https://hooks.example.com/done?job=1',
+      failureCallbackUrl: 'http://127.0.0.1:8787/failed',
+    });
+
+    expect(response.status).toBe(201);
+    expect(await response.json()).toMatchObject({
+      callbackUrl: 'https://hooks.example.com/done?job=1',
+      failureCallbackUrl: 'http://127.0.0.1:8787/failed',
+    });
+  });
+
+  it.each([
+    ['a private address', { callbackUrl: 'http://10.0.0.7/done' }, 'callbackUrl', /10\.0\.0\.7 is not a public address/],
+    ['cloud metadata', { failureCallbackUrl: 'http://169.254.169.254/latest' }, 'failureCallbackUrl', /not a public address/],
+    ['this machine by name', { callbackUrl: 'https://localhost/done' }, 'callbackUrl', /this machine: never delivered to/],
+    ['a host not on the list', { callbackUrl: 'https://evil.example.net/' }, 'callbackUrl', /not on HTTP_ALLOWED_HOSTS/],
+    ['a port the entry does not name', { callbackUrl: 'https://hooks.example.com:8443/' }, 'callbackUrl', /port 8443/],
+    ['another scheme', { callbackUrl: 'ftp://hooks.example.com/x' }, 'callbackUrl', /./],
+    ['no URL at all', { failureCallbackUrl: 'hooks.example.com/x' }, 'failureCallbackUrl', /./],
+  ])('refuses %s with 400 naming the field, and stores nothing', async (_, body, field, message) => {
+    const queue = uniqueName('callbacks-refused');
+    const response = await enqueueWith(queue, body);
+
+    const problem = await problemOf(response);
+    expect(problem.status).toBe(400);
+    expect(problem.errors).toContainEqual({ path: field, message: expect.stringMatching(message) });
+    expect(await jobCount(queue)).toBe(0);
+  });
+
+  it('refuses a batch whose one job has a refused callback, naming that job, and stores none of them', async () => {
+    const queue = uniqueName('callbacks-batch');
+    const response = await enqueueWith(
+      queue,
+      { jobs: [{ callbackUrl: 'https://hooks.example.com/a' }, { failureCallbackUrl: 'http://[::1]/b' }] },
+      true,
+    );
+
+    const problem = await problemOf(response);
+    expect(problem.status).toBe(400);
+    expect(problem.errors).toEqual([{ path: 'jobs.1.failureCallbackUrl', message: expect.stringMatching(/not a public address/) }]);
+    expect(await jobCount(queue)).toBe(0);
+  });
+
+  it('refuses every callback where the host delivers none (no http job)', async () => {
+    const queue = uniqueName('callbacks-none');
+    const response = await fetchApp(
+      createApp(appDeps()),
+      new Request(`${BASE_URL}/v1/queues/${queue}/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ callbackUrl: 'https://hooks.example.com/done' }),
+      }),
+    );
+
+    const problem = await problemOf(response);
+    expect(problem.status).toBe(400);
+    expect(problem.errors).toEqual([{ path: 'callbackUrl', message: expect.stringMatching(/delivers no callbacks/) }]);
+    expect(await jobCount(queue)).toBe(0);
+  });
+});

@@ -14,6 +14,10 @@ const EVENT_LABELS = {
   expired: 'Expired',
   lease_expired: 'Lease expired',
   rescheduled: 'Rescheduled',
+  callback_enqueued: 'Callback enqueued',
+  callback_failed: 'Callback attempt failed',
+  callback_cancelled: 'Callback cancelled',
+  callback_delivered: 'Callback delivered',
 };
 let shownJobId = null;
 
@@ -47,6 +51,8 @@ function jobDetails(job) {
     ['Expires', formatTime(job.expiresAt)],
     ['Dedup key', job.dedupKey || '—'],
     ['Cancel requested', job.cancelRequested ? 'yes' : 'no'],
+    ['Callback', job.callbackUrl || '—'],
+    ['Failure callback', job.failureCallbackUrl || '—'],
   ];
 }
 
