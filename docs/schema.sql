@@ -50,6 +50,7 @@ TABLE finished_jobs PARTITIONED BY RANGE (finished_at) (
   last_error jsonb,
   callback_url text,
   failure_callback_url text,
+  run_ms bigint NOT NULL DEFAULT 0,
   finished_at timestamp with time zone NOT NULL,
   result jsonb
 );
@@ -91,7 +92,8 @@ TABLE jobs (
   progress jsonb,
   last_error jsonb,
   callback_url text,
-  failure_callback_url text
+  failure_callback_url text,
+  run_ms bigint NOT NULL DEFAULT 0
 ) WITH (fillfactor=80);
 
 TABLE migrations (
@@ -224,6 +226,7 @@ VIEW all_jobs AS
     j.last_error,
     j.callback_url,
     j.failure_callback_url,
+    j.run_ms,
     NULL::timestamp with time zone AS finished_at,
     NULL::jsonb AS result
    FROM skiplock.jobs j
@@ -255,6 +258,7 @@ UNION ALL
     f.last_error,
     f.callback_url,
     f.failure_callback_url,
+    f.run_ms,
     f.finished_at,
     f.result
    FROM skiplock.finished_jobs f;;
@@ -305,7 +309,8 @@ TYPE claimed_job AS (
   progress jsonb,
   lastError jsonb,
   callbackUrl text,
-  failureCallbackUrl text
+  failureCallbackUrl text,
+  runMs double precision
 );
 
 TYPE job_shape AS (
@@ -334,18 +339,23 @@ TYPE job_shape AS (
   result jsonb,
   lastError jsonb,
   callbackUrl text,
-  failureCallbackUrl text
+  failureCallbackUrl text,
+  runMs bigint
 );
 
 -- Functions
 
-FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb) RETURNS skiplock.finished_jobs LANGUAGE sql VOLATILE AS $$
+FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb, held_ms double precision DEFAULT NULL::double precision) RETURNS skiplock.finished_jobs LANGUAGE sql VOLATILE AS $$
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, outcome, j.priority, j.run_at, j.attempts, j.max_attempts,
     j.lease_seconds, j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key,
-    j.dedup_window_seconds, j.created_at, j.first_started_at, j.started_at, j.worker_id,
-    NULL, NULL, j.cancel_requested_at, j.payload, j.progress, coalesce(error, j.last_error),
-    j.callback_url, j.failure_callback_url, clock_timestamp(), outcome_result)::skiplock.finished_jobs
+    j.dedup_window_seconds, j.created_at, j.first_started_at,
+    CASE WHEN held_ms IS NULL THEN j.started_at ELSE skiplock.handler_started_at(j.started_at, held_ms) END,
+    j.worker_id, NULL, NULL, j.cancel_requested_at, j.payload, j.progress, coalesce(error, j.last_error),
+    j.callback_url, j.failure_callback_url,
+    j.run_ms + CASE WHEN held_ms IS NULL THEN 0
+                    ELSE skiplock.ms_between(skiplock.handler_started_at(j.started_at, held_ms), clock_timestamp()) END,
+    clock_timestamp(), outcome_result)::skiplock.finished_jobs
 $$;
 
 FUNCTION claim_batch(max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text) RETURNS SETOF skiplock.claimed_job LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off SET enable_bitmapscan=off SET jit=off AS $$
@@ -547,7 +557,7 @@ FUNCTION claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job LANGUAGE sql 
     j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
     j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
     to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error,
-    j.callback_url, j.failure_callback_url)::skiplock.claimed_job
+    j.callback_url, j.failure_callback_url, j.run_ms::float8)::skiplock.claimed_job
 $$;
 
 FUNCTION complete(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL::jsonb) RETURNS json LANGUAGE sql VOLATILE AS $$
@@ -561,7 +571,7 @@ FUNCTION complete_jobs(completions jsonb, with_jobs boolean) RETURNS TABLE(id uu
 BEGIN
   RETURN QUERY
   WITH input AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset(completions) AS x(id uuid, "leaseToken" uuid, result jsonb)
+    SELECT * FROM jsonb_to_recordset(completions) AS x(id uuid, "leaseToken" uuid, result jsonb, "heldMs" float8)
   ),
   done AS (
     DELETE FROM skiplock.jobs j
@@ -569,11 +579,11 @@ BEGIN
     -- Each row by its key. A token matches only while its job runs
     -- (jobs_lease_while_running), so no condition on state.
     WHERE j.id = input.id AND j.lease_token = input."leaseToken"
-    RETURNING j AS live, j.id, input."leaseToken" AS lease_token, input.result
+    RETURNING j AS live, j.id, input."leaseToken" AS lease_token, input.result, coalesce(input."heldMs", 0) AS held_ms
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
-    SELECT (skiplock.as_finished(done.live, 'succeeded', done.result, NULL)).* FROM done
+    SELECT (skiplock.as_finished(done.live, 'succeeded', done.result, NULL, done.held_ms)).* FROM done
     -- Only when asked (a single completion): building the job costs as much as moving it.
     RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   )
@@ -698,10 +708,11 @@ BEGIN
   RETURN QUERY
   WITH input AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(failures)
-      AS x(id uuid, "leaseToken" uuid, error jsonb, "retryInSeconds" float8, "forGood" boolean)
+      AS x(id uuid, "leaseToken" uuid, error jsonb, "retryInSeconds" float8, "forGood" boolean, "heldMs" float8)
   ),
   attempt AS MATERIALIZED (
-    SELECT j.id, i."leaseToken" AS lease_token, i.error,
+    SELECT j.id, i."leaseToken" AS lease_token, i.error, coalesce(i."heldMs", 0) AS held_ms, j.run_at AS due_at,
+           skiplock.handler_started_at(j.started_at, coalesce(i."heldMs", 0)) AS handler_started_at,
            CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                 WHEN coalesce(i."forGood", false) OR j.attempts >= j.max_attempts THEN 'failed'
                 ELSE 'retrying' END AS outcome,
@@ -714,24 +725,25 @@ BEGIN
   retrying AS (
     UPDATE skiplock.jobs j
     SET state = 'retrying', last_error = a.error, lease_token = NULL, lease_expires_at = NULL,
-        run_at = now() + make_interval(secs => a.delay)
+        run_at = now() + make_interval(secs => a.delay), started_at = a.handler_started_at,
+        run_ms = j.run_ms + skiplock.ms_between(a.handler_started_at, clock_timestamp())
     FROM attempt a
     WHERE j.id = a.id AND j.lease_token = a.lease_token AND a.outcome = 'retrying'
-    RETURNING j.id, j.attempts, j.worker_id, j.started_at, 'retrying'::text AS outcome, j.run_at, a.error,
+    RETURNING j.id, j.attempts, j.worker_id, j.started_at, a.due_at, 'retrying'::text AS outcome, j.run_at, a.error,
               CASE WHEN with_jobs THEN skiplock.job_json(j) END AS job
   ),
   ended AS (
     DELETE FROM skiplock.jobs j
     USING attempt a
     WHERE j.id = a.id AND j.lease_token = a.lease_token AND a.outcome <> 'retrying'
-    RETURNING j AS live, a.outcome, a.error
+    RETURNING j AS live, a.outcome, a.error, a.held_ms
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
-    SELECT (skiplock.as_finished(e.live, e.outcome, NULL, e.error)).* FROM ended e
+    SELECT (skiplock.as_finished(e.live, e.outcome, NULL, e.error, e.held_ms)).* FROM ended e
     RETURNING finished_jobs.id, finished_jobs.attempts, finished_jobs.worker_id, finished_jobs.started_at,
-              finished_jobs.state AS outcome, NULL::timestamptz AS run_at, finished_jobs.last_error AS error,
-              CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
+              finished_jobs.run_at AS due_at, finished_jobs.state AS outcome, NULL::timestamptz AS run_at,
+              finished_jobs.last_error AS error, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   ),
   ended_attempt AS (
     SELECT * FROM retrying UNION ALL SELECT * FROM finished
@@ -740,11 +752,17 @@ BEGIN
     INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
     SELECT e.id, CASE e.outcome WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END, e.attempts, e.worker_id,
            jsonb_build_object('error', e.error, 'startedAt', e.started_at,
-                              'retryAt', CASE WHEN e.outcome = 'retrying' THEN skiplock.iso(e.run_at) END)
+                              'retryAt', CASE WHEN e.outcome = 'retrying' THEN skiplock.iso(e.run_at) END,
+                              'waitMs', greatest(0, skiplock.ms_between(e.due_at, e.started_at)),
+                              'runMs', skiplock.ms_between(e.started_at, clock_timestamp()))
     FROM ended_attempt e
   )
   SELECT e.id, e.outcome, e.job FROM ended_attempt e;
 END
+$$;
+
+FUNCTION handler_started_at(claimed_at timestamp with time zone, held_ms double precision) RETURNS timestamp with time zone LANGUAGE sql VOLATILE AS $$
+  SELECT least(claimed_at + make_interval(secs => held_ms / 1000), clock_timestamp())
 $$;
 
 FUNCTION is_legal_transition(from_state text, to_state text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
@@ -769,7 +787,7 @@ FUNCTION job_json(j skiplock.all_jobs) RETURNS json LANGUAGE sql STABLE AS $$
     j.created_at, j.first_started_at, j.started_at, j.finished_at,
     (extract(epoch FROM j.finished_at - j.started_at) * 1000)::bigint,
     j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
-    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url)::skiplock.job_shape)
+    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url, j.run_ms)::skiplock.job_shape)
 $$;
 
 FUNCTION job_json(j skiplock.jobs) RETURNS json LANGUAGE sql STABLE AS $$
@@ -831,6 +849,10 @@ BEGIN
   GET DIAGNOSTICS deleted = ROW_COUNT;
   RETURN NEXT;
 END
+$$;
+
+FUNCTION ms_between(from_time timestamp with time zone, to_time timestamp with time zone) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT (extract(epoch FROM to_time - from_time) * 1000)::bigint
 $$;
 
 FUNCTION on_job_finished_with_callback() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$

@@ -59,7 +59,9 @@ CREATE TABLE skiplock.jobs (
   dedup_window_seconds integer     NOT NULL DEFAULT 0,
   created_at           timestamptz NOT NULL DEFAULT now(),
   first_started_at     timestamptz,
-  -- The current (or last) attempt: when its claim started it, and by whom.
+  -- The current (or last) attempt: when it started, and by whom. A claim
+  -- sets it; the end of the attempt moves it to when the handler started
+  -- (a worker may hold a claimed job until a slot frees).
   started_at           timestamptz,
   worker_id            text,
   -- Fencing token: a new one per claim, present exactly while the job runs;
@@ -75,6 +77,8 @@ CREATE TABLE skiplock.jobs (
   -- to callback_url, any other end to failure_callback_url.
   callback_url         text,
   failure_callback_url text,
+  -- How long its handler ran, summed over the attempts ended so far.
+  run_ms               bigint      NOT NULL DEFAULT 0,
   CONSTRAINT jobs_state_live CHECK (state IN ('scheduled', 'queued', 'retrying', 'running')),
   CONSTRAINT jobs_lease_while_running CHECK (
     (state = 'running') = (lease_token IS NOT NULL)
@@ -163,6 +167,7 @@ CREATE TABLE skiplock.finished_jobs (
   last_error           jsonb,
   callback_url         text,
   failure_callback_url text,
+  run_ms               bigint      NOT NULL DEFAULT 0,
   finished_at          timestamptz NOT NULL,
   result               jsonb,
   CONSTRAINT finished_jobs_state_final CHECK (state IN ('succeeded', 'failed', 'cancelled', 'expired'))
@@ -309,7 +314,8 @@ CREATE TYPE skiplock.job_shape AS (
   result             jsonb,
   "lastError"        jsonb,
   "callbackUrl"      text,
-  "failureCallbackUrl" text
+  "failureCallbackUrl" text,
+  "runMs"            bigint
 );
 
 -- One expression, so the planner inlines it into each statement.
@@ -321,7 +327,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     j.created_at, j.first_started_at, j.started_at, j.finished_at,
     (extract(epoch FROM j.finished_at - j.started_at) * 1000)::bigint,
     j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
-    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url)::skiplock.job_shape)
+    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url, j.run_ms)::skiplock.job_shape)
 $$;
 
 -- The same for a row of either table.
@@ -335,19 +341,40 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT skiplock.job_json(ROW(f.*)::skiplock.all_jobs)
 $$;
 
+-- When the handler of an attempt started: its claim, plus how long its
+-- worker held the job before starting it (claimed ahead, waiting for a free
+-- slot), as the worker measured it; never later than now.
+CREATE FUNCTION skiplock.handler_started_at(claimed_at timestamptz, held_ms double precision) RETURNS timestamptz
+LANGUAGE sql VOLATILE AS $$
+  SELECT least(claimed_at + make_interval(secs => held_ms / 1000), clock_timestamp())
+$$;
+
+-- Milliseconds from one time to another.
+CREATE FUNCTION skiplock.ms_between(from_time timestamptz, to_time timestamptz) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT (extract(epoch FROM to_time - from_time) * 1000)::bigint
+$$;
+
 -- How a live job becomes a finished one: the one definition every statement
 -- that finishes jobs inserts (complete, fail, cancel, expire, reap). The
--- lease ends with the run. An expression the planner inlines, so taking it
--- apart again with (...).* costs nothing per column.
-CREATE FUNCTION skiplock.as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb)
+-- lease ends with the run. held_ms is given when the job's worker ends its
+-- attempt (see handler_started_at): the attempt's start moves to its
+-- handler's, and its run time is added to the job's. An expression the
+-- planner inlines, so taking it apart again with (...).* costs nothing per column.
+CREATE FUNCTION skiplock.as_finished(
+  j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb, held_ms double precision DEFAULT NULL)
 RETURNS skiplock.finished_jobs
 LANGUAGE sql VOLATILE AS $$
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, outcome, j.priority, j.run_at, j.attempts, j.max_attempts,
     j.lease_seconds, j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key,
-    j.dedup_window_seconds, j.created_at, j.first_started_at, j.started_at, j.worker_id,
-    NULL, NULL, j.cancel_requested_at, j.payload, j.progress, coalesce(error, j.last_error),
-    j.callback_url, j.failure_callback_url, clock_timestamp(), outcome_result)::skiplock.finished_jobs
+    j.dedup_window_seconds, j.created_at, j.first_started_at,
+    CASE WHEN held_ms IS NULL THEN j.started_at ELSE skiplock.handler_started_at(j.started_at, held_ms) END,
+    j.worker_id, NULL, NULL, j.cancel_requested_at, j.payload, j.progress, coalesce(error, j.last_error),
+    j.callback_url, j.failure_callback_url,
+    j.run_ms + CASE WHEN held_ms IS NULL THEN 0
+                    ELSE skiplock.ms_between(skiplock.handler_started_at(j.started_at, held_ms), clock_timestamp()) END,
+    clock_timestamp(), outcome_result)::skiplock.finished_jobs
 $$;
 
 -- ---------------------------------------------------------------------------
@@ -558,7 +585,9 @@ CREATE TYPE skiplock.claimed_job AS (
   progress           jsonb,
   "lastError"        jsonb,
   "callbackUrl"      text,
-  "failureCallbackUrl" text
+  "failureCallbackUrl" text,
+  -- Not bigint, which drivers read as text.
+  "runMs"            double precision
 );
 
 CREATE FUNCTION skiplock.claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job
@@ -567,7 +596,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
     j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
     to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error,
-    j.callback_url, j.failure_callback_url)::skiplock.claimed_job
+    j.callback_url, j.failure_callback_url, j.run_ms::float8)::skiplock.claimed_job
 $$;
 
 -- Claims up to max_jobs ready jobs, fairly across tenants and within every
@@ -793,7 +822,9 @@ $$;
 -- prepared statement Postgres kept planning it afresh, and planning reads
 -- the ends of the jobs table's id index, where a drain leaves the entries of
 -- the jobs it just finished until vacuum removes them: on a deep queue that
--- took many times longer than the completion itself.
+-- took many times longer than the completion itself. Each completion is
+-- {id, leaseToken, result, heldMs}: heldMs, from a worker that held the job
+-- before starting its handler, dates the attempt's start (handler_started_at).
 CREATE FUNCTION skiplock.complete_jobs(completions jsonb, with_jobs boolean)
 RETURNS TABLE (id uuid, done boolean, job json)
 LANGUAGE plpgsql
@@ -804,7 +835,7 @@ AS $$
 BEGIN
   RETURN QUERY
   WITH input AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset(completions) AS x(id uuid, "leaseToken" uuid, result jsonb)
+    SELECT * FROM jsonb_to_recordset(completions) AS x(id uuid, "leaseToken" uuid, result jsonb, "heldMs" float8)
   ),
   done AS (
     DELETE FROM skiplock.jobs j
@@ -812,11 +843,11 @@ BEGIN
     -- Each row by its key. A token matches only while its job runs
     -- (jobs_lease_while_running), so no condition on state.
     WHERE j.id = input.id AND j.lease_token = input."leaseToken"
-    RETURNING j AS live, j.id, input."leaseToken" AS lease_token, input.result
+    RETURNING j AS live, j.id, input."leaseToken" AS lease_token, input.result, coalesce(input."heldMs", 0) AS held_ms
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
-    SELECT (skiplock.as_finished(done.live, 'succeeded', done.result, NULL)).* FROM done
+    SELECT (skiplock.as_finished(done.live, 'succeeded', done.result, NULL, done.held_ms)).* FROM done
     -- Only when asked (a single completion): building the job costs as much as moving it.
     RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   )
@@ -1046,10 +1077,12 @@ $$;
 -- to min(max, base * 2^(attempt-1)) seconds, or exactly retryInSeconds)
 -- unless its attempts are spent or forGood says it can never succeed; a job
 -- whose cancellation was asked for ends cancelled. Each failure is
--- {id, leaseToken, error, retryInSeconds, forGood}; one row per job it
--- changed (a stale token changes nothing and gives no row), with the
--- outcome, and the job when with_jobs asks. Its plan is kept per connection
--- for the reason complete_jobs' is.
+-- {id, leaseToken, error, retryInSeconds, forGood, heldMs} (heldMs as in
+-- complete_jobs); the attempt's event says when it started, how long it
+-- waited for that from when it was due (waitMs) and how long it ran
+-- (runMs). One row per job it changed (a stale token changes nothing and
+-- gives no row), with the outcome, and the job when with_jobs asks. Its
+-- plan is kept per connection for the reason complete_jobs' is.
 CREATE FUNCTION skiplock.fail_jobs(failures jsonb, with_jobs boolean)
 RETURNS TABLE (id uuid, outcome text, job json)
 LANGUAGE plpgsql
@@ -1064,10 +1097,11 @@ BEGIN
   RETURN QUERY
   WITH input AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(failures)
-      AS x(id uuid, "leaseToken" uuid, error jsonb, "retryInSeconds" float8, "forGood" boolean)
+      AS x(id uuid, "leaseToken" uuid, error jsonb, "retryInSeconds" float8, "forGood" boolean, "heldMs" float8)
   ),
   attempt AS MATERIALIZED (
-    SELECT j.id, i."leaseToken" AS lease_token, i.error,
+    SELECT j.id, i."leaseToken" AS lease_token, i.error, coalesce(i."heldMs", 0) AS held_ms, j.run_at AS due_at,
+           skiplock.handler_started_at(j.started_at, coalesce(i."heldMs", 0)) AS handler_started_at,
            CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                 WHEN coalesce(i."forGood", false) OR j.attempts >= j.max_attempts THEN 'failed'
                 ELSE 'retrying' END AS outcome,
@@ -1080,24 +1114,25 @@ BEGIN
   retrying AS (
     UPDATE skiplock.jobs j
     SET state = 'retrying', last_error = a.error, lease_token = NULL, lease_expires_at = NULL,
-        run_at = now() + make_interval(secs => a.delay)
+        run_at = now() + make_interval(secs => a.delay), started_at = a.handler_started_at,
+        run_ms = j.run_ms + skiplock.ms_between(a.handler_started_at, clock_timestamp())
     FROM attempt a
     WHERE j.id = a.id AND j.lease_token = a.lease_token AND a.outcome = 'retrying'
-    RETURNING j.id, j.attempts, j.worker_id, j.started_at, 'retrying'::text AS outcome, j.run_at, a.error,
+    RETURNING j.id, j.attempts, j.worker_id, j.started_at, a.due_at, 'retrying'::text AS outcome, j.run_at, a.error,
               CASE WHEN with_jobs THEN skiplock.job_json(j) END AS job
   ),
   ended AS (
     DELETE FROM skiplock.jobs j
     USING attempt a
     WHERE j.id = a.id AND j.lease_token = a.lease_token AND a.outcome <> 'retrying'
-    RETURNING j AS live, a.outcome, a.error
+    RETURNING j AS live, a.outcome, a.error, a.held_ms
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
-    SELECT (skiplock.as_finished(e.live, e.outcome, NULL, e.error)).* FROM ended e
+    SELECT (skiplock.as_finished(e.live, e.outcome, NULL, e.error, e.held_ms)).* FROM ended e
     RETURNING finished_jobs.id, finished_jobs.attempts, finished_jobs.worker_id, finished_jobs.started_at,
-              finished_jobs.state AS outcome, NULL::timestamptz AS run_at, finished_jobs.last_error AS error,
-              CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
+              finished_jobs.run_at AS due_at, finished_jobs.state AS outcome, NULL::timestamptz AS run_at,
+              finished_jobs.last_error AS error, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   ),
   ended_attempt AS (
     SELECT * FROM retrying UNION ALL SELECT * FROM finished
@@ -1106,7 +1141,9 @@ BEGIN
     INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
     SELECT e.id, CASE e.outcome WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END, e.attempts, e.worker_id,
            jsonb_build_object('error', e.error, 'startedAt', e.started_at,
-                              'retryAt', CASE WHEN e.outcome = 'retrying' THEN skiplock.iso(e.run_at) END)
+                              'retryAt', CASE WHEN e.outcome = 'retrying' THEN skiplock.iso(e.run_at) END,
+                              'waitMs', greatest(0, skiplock.ms_between(e.due_at, e.started_at)),
+                              'runMs', skiplock.ms_between(e.started_at, clock_timestamp()))
     FROM ended_attempt e
   )
   SELECT e.id, e.outcome, e.job FROM ended_attempt e;

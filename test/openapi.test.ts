@@ -40,6 +40,7 @@ const OPERATION_IDS = [
   'enqueueJobs',
   'extendLease',
   'failJob',
+  'getAttemptTimings',
   'getHealth',
   'getJob',
   'getJobHistory',

@@ -67,10 +67,11 @@ export interface JobLoopOptions {
   onBacklog?: () => void;
 }
 
-/** A claimed job not started yet, and when the claim that leased it was sent. */
+/** A claimed job not started yet, when the claim that leased it was sent, and when its answer came. */
 interface ClaimedAt {
   job: ClaimedJob;
   claimSentAt: number;
+  claimAnsweredAt: number;
 }
 
 /** How often a loop with free slots looks for enqueues announced to it (WorkArrivals). */
@@ -161,12 +162,14 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     }
   }
 
-  async function run({ job, claimSentAt }: ClaimedAt, reserved: number): Promise<void> {
+  async function run({ job, claimSentAt, claimAnsweredAt }: ClaimedAt, reserved: number): Promise<void> {
     const definition = registry.definitionOf(job.type)!;
     const attempt = new Attempt(db, job, claimSentAt, definition, logger, { subrequests, connections: options.connections });
     attempts.add(attempt);
     heartbeats.add(attempt);
     const startedAt = Date.now();
+    // From the claim's answer: the claim dated the attempt before that, so its start is never dated late.
+    const heldMs = startedAt - claimAnsweredAt;
     let outcome;
     try {
       outcome = await attempt.run();
@@ -179,11 +182,11 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     subrequests?.release(reserved - 1);
     subrequests?.countUnseen(Math.max(0, (definition.options.subrequests ?? 0) - attempt.fetchesSent));
     if (outcome.kind === 'succeeded') {
-      completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result });
+      completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result, heldMs });
       return;
     }
     try {
-      await recordOutcome(db, job, outcome, counts, options.handBackDelaySeconds);
+      await recordOutcome(db, { ...job, heldMs }, outcome, counts, options.handBackDelaySeconds);
     } finally {
       subrequests?.release(1);
     }
@@ -245,7 +248,8 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
           jobs = await claim(max);
         }
         counts.claimed += jobs.length;
-        for (const job of jobs) claimedAhead.push({ job, claimSentAt });
+        const claimAnsweredAt = Date.now();
+        for (const job of jobs) claimedAhead.push({ job, claimSentAt, claimAnsweredAt });
         if (jobs.length > 0) lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
         lastClaimFound = jobs.length > 0;
         lastClaimFull = jobs.length === max;

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { StaleLeaseError } from '../engine/errors.js';
 import { fail } from '../engine/fail.js';
 import { release } from '../engine/release.js';
-import type { ClaimedJob } from '../engine/types.js';
+import type { AttemptTiming, ClaimedJob } from '../engine/types.js';
 import type { JobCounts } from './job-counts.js';
 import type { AttemptOutcome } from './run-attempt.js';
 
@@ -13,7 +13,7 @@ import type { AttemptOutcome } from './run-attempt.js';
  */
 export async function recordOutcome(
   db: Queryable,
-  job: ClaimedJob,
+  job: ClaimedJob & AttemptTiming,
   outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>,
   counts: JobCounts,
   handBackDelaySeconds: number,
@@ -24,6 +24,7 @@ export async function recordOutcome(
         const failed = await fail(db, {
           id: job.id,
           leaseToken: job.leaseToken,
+          heldMs: job.heldMs,
           error: outcome.error,
           forGood: outcome.forGood,
           ...(outcome.retryInSeconds === undefined ? {} : { retryInSeconds: outcome.retryInSeconds }),
@@ -35,7 +36,12 @@ export async function recordOutcome(
       }
       case 'cancelled':
         // A job whose cancel was asked for ends cancelled however it fails.
-        await fail(db, { id: job.id, leaseToken: job.leaseToken, error: { name: 'JobCancelled', message: 'cancelled while it ran' } });
+        await fail(db, {
+          id: job.id,
+          leaseToken: job.leaseToken,
+          heldMs: job.heldMs,
+          error: { name: 'JobCancelled', message: 'cancelled while it ran' },
+        });
         counts.cancelled += 1;
         return;
       case 'handed-back':

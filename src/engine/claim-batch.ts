@@ -79,6 +79,7 @@ function claimedJob(row: ClaimedRow, workerId: string): ClaimedJob {
     lastError: row.lastError,
     callbackUrl: row.callbackUrl,
     failureCallbackUrl: row.failureCallbackUrl,
+    runMs: row.runMs,
     leaseToken: row.leaseToken,
   });
 }

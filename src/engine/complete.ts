@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/types.js';
 import { StaleLeaseError } from './errors.js';
 import { toJob } from './job-json.js';
-import type { Job, Json, Lease } from './types.js';
+import type { AttemptTiming, Job, Json, Lease } from './types.js';
 
-export interface Completion extends Lease {
+export interface Completion extends Lease, AttemptTiming {
   result?: Json;
 }
 
@@ -27,7 +27,7 @@ async function runCompletions(db: Queryable, completions: readonly Completion[],
     name: 'skiplock_complete',
     text: completeSql,
     params: [
-      JSON.stringify(completions.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: result ?? null }))),
+      JSON.stringify(completions.map(({ id, leaseToken, result, heldMs }) => ({ id, leaseToken, result: result ?? null, heldMs }))),
       withJobs,
     ],
   });

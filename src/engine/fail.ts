@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/types.js';
 import { StaleLeaseError } from './errors.js';
 import { toJob } from './job-json.js';
-import type { Job, Json, Lease } from './types.js';
+import type { AttemptTiming, Job, Json, Lease } from './types.js';
 
-export interface Failure extends Lease {
+export interface Failure extends Lease, AttemptTiming {
   /** What went wrong; stored as the job's lastError. */
   error: Json;
   /** Retry after exactly this long instead of the job's backoff. */
@@ -37,7 +37,14 @@ async function runFailures(db: Queryable, failures: readonly Failure[], withJobs
     text: failSql,
     params: [
       JSON.stringify(
-        failures.map(({ id, leaseToken, error, retryInSeconds, forGood }) => ({ id, leaseToken, error, retryInSeconds, forGood })),
+        failures.map(({ id, leaseToken, error, retryInSeconds, forGood, heldMs }) => ({
+          id,
+          leaseToken,
+          error,
+          retryInSeconds,
+          forGood,
+          heldMs,
+        })),
       ),
       withJobs,
     ],

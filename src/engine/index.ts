@@ -45,6 +45,13 @@ export {
   type TenantScope,
 } from './read-jobs.js';
 export { queueStats, type QueueStatsRow } from './stats.js';
+export {
+  attemptTimings,
+  TIMING_WINDOWS,
+  type AttemptTimingsRow,
+  type Percentiles,
+  type TimingWindow,
+} from './attempt-timings.js';
 export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health.js';
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';

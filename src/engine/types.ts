@@ -45,6 +45,8 @@ export interface Job {
   callbackUrl: string | null;
   /** Where a failure, cancellation or expiry is announced. */
   failureCallbackUrl: string | null;
+  /** How long its handler ran, summed over the attempts ended so far. */
+  runMs: number;
 }
 
 /** A job handed out by a claim, with the fencing token its worker must present. */
@@ -56,6 +58,16 @@ export interface ClaimedJob extends Job {
 export interface Lease {
   id: string;
   leaseToken: string;
+}
+
+/** What a worker that ends an attempt says of its timing. */
+export interface AttemptTiming {
+  /**
+   * How long the worker held the claimed job before its handler started
+   * (claimed ahead, waiting for a free slot), in milliseconds: the attempt
+   * counts as started then, not at the claim. 0 when left out.
+   */
+  heldMs?: number;
 }
 
 export type JobEventKind =

@@ -12,6 +12,7 @@ import { problemFor } from './error-mapping.js';
 import { notFound, Problem, renderProblem } from './problem.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { enqueueRoutes } from './routes/enqueue.js';
+import { attemptTimingsRoutes } from './routes/attempt-timings.js';
 import { healthRoutes } from './routes/health.js';
 import { jobEventRoutes } from './routes/job-events.js';
 import { jobHistoryRoutes } from './routes/job-history.js';
@@ -75,6 +76,7 @@ export function createApp(deps: AppDeps) {
     .route('/', pullRoutes(deps))
     .route('/', queueRoutes(deps))
     .route('/', throughputRoutes(deps))
+    .route('/', attemptTimingsRoutes(deps))
     .route('/', tenantRoutes(deps))
     .route('/', apiKeyRoutes(deps));
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Db, Query, Row } from '../../src/db/types';
 import { defineJob } from '../../src/drain/define-job';
 import { sleep } from '../../src/engine/sleep';
-import { enqueueBatch } from '../../src/engine';
+import { enqueueBatch, getJobEvents } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, eventKinds, jobById } from './support/drain';
 
@@ -49,6 +49,42 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     // (so each takes about half a batch), and one or two that find the queue empty.
     expect(claims()).toBeGreaterThanOrEqual(3);
     expect(claims()).toBeLessThanOrEqual(8);
+  });
+
+  it("dates each attempt from its handler's start, not the claim: time held for a slot is waiting, not running", async () => {
+    const { db } = await open('pg');
+    const handlerStarts = new Map<string, number>();
+    const slow = defineJob('slow', z.object({ fail: z.boolean() }), async ({ fail }, context) => {
+      handlerStarts.set(`${context.job.id}/${context.attempt}`, Date.now());
+      await sleep(300);
+      if (fail && context.attempt === 1) throw new Error('first attempt fails');
+    });
+    // One slot, three jobs claimed at once: the third waits for two runs of 300 ms before it starts.
+    const results = await enqueueBatch(db, [{ fail: false }, { fail: false }, { fail: true }].map((payload) => ({ queue: 'slow', payload, backoffBaseSeconds: 0.001 })));
+    const ids = results.map((result) => result.job.id);
+
+    await drain(db, [slow], { concurrency: 1, claimBatchSize: 3 });
+
+    const third = await jobById(db, ids[2]!);
+    expect(third).toMatchObject({ status: 'succeeded', attempts: 2 });
+    const [failed] = (await getJobEvents(db, third.id)).filter((event) => event.kind === 'failed');
+    const first = failed!.detail as { startedAt: string; waitMs: number; runMs: number };
+    // Held for two runs, it waited about 600 ms, and ran about 300 (counting the wait as running would make it 900 and more).
+    expect(first.waitMs).toBeGreaterThanOrEqual(550);
+    expect(first.runMs).toBeGreaterThanOrEqual(290);
+    expect(first.runMs).toBeLessThan(850);
+    // The database dates the start by its own clock: within a claim's round trip of the handler's, never after it.
+    const startedByHandler = handlerStarts.get(`${third.id}/1`)!;
+    expect(Date.parse(first.startedAt)).toBeLessThanOrEqual(startedByHandler + 5);
+    expect(Date.parse(first.startedAt)).toBeGreaterThan(startedByHandler - 200);
+    // The job's own row: the last attempt's start and run, and the run time of both attempts.
+    expect(third.durationMs).toBeGreaterThanOrEqual(290);
+    expect(third.durationMs).toBeLessThan(850);
+    expect(third.runMs).toBeGreaterThanOrEqual(580);
+    expect(third.runMs).toBeLessThan(1150);
+    const second = await jobById(db, ids[1]!);
+    expect(Date.parse(second.startedAt!) - Date.parse(second.runAt)).toBeGreaterThanOrEqual(250);
+    expect(second.durationMs).toBeLessThan(590);
   });
 
   it('hands back unstarted a job that waited for a slot until half its lease ran out', async () => {

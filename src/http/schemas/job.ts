@@ -33,6 +33,7 @@ export const JobSchema = z
     lastError: JsonValueSchema,
     callbackUrl: z.string().nullable().describe('Where a success is announced (a signed Standard Webhooks POST).'),
     failureCallbackUrl: z.string().nullable().describe('Where a failure, cancellation or expiry is announced.'),
+    runMs: z.int().describe("How long its handler ran, summed over the attempts ended so far (durationMs is the last attempt's)."),
   })
   .openapi('Job');
 

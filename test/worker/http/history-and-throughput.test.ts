@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claimOne, client, createKey, enqueueJob, problemOf, request, success, uniqueName } from './support/api';
+import { ADMIN_TOKEN, claimOne, client, createKey, enqueueJob, problemOf, request, success, uniqueName } from './support/api';
 
 const api = client();
 
@@ -51,5 +51,35 @@ describe('GET /v1/stats/throughput', () => {
     const otherTenantKey = await createKey(['read'], uniqueName('other'));
     const { throughput: othersView } = await success(client(otherTenantKey).v1.stats.throughput.$get());
     expect(othersView.filter((row) => row.queue === succeeded.queue)).toEqual([]);
+  });
+});
+
+describe('GET /v1/stats/timings', () => {
+  it("gives the wait and run percentiles of the window's attempts per queue and tenant; a tenant-bound key only its own", async () => {
+    const succeeded = await finishedJob('complete');
+    const failed = await finishedJob('fail');
+    const ownKey = await createKey(['read'], succeeded.tenant);
+
+    const all = await success(api.v1.stats.timings.$get({ query: { window: '24h' } }));
+    expect(all.window).toBe('24h');
+    expect(all.timings.find((row) => row.queue === succeeded.queue)).toMatchObject({
+      tenant: succeeded.tenant,
+      attempts: 1,
+      succeeded: 1,
+      failed: 0,
+      waitMs: { p50: expect.any(Number), p95: expect.any(Number) },
+      runMs: { p50: expect.any(Number), p95: expect.any(Number) },
+    });
+    expect(all.timings.find((row) => row.queue === failed.queue)).toMatchObject({ attempts: 1, succeeded: 0, failed: 1 });
+
+    const own = await success(client(ownKey).v1.stats.timings.$get({ query: {} }));
+    expect(own.window).toBe('1h');
+    expect(own.timings.map((row) => row.tenant)).toEqual([succeeded.tenant]);
+  });
+
+  it('refuses a window it does not know with 400, naming it', async () => {
+    const problem = await problemOf(await request('/v1/stats/timings?window=30d', { apiKey: ADMIN_TOKEN }));
+    expect(problem.status).toBe(400);
+    expect(problem.errors?.[0]?.path).toBe('window');
   });
 });
