@@ -14,6 +14,22 @@ TABLE api_keys (
   revoked_at timestamp with time zone
 );
 
+TABLE attempt_stats_rollup (
+  only_row boolean NOT NULL DEFAULT true,
+  rolled_through timestamp with time zone NOT NULL
+);
+
+TABLE daily_attempt_stats (
+  day date NOT NULL,
+  queue text NOT NULL,
+  tenant text NOT NULL,
+  attempts bigint NOT NULL,
+  succeeded bigint NOT NULL,
+  failed bigint NOT NULL,
+  wait_ms_histogram jsonb NOT NULL,
+  run_ms_histogram jsonb NOT NULL
+);
+
 TABLE dedup_keys (
   tenant text NOT NULL,
   queue text NOT NULL,
@@ -147,6 +163,9 @@ api_keys api_keys_pkey: PRIMARY KEY (id);
 api_keys api_keys_scopes_known: CHECK (((cardinality(scopes) >= 1) AND (scopes <@ ARRAY['admin'::text, 'enqueue'::text, 'read'::text, 'worker'::text])));
 api_keys api_keys_secret_sha256_key: UNIQUE (secret_sha256);
 api_keys api_keys_tenant_length: CHECK (((tenant IS NULL) OR ((length(tenant) >= 1) AND (length(tenant) <= 128))));
+attempt_stats_rollup attempt_stats_rollup_only_row_check: CHECK (only_row);
+attempt_stats_rollup attempt_stats_rollup_pkey: PRIMARY KEY (only_row);
+daily_attempt_stats daily_attempt_stats_pkey: PRIMARY KEY (day, queue, tenant);
 dedup_keys dedup_keys_pkey: PRIMARY KEY (tenant, queue, dedup_key);
 finished_jobs finished_jobs_state_final: CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'expired'::text])));
 job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text])));
@@ -180,6 +199,8 @@ tenants tenants_weight_check: CHECK (((weight >= 1) AND (weight <= 1000)));
 
 CREATE UNIQUE INDEX api_keys_pkey ON skiplock.api_keys USING btree (id);
 CREATE UNIQUE INDEX api_keys_secret_sha256_key ON skiplock.api_keys USING btree (secret_sha256);
+CREATE UNIQUE INDEX attempt_stats_rollup_pkey ON skiplock.attempt_stats_rollup USING btree (only_row);
+CREATE UNIQUE INDEX daily_attempt_stats_pkey ON skiplock.daily_attempt_stats USING btree (day, queue, tenant);
 CREATE INDEX dedup_keys_expiring_idx ON skiplock.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX dedup_keys_pkey ON skiplock.dedup_keys USING btree (tenant, queue, dedup_key);
 CREATE INDEX finished_jobs_finished_at_idx ON ONLY skiplock.finished_jobs USING brin (finished_at);
@@ -356,6 +377,30 @@ FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error 
     j.run_ms + CASE WHEN held_ms IS NULL THEN 0
                     ELSE skiplock.ms_between(skiplock.handler_started_at(j.started_at, held_ms), clock_timestamp()) END,
     clock_timestamp(), outcome_result)::skiplock.finished_jobs
+$$;
+
+FUNCTION attempt_stats(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(day date, queue text, tenant text, attempts bigint, succeeded bigint, failed bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb) LANGUAGE sql STABLE AS $$
+  WITH attempt AS (
+    SELECT (a.ended_at AT TIME ZONE 'UTC')::date AS day, a.queue, a.tenant, a.succeeded, a.wait_ms, a.run_ms
+    FROM skiplock.ended_attempts(since, until) a
+  ),
+  per_bucket AS (
+    SELECT day, queue, tenant, 'wait' AS measure, skiplock.histogram_bucket(wait_ms) AS bucket, count(*) AS n
+    FROM attempt WHERE wait_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+    UNION ALL
+    SELECT day, queue, tenant, 'run', skiplock.histogram_bucket(run_ms), count(*)
+    FROM attempt WHERE run_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+  ),
+  histograms AS (
+    SELECT day, queue, tenant,
+           coalesce(jsonb_object_agg(bucket, n ORDER BY bucket) FILTER (WHERE measure = 'wait'), '{}') AS wait_ms_histogram,
+           coalesce(jsonb_object_agg(bucket, n ORDER BY bucket) FILTER (WHERE measure = 'run'), '{}') AS run_ms_histogram
+    FROM per_bucket GROUP BY day, queue, tenant
+  )
+  SELECT day, queue, tenant, count(*), count(*) FILTER (WHERE succeeded), count(*) FILTER (WHERE NOT succeeded),
+         h.wait_ms_histogram, h.run_ms_histogram
+  FROM attempt JOIN histograms h USING (day, queue, tenant)
+  GROUP BY day, queue, tenant, h.wait_ms_histogram, h.run_ms_histogram
 $$;
 
 FUNCTION claim_batch(max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text) RETURNS SETOF skiplock.claimed_job LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off SET enable_bitmapscan=off SET jit=off AS $$
@@ -594,6 +639,19 @@ BEGIN
 END
 $$;
 
+FUNCTION ended_attempts(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(ended_at timestamp with time zone, queue text, tenant text, succeeded boolean, wait_ms bigint, run_ms bigint) LANGUAGE sql STABLE AS $$
+  SELECT f.finished_at, f.queue, f.tenant, true,
+         greatest(0, skiplock.ms_between(f.run_at, f.started_at)),
+         skiplock.ms_between(f.started_at, f.finished_at)
+  FROM skiplock.finished_jobs f
+  WHERE f.finished_at >= since AND f.finished_at < until AND f.state = 'succeeded'
+  UNION ALL
+  SELECT e.at, a.queue, a.tenant, false, (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint
+  FROM skiplock.job_events e
+  JOIN skiplock.all_jobs a ON a.id = e.job_id
+  WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
+$$;
+
 FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
@@ -765,6 +823,28 @@ FUNCTION handler_started_at(claimed_at timestamp with time zone, held_ms double 
   SELECT least(claimed_at + make_interval(secs => held_ms / 1000), clock_timestamp())
 $$;
 
+FUNCTION histogram_add(a jsonb, b jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT coalesce(jsonb_object_agg(bucket, total ORDER BY bucket::integer), '{}')
+  FROM (SELECT bucket, sum(n::bigint) AS total
+        FROM (SELECT * FROM jsonb_each_text(coalesce(a, '{}')) UNION ALL SELECT * FROM jsonb_each_text(coalesce(b, '{}'))) AS t (bucket, n)
+        GROUP BY bucket) AS sums
+$$;
+
+FUNCTION histogram_bucket(ms bigint) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN ms < 1 THEN 0 ELSE least(127, 1 + floor(4 * log(2, ms::numeric))::integer) END
+$$;
+
+FUNCTION histogram_percentile(h jsonb, q double precision) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN bucket = 0 THEN 0 ELSE round(2 ^ ((bucket - 0.5) / 4))::bigint END
+  FROM (SELECT bucket, sum(n) OVER (ORDER BY bucket) AS below, sum(n) OVER () AS total
+        FROM (SELECT key::integer, value::bigint FROM jsonb_each_text(h)) AS b (bucket, n)) AS c
+  WHERE below >= q * total
+  ORDER BY bucket
+  LIMIT 1
+$$;
+
+FUNCTION histogram_sum(jsonb) RETURNS jsonb LANGUAGE internal IMMUTABLE AS $$aggregate_dummy$$;
+
 FUNCTION is_legal_transition(from_state text, to_state text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
   SELECT (from_state, to_state) IN (
     ('scheduled', 'running'), ('queued', 'running'), ('retrying', 'running'),
@@ -805,6 +885,8 @@ $$;
 FUNCTION maintain_finished_jobs(retention interval, days_ahead integer DEFAULT 2) RETURNS TABLE(created integer, dropped integer, deleted integer) LANGUAGE plpgsql VOLATILE SET lock_timeout=100ms AS $$
 DECLARE
   today date := (now() AT TIME ZONE 'UTC')::date;
+  -- Past the retention, and summed by the statistics' rollup.
+  prune_before timestamptz := least(now() - retention, (SELECT rolled_through FROM skiplock.attempt_stats_rollup));
   day date;
   partition_name text;
   partition_day date;
@@ -832,7 +914,7 @@ BEGIN
     ORDER BY c.relname
   LOOP
     partition_day := to_date(substr(partition_name, 15), 'YYYYMMDD');
-    EXIT WHEN (partition_day + 1)::timestamp AT TIME ZONE 'UTC' > now() - retention;
+    EXIT WHEN (partition_day + 1)::timestamp AT TIME ZONE 'UTC' > prune_before;
     BEGIN
       EXECUTE format('DROP TABLE skiplock.%I', partition_name);
       dropped := dropped + 1;
@@ -845,7 +927,7 @@ BEGIN
   -- (the next round takes the rest): normally there are none.
   DELETE FROM skiplock.finished_jobs_default
   WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
-                         WHERE finished_at < now() - retention LIMIT 10000));
+                         WHERE finished_at < prune_before LIMIT 10000));
   GET DIAGNOSTICS deleted = ROW_COUNT;
   RETURN NEXT;
 END
@@ -1054,6 +1136,37 @@ BEGIN
   END IF;
   SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = OLD.id;
   RETURN NEW;
+END
+$$;
+
+FUNCTION roll_up_attempt_stats(keep interval, max_span interval DEFAULT '7 days'::interval) RETURNS TABLE(rolled_through timestamp with time zone, rows_written integer, rows_dropped integer) LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  since timestamptz;
+  upto timestamptz;
+BEGIN
+  rows_written := 0; rows_dropped := 0;
+  SELECT r.rolled_through INTO since FROM skiplock.attempt_stats_rollup r FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  upto := least(date_trunc('hour', now() - interval '5 minutes', 'UTC'), since + max_span);
+  IF upto > since THEN
+    INSERT INTO skiplock.daily_attempt_stats AS d
+    SELECT * FROM skiplock.attempt_stats(since, upto)
+    ON CONFLICT (day, queue, tenant) DO UPDATE SET
+      attempts = d.attempts + excluded.attempts,
+      succeeded = d.succeeded + excluded.succeeded,
+      failed = d.failed + excluded.failed,
+      wait_ms_histogram = skiplock.histogram_add(d.wait_ms_histogram, excluded.wait_ms_histogram),
+      run_ms_histogram = skiplock.histogram_add(d.run_ms_histogram, excluded.run_ms_histogram);
+    GET DIAGNOSTICS rows_written = ROW_COUNT;
+    UPDATE skiplock.attempt_stats_rollup SET rolled_through = upto;
+    since := upto;
+  END IF;
+  DELETE FROM skiplock.daily_attempt_stats WHERE day < ((now() - keep) AT TIME ZONE 'UTC')::date;
+  GET DIAGNOSTICS rows_dropped = ROW_COUNT;
+  rolled_through := since;
+  RETURN NEXT;
 END
 $$;
 

@@ -211,6 +211,8 @@ SET lock_timeout = '100ms'
 AS $$
 DECLARE
   today date := (now() AT TIME ZONE 'UTC')::date;
+  -- Past the retention, and summed by the statistics' rollup.
+  prune_before timestamptz := least(now() - retention, (SELECT rolled_through FROM skiplock.attempt_stats_rollup));
   day date;
   partition_name text;
   partition_day date;
@@ -238,7 +240,7 @@ BEGIN
     ORDER BY c.relname
   LOOP
     partition_day := to_date(substr(partition_name, 15), 'YYYYMMDD');
-    EXIT WHEN (partition_day + 1)::timestamp AT TIME ZONE 'UTC' > now() - retention;
+    EXIT WHEN (partition_day + 1)::timestamp AT TIME ZONE 'UTC' > prune_before;
     BEGIN
       EXECUTE format('DROP TABLE skiplock.%I', partition_name);
       dropped := dropped + 1;
@@ -251,13 +253,11 @@ BEGIN
   -- (the next round takes the rest): normally there are none.
   DELETE FROM skiplock.finished_jobs_default
   WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
-                         WHERE finished_at < now() - retention LIMIT 10000));
+                         WHERE finished_at < prune_before LIMIT 10000));
   GET DIAGNOSTICS deleted = ROW_COUNT;
   RETURN NEXT;
 END
 $$;
-
-SELECT skiplock.maintain_finished_jobs(interval '7 days');
 
 -- ---------------------------------------------------------------------------
 -- Jobs as the API shows them
@@ -505,6 +505,158 @@ CREATE TRIGGER finished_jobs_announce
   AFTER INSERT ON skiplock.finished_jobs
   FOR EACH ROW WHEN (NEW.callback_url IS NOT NULL OR NEW.failure_callback_url IS NOT NULL)
   EXECUTE FUNCTION skiplock.on_job_finished_with_callback();
+
+-- ---------------------------------------------------------------------------
+-- Attempt statistics
+-- ---------------------------------------------------------------------------
+
+-- Every attempt that ended between two times, with how long it waited for
+-- its handler to start (from when it was due: enqueued, its run_at, or its
+-- retry time) and how long its handler ran. A success is its job's row in
+-- the history (its last attempt); every other ending is an event that says
+-- both (skiplock.fail_jobs, cancellation of a running job). Attempts cut off
+-- by a lapsed lease have no run time and are not counted. One SELECT the
+-- planner inlines, so the callers' time bounds reach the BRIN indexes.
+CREATE FUNCTION skiplock.ended_attempts(since timestamptz, until timestamptz)
+RETURNS TABLE (ended_at timestamptz, queue text, tenant text, succeeded boolean, wait_ms bigint, run_ms bigint)
+LANGUAGE sql STABLE AS $$
+  SELECT f.finished_at, f.queue, f.tenant, true,
+         greatest(0, skiplock.ms_between(f.run_at, f.started_at)),
+         skiplock.ms_between(f.started_at, f.finished_at)
+  FROM skiplock.finished_jobs f
+  WHERE f.finished_at >= since AND f.finished_at < until AND f.state = 'succeeded'
+  UNION ALL
+  SELECT e.at, a.queue, a.tenant, false, (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint
+  FROM skiplock.job_events e
+  JOIN skiplock.all_jobs a ON a.id = e.job_id
+  WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
+$$;
+
+-- Durations kept as log-scale histograms, so days can be summed and their
+-- percentiles still read: a jsonb object from bucket number to count, with
+-- only the buckets that have counts. Bucket 0 holds 0 ms; bucket b >= 1
+-- holds [2^((b-1)/4), 2^(b/4)) ms, four to a doubling, up to about 35 days
+-- in the last (127). A percentile read back is its bucket's geometric
+-- middle: within 9% of the exact figure.
+CREATE FUNCTION skiplock.histogram_bucket(ms bigint) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN ms < 1 THEN 0 ELSE least(127, 1 + floor(4 * log(2, ms::numeric))::integer) END
+$$;
+
+CREATE FUNCTION skiplock.histogram_add(a jsonb, b jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT coalesce(jsonb_object_agg(bucket, total ORDER BY bucket::integer), '{}')
+  FROM (SELECT bucket, sum(n::bigint) AS total
+        FROM (SELECT * FROM jsonb_each_text(coalesce(a, '{}')) UNION ALL SELECT * FROM jsonb_each_text(coalesce(b, '{}'))) AS t (bucket, n)
+        GROUP BY bucket) AS sums
+$$;
+
+CREATE AGGREGATE skiplock.histogram_sum(jsonb) (SFUNC = skiplock.histogram_add, STYPE = jsonb, INITCOND = '{}');
+
+-- The smallest bucket holding at least the fraction q of the counts (as
+-- percentile_disc picks a value), read back as its geometric middle.
+CREATE FUNCTION skiplock.histogram_percentile(h jsonb, q double precision) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN bucket = 0 THEN 0 ELSE round(2 ^ ((bucket - 0.5) / 4))::bigint END
+  FROM (SELECT bucket, sum(n) OVER (ORDER BY bucket) AS below, sum(n) OVER () AS total
+        FROM (SELECT key::integer, value::bigint FROM jsonb_each_text(h)) AS b (bucket, n)) AS c
+  WHERE below >= q * total
+  ORDER BY bucket
+  LIMIT 1
+$$;
+
+-- Per day (UTC), queue and tenant, the attempts that ended between two
+-- times: counts and the histograms of their waits and runs.
+CREATE FUNCTION skiplock.attempt_stats(since timestamptz, until timestamptz)
+RETURNS TABLE (day date, queue text, tenant text, attempts bigint, succeeded bigint, failed bigint,
+               wait_ms_histogram jsonb, run_ms_histogram jsonb)
+LANGUAGE sql STABLE AS $$
+  WITH attempt AS (
+    SELECT (a.ended_at AT TIME ZONE 'UTC')::date AS day, a.queue, a.tenant, a.succeeded, a.wait_ms, a.run_ms
+    FROM skiplock.ended_attempts(since, until) a
+  ),
+  per_bucket AS (
+    SELECT day, queue, tenant, 'wait' AS measure, skiplock.histogram_bucket(wait_ms) AS bucket, count(*) AS n
+    FROM attempt WHERE wait_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+    UNION ALL
+    SELECT day, queue, tenant, 'run', skiplock.histogram_bucket(run_ms), count(*)
+    FROM attempt WHERE run_ms IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+  ),
+  histograms AS (
+    SELECT day, queue, tenant,
+           coalesce(jsonb_object_agg(bucket, n ORDER BY bucket) FILTER (WHERE measure = 'wait'), '{}') AS wait_ms_histogram,
+           coalesce(jsonb_object_agg(bucket, n ORDER BY bucket) FILTER (WHERE measure = 'run'), '{}') AS run_ms_histogram
+    FROM per_bucket GROUP BY day, queue, tenant
+  )
+  SELECT day, queue, tenant, count(*), count(*) FILTER (WHERE succeeded), count(*) FILTER (WHERE NOT succeeded),
+         h.wait_ms_histogram, h.run_ms_histogram
+  FROM attempt JOIN histograms h USING (day, queue, tenant)
+  GROUP BY day, queue, tenant, h.wait_ms_histogram, h.run_ms_histogram
+$$;
+
+-- The rollup: attempt statistics per day, queue and tenant, kept for their
+-- own retention (longer than the history's), so the figures outlive the
+-- jobs they were made from.
+CREATE TABLE skiplock.daily_attempt_stats (
+  day               date   NOT NULL,
+  queue             text   NOT NULL,
+  tenant            text   NOT NULL,
+  attempts          bigint NOT NULL,
+  succeeded         bigint NOT NULL,
+  failed            bigint NOT NULL,
+  wait_ms_histogram jsonb  NOT NULL,
+  run_ms_histogram  jsonb  NOT NULL,
+  PRIMARY KEY (day, queue, tenant)
+);
+
+-- How far the rollup has read: every attempt that ended before
+-- rolled_through is in skiplock.daily_attempt_stats, none after. The
+-- history's pruning never passes it, so no attempt is pruned unsummed.
+CREATE TABLE skiplock.attempt_stats_rollup (
+  only_row       boolean     PRIMARY KEY DEFAULT true CHECK (only_row),
+  rolled_through timestamptz NOT NULL
+);
+INSERT INTO skiplock.attempt_stats_rollup (rolled_through) VALUES (date_trunc('hour', now(), 'UTC'));
+
+-- Adds the whole hours ended since the last rollup (at most max_span of
+-- them a call) to the daily rows, and drops the days past keep. An hour is
+-- read five minutes after it ends, so a statement that ended a job just
+-- before the hour and committed just after it is not missed. One caller at
+-- a time; another finds the row locked and returns at once.
+CREATE FUNCTION skiplock.roll_up_attempt_stats(keep interval, max_span interval DEFAULT interval '7 days')
+RETURNS TABLE (rolled_through timestamptz, rows_written integer, rows_dropped integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+  since timestamptz;
+  upto timestamptz;
+BEGIN
+  rows_written := 0; rows_dropped := 0;
+  SELECT r.rolled_through INTO since FROM skiplock.attempt_stats_rollup r FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  upto := least(date_trunc('hour', now() - interval '5 minutes', 'UTC'), since + max_span);
+  IF upto > since THEN
+    INSERT INTO skiplock.daily_attempt_stats AS d
+    SELECT * FROM skiplock.attempt_stats(since, upto)
+    ON CONFLICT (day, queue, tenant) DO UPDATE SET
+      attempts = d.attempts + excluded.attempts,
+      succeeded = d.succeeded + excluded.succeeded,
+      failed = d.failed + excluded.failed,
+      wait_ms_histogram = skiplock.histogram_add(d.wait_ms_histogram, excluded.wait_ms_histogram),
+      run_ms_histogram = skiplock.histogram_add(d.run_ms_histogram, excluded.run_ms_histogram);
+    GET DIAGNOSTICS rows_written = ROW_COUNT;
+    UPDATE skiplock.attempt_stats_rollup SET rolled_through = upto;
+    since := upto;
+  END IF;
+  DELETE FROM skiplock.daily_attempt_stats WHERE day < ((now() - keep) AT TIME ZONE 'UTC')::date;
+  GET DIAGNOSTICS rows_dropped = ROW_COUNT;
+  rolled_through := since;
+  RETURN NEXT;
+END
+$$;
+
+SELECT skiplock.maintain_finished_jobs(interval '7 days');
 
 -- ---------------------------------------------------------------------------
 -- Tenants

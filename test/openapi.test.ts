@@ -41,6 +41,7 @@ const OPERATION_IDS = [
   'extendLease',
   'failJob',
   'getAttemptTimings',
+  'getDailyAttemptStats',
   'getHealth',
   'getJob',
   'getJobHistory',

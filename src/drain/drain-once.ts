@@ -1,6 +1,12 @@
 import type { Queryable } from '../db/types.js';
 import { DrainBudget } from './budget.js';
-import { DEFAULT_RETENTION_SECONDS, NO_HOUSEKEEPING, runHousekeeping, type HousekeepingCounts } from './housekeeping.js';
+import {
+  DEFAULT_RETENTION_SECONDS,
+  DEFAULT_STATS_RETENTION_DAYS,
+  NO_HOUSEKEEPING,
+  runHousekeeping,
+  type HousekeepingCounts,
+} from './housekeeping.js';
 import type { JobCounts } from './job-counts.js';
 import { runJobs } from './job-loop.js';
 import { jsonConsoleLogger, type Logger } from './logger.js';
@@ -25,6 +31,8 @@ export interface DrainOptions {
   workerId?: string;
   /** Keep finished jobs this long before pruning them. Default 7 days. */
   retentionSeconds?: number;
+  /** Keep the daily attempt statistics this many days. Default 365. */
+  statsRetentionDays?: number;
   /** Reaping, expiry, periodic jobs and pruning before the jobs run. Default true; the fast path skips them. */
   housekeeping?: boolean;
   /** How long a handed-back job waits before it can run again. Default 1 s. */
@@ -59,6 +67,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
       await syncPeriodicJobs(db, registry.schedules);
       housekeeping = await runHousekeeping(db, {
         retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
+        statsRetentionDays: options.statsRetentionDays ?? DEFAULT_STATS_RETENTION_DAYS,
         budget,
         logger,
       });

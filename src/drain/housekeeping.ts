@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types.js';
+import { rollUpAttemptStats } from '../engine/attempt-stats.js';
 import { maintainHistory, pruneEvents, type HistoryMaintenance } from '../engine/prune.js';
 import type { DrainBudget } from './budget.js';
 import type { Logger } from './logger.js';
@@ -7,6 +8,8 @@ import { enqueueDuePeriodicJobs } from './periodic.js';
 
 /** Seven days. */
 export const DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600;
+/** The daily attempt statistics outlive the jobs: a year by default. */
+export const DEFAULT_STATS_RETENTION_DAYS = 365;
 const PRUNE_BATCH = 1000;
 /** Pruning is bounded per drain, so a backlog of history never eats the time meant for jobs. */
 const MAX_PRUNE_BATCHES = 5;
@@ -16,6 +19,17 @@ export interface HousekeepingCounts extends MaintenanceCounts, HistoryMaintenanc
   periodicEnqueued: number;
   /** Events deleted past the retention. */
   prunedEvents: number;
+  /** Daily attempt statistics rows made or added to by the rollup. */
+  statsRowsWritten: number;
+  /** Daily attempt statistics rows dropped past their retention. */
+  statsRowsDropped: number;
+}
+
+export interface HousekeepingOptions {
+  retentionSeconds: number;
+  statsRetentionDays: number;
+  budget: DrainBudget;
+  logger: Logger;
 }
 
 export const NO_HOUSEKEEPING: HousekeepingCounts = {
@@ -28,20 +42,24 @@ export const NO_HOUSEKEEPING: HousekeepingCounts = {
   droppedDays: 0,
   deletedJobs: 0,
   prunedEvents: 0,
+  statsRowsWritten: 0,
+  statsRowsDropped: 0,
 };
 
 /**
  * Everything a drain does before it runs jobs: hand back expired leases,
- * expire what can no longer start, enqueue due periodic jobs, and apply the
- * retention to the history. Each step is bounded; a backlog larger than
+ * expire what can no longer start, enqueue due periodic jobs, sum the
+ * attempts that ended into the daily statistics, and apply the retention to
+ * the history (which never prunes what the statistics have not summed). Each step is bounded; a backlog larger than
  * one round is finished by the next.
  */
 export async function runHousekeeping(
   db: Queryable,
-  options: { retentionSeconds: number; budget: DrainBudget; logger: Logger },
+  options: HousekeepingOptions,
 ): Promise<HousekeepingCounts> {
   const maintenance = await runMaintenance(db);
   const periodicEnqueued = await enqueueDuePeriodicJobs(db, options.logger);
+  const rollup = await rollUpAttemptStats(db, { keepDays: options.statsRetentionDays });
   const history = await maintainHistory(db, { retentionSeconds: options.retentionSeconds });
   let prunedEvents = 0;
   for (let batch = 0; batch < MAX_PRUNE_BATCHES && options.budget.claiming; batch++) {
@@ -49,5 +67,12 @@ export async function runHousekeeping(
     prunedEvents += deleted;
     if (deleted < PRUNE_BATCH) break;
   }
-  return { ...maintenance, ...history, periodicEnqueued, prunedEvents };
+  return {
+    ...maintenance,
+    ...history,
+    periodicEnqueued,
+    prunedEvents,
+    statsRowsWritten: rollup.rowsWritten,
+    statsRowsDropped: rollup.rowsDropped,
+  };
 }

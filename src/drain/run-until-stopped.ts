@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import { sleep } from '../engine/sleep.js';
 import { DrainBudget } from './budget.js';
-import { DEFAULT_RETENTION_SECONDS, runHousekeeping } from './housekeeping.js';
+import { DEFAULT_RETENTION_SECONDS, DEFAULT_STATS_RETENTION_DAYS, runHousekeeping, type HousekeepingOptions } from './housekeeping.js';
 import { runJobs } from './job-loop.js';
 import { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
@@ -22,6 +22,8 @@ export interface RunUntilStoppedOptions {
   housekeepingIntervalMs?: number;
   /** Default 7 days. */
   retentionSeconds?: number;
+  /** Default 365. */
+  statsRetentionDays?: number;
   logger?: Logger;
 }
 
@@ -58,6 +60,7 @@ export async function runUntilStopped(
   const housekeeping = keepHouse(db, {
     intervalMs: options.housekeepingIntervalMs ?? 5000,
     retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
+    statsRetentionDays: options.statsRetentionDays ?? DEFAULT_STATS_RETENTION_DAYS,
     budget,
     logger,
   });
@@ -74,7 +77,7 @@ export async function runUntilStopped(
 /** Housekeeping every `intervalMs` until the drain stops; a failed round is logged and tried again next time. */
 async function keepHouse(
   db: Queryable,
-  options: { intervalMs: number; retentionSeconds: number; budget: DrainBudget; logger: Logger },
+  options: HousekeepingOptions & { intervalMs: number },
 ): Promise<void> {
   const { budget, logger } = options;
   if (options.intervalMs <= 0) return;

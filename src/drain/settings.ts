@@ -1,6 +1,6 @@
 import type { BuiltInJobSettings } from './handlers/built-in.js';
 import { readAllowedHosts } from './handlers/http-destination.js';
-import { DEFAULT_RETENTION_SECONDS } from './housekeeping.js';
+import { DEFAULT_RETENTION_SECONDS, DEFAULT_STATS_RETENTION_DAYS } from './housekeeping.js';
 
 /**
  * The variables the drain reads, whether from a Worker's env or a Node
@@ -9,12 +9,14 @@ import { DEFAULT_RETENTION_SECONDS } from './housekeeping.js';
 export interface DrainVariables {
   readonly SKIPLOCK_DEV?: string | undefined;
   readonly RETENTION_SECONDS?: string | undefined;
+  readonly STATS_RETENTION_DAYS?: string | undefined;
   readonly HTTP_ALLOWED_HOSTS?: string | undefined;
   readonly HTTP_SIGNING_SECRET?: string | undefined;
 }
 
 export interface JobSettings extends BuiltInJobSettings {
   retentionSeconds: number;
+  statsRetentionDays: number;
 }
 
 export function readJobSettings(vars: DrainVariables): JobSettings {
@@ -22,6 +24,7 @@ export function readJobSettings(vars: DrainVariables): JobSettings {
   return {
     devMode: vars.SKIPLOCK_DEV?.trim() === '1',
     retentionSeconds: readNumber(vars, 'RETENTION_SECONDS', DEFAULT_RETENTION_SECONDS, { min: 0 }),
+    statsRetentionDays: readNumber(vars, 'STATS_RETENTION_DAYS', DEFAULT_STATS_RETENTION_DAYS, { min: 1, integer: true }),
     http: {
       allowedHosts: readAllowedHosts(vars.HTTP_ALLOWED_HOSTS),
       ...(signingSecret ? { signingSecret } : {}),

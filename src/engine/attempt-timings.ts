@@ -26,26 +26,12 @@ export interface AttemptTimingsRow {
 }
 
 /**
- * Every attempt that ended in the window, with the wait before it and its
- * run: a success is its job's row in the history (its last attempt), every
- * other ending an event that says both (skiplock.fail_jobs). Attempts cut
- * off by a lapsed lease have no run time and are not counted. Reads the
- * window of the history and the events through their BRIN indexes.
+ * Every attempt that ended in the window (skiplock.ended_attempts: a
+ * success's row in the history, a failure's or cancellation's event), with
+ * exact percentiles of its wait and run. Reads the window of the history and
+ * the events through their BRIN indexes.
  */
-const attemptTimingsSql = /* sql */ `WITH attempt AS (
-  SELECT f.queue, f.tenant, true AS succeeded,
-         greatest(0, skiplock.ms_between(f.run_at, f.started_at)) AS wait_ms,
-         skiplock.ms_between(f.started_at, f.finished_at) AS run_ms
-  FROM skiplock.finished_jobs f
-  WHERE f.finished_at > now() - make_interval(secs => $1) AND f.state = 'succeeded'
-    AND ($2::text IS NULL OR f.tenant = $2)
-  UNION ALL
-  SELECT a.queue, a.tenant, false, (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint
-  FROM skiplock.job_events e
-  JOIN skiplock.all_jobs a ON a.id = e.job_id
-  WHERE e.at > now() - make_interval(secs => $1) AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
-    AND ($2::text IS NULL OR a.tenant = $2)
-)
+const attemptTimingsSql = /* sql */ `
 SELECT queue, tenant, count(*)::integer AS attempts,
        count(*) FILTER (WHERE succeeded)::integer AS succeeded,
        count(*) FILTER (WHERE NOT succeeded)::integer AS failed,
@@ -53,7 +39,8 @@ SELECT queue, tenant, count(*)::integer AS attempts,
                          'p95', percentile_disc(0.95) WITHIN GROUP (ORDER BY wait_ms)) AS "waitMs",
        json_build_object('p50', percentile_disc(0.5) WITHIN GROUP (ORDER BY run_ms),
                          'p95', percentile_disc(0.95) WITHIN GROUP (ORDER BY run_ms)) AS "runMs"
-FROM attempt
+FROM skiplock.ended_attempts(now() - make_interval(secs => $1), 'infinity')
+WHERE $2::text IS NULL OR tenant = $2
 GROUP BY queue, tenant
 ORDER BY queue, tenant`;
 

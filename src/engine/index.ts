@@ -52,6 +52,13 @@ export {
   type Percentiles,
   type TimingWindow,
 } from './attempt-timings.js';
+export {
+  dailyAttemptStats,
+  MAX_STATS_DAYS,
+  rollUpAttemptStats,
+  type AttemptStatsRollup,
+  type DailyAttemptStats,
+} from './attempt-stats.js';
 export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health.js';
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';

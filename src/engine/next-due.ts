@@ -4,8 +4,9 @@ import type { Queryable } from '../db/types.js';
  * The earliest moment a drain could find work, read from the state the
  * queue is in: a waiting job of one of the drain's types coming due, a lease
  * running out (reaping), a waiting job or a dedup window expiring, a
- * periodic schedule's tick, an event or a day of history past the retention,
- * and tomorrow's partition to make. Read once at the end of a drain, so a
+ * periodic schedule's tick, an event or a day of history past the retention
+ * (and summed by the statistics' rollup, which reads an hour five minutes
+ * after it ends), and tomorrow's partition to make. Read once at the end of a drain, so a
  * scheduler can let the queue (and its database) rest until then.
  */
 const nextDueSql = /* sql */ `
@@ -17,7 +18,8 @@ SELECT least(
     WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'queued', 'retrying')),
   (SELECT min(expires_at) FROM skiplock.dedup_keys WHERE expires_at IS NOT NULL),
   (SELECT min(next_run_at) FROM skiplock.schedules WHERE enabled),
-  (SELECT at FROM skiplock.job_events ORDER BY id LIMIT 1) + make_interval(secs => $2::float8),
+  (SELECT greatest(at + make_interval(secs => $2::float8), date_trunc('hour', at, 'UTC') + interval '65 minutes')
+    FROM skiplock.job_events ORDER BY id LIMIT 1),
   date_trunc('day', now()) + interval '1 day'
 ) AS due_at`;
 

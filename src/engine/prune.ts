@@ -5,15 +5,20 @@ import type { Queryable } from '../db/types.js';
  * retention are dropped whole, and the partitions of the days ahead made
  * (skiplock.maintain_finished_jobs), so a finished job is kept at least the
  * retention and at most a day longer, and pruning leaves nothing to vacuum.
+ * Nothing goes before the statistics' rollup has summed it.
  */
 const maintainHistorySql = /* sql */ `
 SELECT created, dropped, deleted FROM skiplock.maintain_finished_jobs(make_interval(secs => $1::float8))`;
 
-/** Events older than the retention, in one bounded batch, oldest first. */
+/**
+ * Events older than the retention, in one bounded batch, oldest first; never
+ * past what the statistics' rollup has summed (an attempt's run time is in
+ * its event).
+ */
 const pruneEventsSql = /* sql */ `
 WITH doomed AS MATERIALIZED (
   SELECT id FROM skiplock.job_events
-  WHERE at < now() - make_interval(secs => $1::float8)
+  WHERE at < least(now() - make_interval(secs => $1::float8), (SELECT rolled_through FROM skiplock.attempt_stats_rollup))
   ORDER BY at
   LIMIT $2
 ),

@@ -12,7 +12,7 @@ import { problemFor } from './error-mapping.js';
 import { notFound, Problem, renderProblem } from './problem.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { enqueueRoutes } from './routes/enqueue.js';
-import { attemptTimingsRoutes } from './routes/attempt-timings.js';
+import { attemptStatsRoutes } from './routes/attempt-stats.js';
 import { healthRoutes } from './routes/health.js';
 import { jobEventRoutes } from './routes/job-events.js';
 import { jobHistoryRoutes } from './routes/job-history.js';
@@ -76,7 +76,7 @@ export function createApp(deps: AppDeps) {
     .route('/', pullRoutes(deps))
     .route('/', queueRoutes(deps))
     .route('/', throughputRoutes(deps))
-    .route('/', attemptTimingsRoutes(deps))
+    .route('/', attemptStatsRoutes(deps))
     .route('/', tenantRoutes(deps))
     .route('/', apiKeyRoutes(deps));
 

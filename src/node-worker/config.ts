@@ -39,6 +39,7 @@ export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
       preparedStatements: readSwitch(vars, 'WORKER_PREPARED_STATEMENTS', true),
       shutdownGraceMs: readNumber(vars, 'SHUTDOWN_GRACE_SECONDS', 20, { min: 0 }) * 1000,
       retentionSeconds: jobs.retentionSeconds,
+      statsRetentionDays: jobs.statsRetentionDays,
       ...(workerId ? { workerId } : {}),
     },
   };

@@ -47,6 +47,8 @@ export interface WorkerOptions {
   housekeepingIntervalMs?: number;
   /** Default 7 days. */
   retentionSeconds?: number;
+  /** How many days the daily attempt statistics are kept. Default 365. */
+  statsRetentionDays?: number;
   /** On stop, running jobs get this long to finish before they are handed back. Default 20,000 ms. */
   shutdownGraceMs?: number;
   logger?: Logger;
@@ -87,6 +89,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       waitForWork: (signal) => started.next(signal),
       ...(options.housekeepingIntervalMs === undefined ? {} : { housekeepingIntervalMs: options.housekeepingIntervalMs }),
       ...(options.retentionSeconds === undefined ? {} : { retentionSeconds: options.retentionSeconds }),
+      ...(options.statsRetentionDays === undefined ? {} : { statsRetentionDays: options.statsRetentionDays }),
       logger,
     });
   } catch (error) {

@@ -85,6 +85,7 @@ export async function scheduledDrain(runtime: DrainRuntime, cron: string, clock?
       budgetSeconds: settings.drain.budgetSeconds,
       concurrency: settings.drain.concurrency,
       retentionSeconds: settings.jobs.retentionSeconds,
+      statsRetentionDays: settings.jobs.statsRetentionDays,
       workerId: invocationId('cron'),
       subrequests,
       connections,

@@ -54,6 +54,8 @@ export interface SkiplockEnv {
   LOG_LEVEL?: string;
   /** How long finished jobs are kept, in seconds; default 604800 (7 days). */
   RETENTION_SECONDS?: string;
+  /** How many days the daily attempt statistics are kept; default 365. */
+  STATS_RETENTION_DAYS?: string;
   /** Hosts the built-in `http` job may call, comma-separated. */
   HTTP_ALLOWED_HOSTS?: string;
   /** Signs `http` job deliveries. Secret. */

@@ -42,6 +42,8 @@ export interface SkiplockSettings {
   logLevel?: 'warn' | 'info';
   /** RETENTION_SECONDS: how long finished jobs are kept. */
   retentionSeconds?: number;
+  /** STATS_RETENTION_DAYS: how many days the daily attempt statistics are kept. */
+  statsRetentionDays?: number;
   /** HTTP_ALLOWED_HOSTS: hosts the built-in `http` job may call. */
   httpAllowedHosts?: readonly string[];
   /** HTTP_SIGNING_SECRET: signs `http` job deliveries. */
@@ -65,6 +67,7 @@ const VARIABLE_OF = {
   drainFanout: 'DRAIN_FANOUT',
   logLevel: 'LOG_LEVEL',
   retentionSeconds: 'RETENTION_SECONDS',
+  statsRetentionDays: 'STATS_RETENTION_DAYS',
   httpAllowedHosts: 'HTTP_ALLOWED_HOSTS',
   httpSigningSecret: 'HTTP_SIGNING_SECRET',
 } as const satisfies Record<keyof SkiplockSettings, keyof SkiplockEnv>;

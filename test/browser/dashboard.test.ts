@@ -2,7 +2,18 @@ import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { JOB_STATUSES } from '../../src/engine';
 import { hasChromium, PHONE } from './support/chromium';
-import { claimNext, createKey, enqueueManual, failForGood, getJob, getTenant, queueSummaries } from './support/jobs';
+import {
+  attemptTimings,
+  claimNext,
+  completeJob,
+  createKey,
+  dailyAttemptStats,
+  enqueueManual,
+  failForGood,
+  getJob,
+  getTenant,
+  queueSummaries,
+} from './support/jobs';
 import { ADMIN_TOKEN } from './support/stack';
 import { signIn, useStackAndBrowser } from './support/suite';
 
@@ -139,6 +150,35 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await confirm(page);
     expect(await noticeText(page)).toMatch(/^Refused\. Forbidden: this key lacks the admin\b/);
     expect((await getTenant(stack().api, 'globex')).weight).toBe(1);
+  });
+
+  it('shows wait and run times per queue and tenant as the API gives them, over the last hour and over 30 days', async () => {
+    const { api } = stack();
+    const claimed = await claimNext(api, 'emails');
+    await completeJob(api, claimed.id, claimed.leaseToken, { sent: true });
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.locator('#timings-table tbody tr').first().waitFor();
+
+    type TimingsRow = { queue: string; tenant: string; attempts: number; failed: number; waitMs: Percentiles; runMs: Percentiles };
+    type Percentiles = Record<'p50' | 'p95', number>;
+    const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+    /** What the table should show for the API's rows, and what it shows. */
+    const expected = (rows: TimingsRow[]) =>
+      rows.map((row) => [row.queue, row.tenant, String(row.attempts), String(row.failed), duration(row.waitMs.p50), duration(row.waitMs.p95), duration(row.runMs.p50), duration(row.runMs.p95)]);
+    const shown = () =>
+      page.locator('#timings-table tbody tr').evaluateAll((rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent)));
+
+    const { timings } = await attemptTimings(api, '1h');
+    expect(timings.find((row) => row.queue === 'emails')).toMatchObject({ tenant: 'acme', attempts: 1, succeeded: 1 });
+    expect(timings.find((row) => row.queue === 'reports-failing')).toMatchObject({ tenant: 'globex', succeeded: 0 });
+    expect(await shown()).toEqual(expected(timings));
+
+    await page.selectOption('#timings-window', '30d');
+    const { totals } = await dailyAttemptStats(api, 30);
+    expect(totals.map((row) => row.queue)).toEqual(timings.map((row) => row.queue));
+    await expect.poll(shown).toEqual(expected(totals));
+    expect(await page.locator('#timings-empty').isHidden()).toBe(true);
   });
 
   it('fits a phone screen: the page itself never scrolls sideways', async () => {

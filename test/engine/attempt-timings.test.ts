@@ -1,21 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { Db } from '../../src/db/types';
-import { attemptTimings, claimBatch, completeMany, enqueueBatch, failMany, InvalidInputError, type TimingWindow } from '../../src/engine';
+import { attemptTimings, completeMany, enqueueBatch, failMany, InvalidInputError, type TimingWindow } from '../../src/engine';
+import { claimStartedAgo } from '../support/attempts';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
-
-/** Claims every ready job of the queue and backdates its claim by `claimedAgoMs`: it started that long ago. */
-async function claimStartedAgo(db: Db, queue: string, claimedAgoMs: number) {
-  const jobs = await claimBatch(db, { max: 100, workerId: 'w', queues: [queue] });
-  await db.query({
-    text: `UPDATE skiplock.jobs SET started_at = started_at - make_interval(secs => $2::float8 / 1000),
-                                    run_at = run_at - make_interval(secs => $2::float8 / 1000)
-           WHERE id = ANY($1::uuid[])`,
-    params: [jobs.map((job) => job.id), claimedAgoMs],
-  });
-  return jobs;
-}
 
 /** low <= value < high: timings carry a loaded machine's jitter. */
 function expectWithin(value: number, low: number, high: number): void {

@@ -17,6 +17,15 @@ const HEALTH = [
   { id: 'health-oldest-snapshot', label: 'Oldest transaction', hint: 'The oldest open transaction holds back vacuum' },
 ];
 
+/** GET /v1/stats/timings (exact, from the history) for the short windows, GET /v1/stats/daily (the daily rollup) for the long. */
+const TIMING_WINDOWS = [
+  { value: '1h', label: 'Last hour' },
+  { value: '24h', label: 'Last 24 hours' },
+  { value: '7d', label: 'Last 7 days' },
+  { value: '30d', label: 'Last 30 days' },
+  { value: '90d', label: 'Last 90 days' },
+];
+
 /** The colours of a chart; hidden from screen readers, which the charts' own labels tell everything. */
 function Legend({ keys }: { keys: readonly string[] }) {
   return (
@@ -28,7 +37,7 @@ function Legend({ keys }: { keys: readonly string[] }) {
   );
 }
 
-/** Queues and tenants at a glance; filled by the script from /v1/queues, /v1/stats, /v1/stats/throughput and /v1/jobs. */
+/** Queues and tenants at a glance; filled by the script from /v1/queues, /v1/stats, /v1/stats/throughput, /v1/stats/timings or /v1/stats/daily, and /v1/jobs. */
 export function Overview() {
   return (
     <section id="overview-view" aria-labelledby="overview-title" hidden>
@@ -81,6 +90,35 @@ export function Overview() {
         />
         <p id="queues-empty" class="empty muted" hidden>
           No jobs yet.
+        </p>
+      </Panel>
+
+      <Panel
+        id="timings"
+        title="Wait and run times"
+        aside={
+          <select id="timings-window" aria-label="Attempts that ended in">
+            {TIMING_WINDOWS.map((window) => (
+              <option value={window.value}>{window.label}</option>
+            ))}
+          </select>
+        }
+      >
+        <ScrollTable
+          id="timings-table"
+          label="Wait and run times per queue and tenant"
+          columns={[
+            'Queue',
+            'Tenant',
+            ...['Attempts', 'Failed', 'Wait p50', 'Wait p95', 'Run p50', 'Run p95'].map((numeric) => ({ numeric })),
+          ]}
+        />
+        <p id="timings-empty" class="empty muted" hidden>
+          No attempt ended in this period.
+        </p>
+        <p class="muted footnote">
+          Wait: from when an attempt was due until its handler started. Run: until it ended. Over 30 and 90 days, from the
+          daily rollup, within 9%.
         </p>
       </Panel>
 

@@ -33,6 +33,7 @@ legend { padding: 0 0.25rem; font-weight: 600; }
 label { font-weight: 600; }
 .error { color: var(--danger); font-weight: 600; margin: 0; }
 .empty { margin: 0.5rem 0 0; }
+.footnote { margin: 0.5rem 0 0; font-size: 0.85rem; }
 
 .notice {
   position: sticky; top: 0.5rem; z-index: 1; margin: 0 0 1rem; padding: 0.6rem 0.9rem;

@@ -44,3 +44,11 @@ export function getTenant(api: SkiplockClient, tenant: string) {
 export async function createKey(api: SkiplockClient, scopes: Array<'admin' | 'enqueue' | 'read' | 'worker'>): Promise<string> {
   return (await parseResponse(api.v1.keys.$post({ json: { name: `browser-test-${scopes.join('-')}`, scopes } }))).secret;
 }
+
+export function attemptTimings(api: SkiplockClient, window: '1h' | '24h' | '7d') {
+  return parseResponse(api.v1.stats.timings.$get({ query: { window } }));
+}
+
+export function dailyAttemptStats(api: SkiplockClient, days: number) {
+  return parseResponse(api.v1.stats.daily.$get({ query: { days: String(days) } }));
+}

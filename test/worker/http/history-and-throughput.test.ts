@@ -54,6 +54,13 @@ describe('GET /v1/stats/throughput', () => {
   });
 });
 
+/** An attempts row of the stats: counts as given, any percentiles. */
+const attemptsRow = (counts: { attempts: number; succeeded: number; failed: number }) => ({
+  ...counts,
+  waitMs: { p50: expect.any(Number), p95: expect.any(Number) },
+  runMs: { p50: expect.any(Number), p95: expect.any(Number) },
+});
+
 describe('GET /v1/stats/timings', () => {
   it("gives the wait and run percentiles of the window's attempts per queue and tenant; a tenant-bound key only its own", async () => {
     const succeeded = await finishedJob('complete');
@@ -64,11 +71,7 @@ describe('GET /v1/stats/timings', () => {
     expect(all.window).toBe('24h');
     expect(all.timings.find((row) => row.queue === succeeded.queue)).toMatchObject({
       tenant: succeeded.tenant,
-      attempts: 1,
-      succeeded: 1,
-      failed: 0,
-      waitMs: { p50: expect.any(Number), p95: expect.any(Number) },
-      runMs: { p50: expect.any(Number), p95: expect.any(Number) },
+      ...attemptsRow({ attempts: 1, succeeded: 1, failed: 0 }),
     });
     expect(all.timings.find((row) => row.queue === failed.queue)).toMatchObject({ attempts: 1, succeeded: 0, failed: 1 });
 
@@ -81,5 +84,37 @@ describe('GET /v1/stats/timings', () => {
     const problem = await problemOf(await request('/v1/stats/timings?window=30d', { apiKey: ADMIN_TOKEN }));
     expect(problem.status).toBe(400);
     expect(problem.errors?.[0]?.path).toBe('window');
+  });
+});
+
+describe('GET /v1/stats/daily', () => {
+  it("gives today's attempts per queue and tenant, and over the period; a tenant-bound key only its own", async () => {
+    const succeeded = await finishedJob('complete');
+    const failed = await finishedJob('fail', succeeded.tenant);
+    const ownKey = await createKey(['read'], succeeded.tenant);
+
+    const all = await success(api.v1.stats.daily.$get({ query: { days: '7' } }));
+    expect(all.days).toBe(7);
+    const today = new Date().toISOString().slice(0, 10);
+    const row = (rows: typeof all.totals, queue: string) => rows.find((candidate) => candidate.queue === queue);
+    expect(row(all.daily, succeeded.queue)).toMatchObject({
+      day: today,
+      tenant: succeeded.tenant,
+      ...attemptsRow({ attempts: 1, succeeded: 1, failed: 0 }),
+    });
+    expect(row(all.totals, failed.queue)).toMatchObject({ attempts: 1, succeeded: 0, failed: 1 });
+
+    const own = await success(client(ownKey).v1.stats.daily.$get({ query: {} }));
+    expect(own.days).toBe(30);
+    expect(new Set(own.totals.map((total) => total.tenant))).toEqual(new Set([succeeded.tenant]));
+    expect(own.totals.map((total) => total.queue).sort()).toEqual([succeeded.queue, failed.queue].sort());
+  });
+
+  it('refuses a period it cannot read with 400, naming it', async () => {
+    for (const days of ['0', '1001', '1.5', 'week', '1e2']) {
+      const problem = await problemOf(await request(`/v1/stats/daily?days=${days}`, { apiKey: ADMIN_TOKEN }));
+      expect(problem.status).toBe(400);
+      expect(problem.errors?.[0]?.path).toBe('days');
+    }
   });
 });

@@ -115,6 +115,7 @@ function signOut() {
 function start() {
   byId('sign-in-form').addEventListener('submit', signIn);
   byId('sign-out').addEventListener('click', signOut);
+  wireOverview();
   wireJobList();
   wireJobView();
   wireTenantView();

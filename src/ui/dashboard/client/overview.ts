@@ -4,14 +4,19 @@ const WAITING = ['queued', 'scheduled', 'retrying'];
 const QUEUE_COLUMNS = ['queued', 'scheduled', 'retrying', 'running', 'succeeded', 'failed', 'cancelled', 'expired'];
 const TENANT_COLUMNS = ['waiting', 'running', 'succeeded', 'failed'];
 const RUNNING_SHOWN = 20;
+/** The windows the daily rollup answers, in days; the others are /v1/stats/timings windows. */
+const DAILY_WINDOWS = { '30d': 30, '90d': 90 };
+const TIMING_FIGURES = ['attempts', 'failed'];
 
 async function loadOverview() {
-  const [queues, stats, throughput, running] = await Promise.all([
+  const [queues, stats, throughput, running, timings] = await Promise.all([
     api('/v1/queues'),
     api('/v1/stats'),
     api('/v1/stats/throughput'),
     api('/v1/jobs?status=running&limit=' + RUNNING_SHOWN),
+    loadTimings(byId('timings-window').value),
   ]);
+  renderTimings(timings);
   renderTotals(queues.queues);
   renderThroughput(throughput.throughput);
   renderQueues(queues.queues, throughput.throughput);
@@ -89,6 +94,27 @@ function renderTenants(rows) {
     h('tr', { 'data-tenant': tenant },
       h('th', { scope: 'row' }, h('a', { href: '#/tenants/' + encodeURIComponent(tenant) }, tenant)),
       ...TENANT_COLUMNS.map((column) => h('td', { class: 'num', 'data-count': column }, totals[column])))));
+}
+
+async function loadTimings(span) {
+  if (span in DAILY_WINDOWS) return (await api('/v1/stats/daily?days=' + DAILY_WINDOWS[span])).totals;
+  return (await api('/v1/stats/timings?window=' + encodeURIComponent(span))).timings;
+}
+
+function renderTimings(rows) {
+  byId('timings-table').tBodies[0].replaceChildren(...rows.map((row) =>
+    h('tr', {},
+      h('th', { scope: 'row' }, h('a', { href: jobsHash({ queue: row.queue }) }, row.queue)),
+      h('td', {}, row.tenant),
+      ...TIMING_FIGURES.map((figure) => h('td', { class: 'num', 'data-figure': figure }, row[figure])),
+      ...['waitMs', 'runMs'].flatMap((measure) => ['p50', 'p95'].map((percentile) =>
+        h('td', { class: 'num', 'data-figure': measure + '.' + percentile }, formatDuration(row[measure][percentile])))))));
+  byId('timings-empty').hidden = rows.length > 0;
+}
+
+function wireOverview() {
+  // Another window: the overview again, read as a refresh (the page stays where it is).
+  byId('timings-window').addEventListener('change', () => scheduleRender(true));
 }
 
 function renderRunning(jobs) {
