@@ -13,6 +13,20 @@ export {
   type BatchOutcome,
   type BatchOutcomes,
 } from './define-batch-job.js';
+export type { DeliveredJob } from './bulk-delivery/delivered-job.js';
+export {
+  defineWebhookDelivery,
+  type WebhookDeliveryOptions,
+  type WebhookDeliveryResult,
+} from './bulk-delivery/webhook.js';
+export {
+  defineCloudflareQueueDelivery,
+  QUEUE_LIMITS,
+  type CloudflareQueueDeliveryOptions,
+  type CloudflareQueueDeliveryResult,
+  type QueueMessage,
+  type QueueProducer,
+} from './bulk-delivery/cloudflare-queue.js';
 export { AttemptInterrupted, InvalidBatchOutcome, InvalidPayload, PermanentFailure, RetryAfter, type Interruption } from './job-errors.js';
 export { createRegistry, type JobRegistry, type RegistryOptions } from './registry.js';
 export { definePeriodicJob, type PeriodicJob } from './periodic.js';

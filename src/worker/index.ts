@@ -10,4 +10,13 @@ export type { SkiplockEnv } from './env.js';
 export { SkiplockClock, type ClockNamespace } from './queue-clock.js';
 export type { DrainerState, SkiplockDrainer, SkiplockDrainerClass } from './drainer.js';
 export type { DrainerNamespace } from './fan-out.js';
-export { defineBatchJob, defineJob, definePeriodicJob, PermanentFailure, RetryAfter } from '../drain/index.js';
+export {
+  defineBatchJob,
+  defineCloudflareQueueDelivery,
+  defineJob,
+  definePeriodicJob,
+  defineWebhookDelivery,
+  PermanentFailure,
+  RetryAfter,
+  type DeliveredJob,
+} from '../drain/index.js';

@@ -49,16 +49,38 @@ export async function httpEndpointSecret(signingSecret: string, endpoint: { tena
   return SECRET_PREFIX + base64(await endpointKey(signingSecret, endpoint.tenant, new URL(endpoint.url)));
 }
 
+export type WebhookHeaders = Record<(typeof WEBHOOK_HEADERS)[number], string>;
+
 /** The Standard Webhooks headers that sign one delivery of a job of `tenant` to `url`. */
 export async function webhookHeaders(
   signingSecret: string,
   delivery: { jobId: string; tenant: string; url: URL; body: string; unixSeconds: number },
-): Promise<Record<(typeof WEBHOOK_HEADERS)[number], string>> {
+): Promise<WebhookHeaders> {
   const key = await endpointKey(signingSecret, delivery.tenant, delivery.url);
-  const signature = await hmacSha256(key, `${delivery.jobId}.${delivery.unixSeconds}.${delivery.body}`);
+  return signedHeaders(key, { id: delivery.jobId, unixSeconds: delivery.unixSeconds, body: delivery.body });
+}
+
+/** The Standard Webhooks headers of one message, signed with the endpoint's key. */
+export async function signedHeaders(key: Uint8Array, message: { id: string; unixSeconds: number; body: string }): Promise<WebhookHeaders> {
+  const signature = await hmacSha256(key, `${message.id}.${message.unixSeconds}.${message.body}`);
   return {
-    'webhook-id': delivery.jobId,
-    'webhook-timestamp': String(delivery.unixSeconds),
+    'webhook-id': message.id,
+    'webhook-timestamp': String(message.unixSeconds),
     'webhook-signature': `v1,${base64(signature)}`,
   };
+}
+
+/** The key of an endpoint secret as Standard Webhooks gives it out (`whsec_` and base64). */
+export function endpointSecretKey(secret: string): Uint8Array {
+  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : '';
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = Uint8Array.from(atob(encoded), (char) => char.charCodeAt(0));
+  } catch {
+    bytes = undefined;
+  }
+  if (bytes === undefined || bytes.length < 24) {
+    throw new RangeError('a webhook secret is "whsec_" and the base64 of at least 24 random bytes');
+  }
+  return bytes;
 }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineJob, type JobContext, type JobDefinition } from '../define-job.js';
-import { PermanentFailure, RetryAfter } from '../job-errors.js';
+import { PermanentFailure } from '../job-errors.js';
 import { destinationProblem, parseAllowedHosts } from './http-destination.js';
+import { failedDelivery, readStart, sendOrExplain } from './http-response.js';
 import { WEBHOOK_HEADERS, webhookHeaders } from './http-signature.js';
 
 /** One delivery as the `http` job sends it. Redirects are never followed: they could leave the allow-list. */
@@ -43,8 +44,6 @@ const contextFetch =
 
 /** How much of the response body the job's result keeps. */
 const RESULT_BODY_BYTES = 2048;
-/** Longest Retry-After honoured; a longer one is someone's mistake, not a plan. */
-const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 
 const httpPayload = z
   .object({
@@ -101,60 +100,12 @@ export function httpJob(settings: HttpJobSettings): JobDefinition {
       for (const [name, value] of Object.entries(signed)) headers.set(name, value);
     }
 
-    let response: Response;
-    try {
-      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(request.timeoutMs)]);
-      response = await send(url, { method: request.method, headers, body, signal });
-    } catch (error) {
-      if (error instanceof PermanentFailure) throw error;
-      const timedOut = error instanceof Error && error.name === 'TimeoutError';
-      throw new Error(
-        timedOut
-          ? `${url.origin} did not answer within ${request.timeoutMs} ms`
-          : `request to ${url.origin} failed: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
+    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(request.timeoutMs)]);
+    const response = await sendOrExplain(url, request.timeoutMs, () => send(url, { method: request.method, headers, body, signal }));
     const text = await readStart(response, RESULT_BODY_BYTES);
     const { status } = response;
     if (status >= 200 && status < 300) return { status, body: text };
-
-    const what = `${url.origin} answered ${status}${text === '' ? '' : `: ${text.slice(0, 200)}`}`;
-    const retryAfter = status === 429 || status === 503 ? retryAfterSeconds(response.headers.get('retry-after')) : undefined;
-    if (retryAfter !== undefined) throw new RetryAfter(retryAfter, what);
-    if (status >= 400 && status < 500 && status !== 408 && status !== 429) throw new PermanentFailure(what);
-    throw new Error(what);
+    throw failedDelivery(url, response, text);
     // One delivery, never redirected: one subrequest.
   }, { subrequests: 1 });
-}
-
-/** The first `maxBytes` of the body as text; the rest is never downloaded. */
-async function readStart(response: Response, maxBytes: number): Promise<string> {
-  if (response.body === null) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < maxBytes) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes.subarray(0, maxBytes));
-}
-
-/** Retry-After as seconds (`120`) or an HTTP date; undefined when absent or unreadable. */
-function retryAfterSeconds(header: string | null): number | undefined {
-  if (header === null) return undefined;
-  const seconds = /^\d+$/.test(header.trim()) ? Number(header.trim()) : (Date.parse(header) - Date.now()) / 1000;
-  return Number.isFinite(seconds) ? Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, seconds)) : undefined;
 }

@@ -11,22 +11,27 @@ export interface Received {
 export interface Answer {
   status: number;
   headers?: Record<string, string>;
+  /** Default `answer <status>`. */
+  body?: string;
 }
 
 /**
  * An HTTP receiver on 127.0.0.1 that keeps every request it gets and
- * answers as `answer` says (given the request and the requests before it).
+ * answers as `answer` says (given the request and the requests before it),
+ * when its promise settles if it gives one.
  */
-export async function startReceiver(answer: (request: Received, earlier: readonly Received[]) => Answer) {
+export async function startReceiver(answer: (request: Received, earlier: readonly Received[]) => Answer | Promise<Answer>) {
   const received: Received[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const got = { method: request.method ?? '', path: request.url ?? '/', headers: request.headers, body: Buffer.concat(chunks).toString() };
-      const { status, headers = {} } = answer(got, [...received]);
+      const answered = answer(got, [...received]);
       received.push(got);
-      response.writeHead(status, headers).end(`answer ${status}`);
+      void Promise.resolve(answered).then(({ status, headers = {}, body = `answer ${status}` }) => {
+        if (!response.destroyed) response.writeHead(status, headers).end(body);
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
