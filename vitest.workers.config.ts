@@ -45,6 +45,18 @@ export default defineConfig({
         hyperdrives: { TEST_HYPERDRIVE: withPassword(inject('workerDatabaseUrl')) },
         // Miniflare's local rate limit binding: tests bind it as AUTH_RATE_LIMITER where they want it.
         ratelimits: { TEST_AUTH_RATE_LIMITER: { simple: { limit: 3, period: 60 } } },
+        // A local Cloudflare queue for the bulk delivery tests, and the Worker that consumes it (QUEUE_SINK reads what it got).
+        queueProducers: { TEST_QUEUE: { queueName: 'skiplock-test-queue' } },
+        serviceBindings: { QUEUE_SINK: 'queue-sink' },
+        workers: [
+          {
+            name: 'queue-sink',
+            modules: true,
+            scriptPath: fileURLToPath(new URL('./test/worker/support/queue-sink.js', import.meta.url)),
+            compatibilityDate: '2025-09-01',
+            queueConsumers: { 'skiplock-test-queue': { maxBatchSize: 100, maxBatchTimeout: 1 } },
+          },
+        ],
       },
     })),
   ],

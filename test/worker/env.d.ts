@@ -14,6 +14,8 @@ declare global {
       TEST_HYPERDRIVE: Hyperdrive;
       TEST_AUTH_RATE_LIMITER: RateLimit;
       SKIPLOCK_DRAINER: DurableObjectNamespace;
+      TEST_QUEUE: Queue;
+      QUEUE_SINK: Fetcher;
     }
     interface GlobalProps {
       mainModule: typeof import('../../src/worker');
