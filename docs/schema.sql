@@ -1141,15 +1141,22 @@ $$;
 
 FUNCTION roll_up_attempt_stats(keep interval, max_span interval DEFAULT '7 days'::interval) RETURNS TABLE(rolled_through timestamp with time zone, rows_written integer, rows_dropped integer) LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
+  due timestamptz := date_trunc('hour', now() - interval '5 minutes', 'UTC');
   since timestamptz;
   upto timestamptz;
 BEGIN
   rows_written := 0; rows_dropped := 0;
+  SELECT r.rolled_through INTO since FROM skiplock.attempt_stats_rollup r;
+  IF since >= due THEN
+    rolled_through := since;
+    RETURN NEXT;
+    RETURN;
+  END IF;
   SELECT r.rolled_through INTO since FROM skiplock.attempt_stats_rollup r FOR UPDATE SKIP LOCKED;
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  upto := least(date_trunc('hour', now() - interval '5 minutes', 'UTC'), since + max_span);
+  upto := least(due, since + max_span);
   IF upto > since THEN
     INSERT INTO skiplock.daily_attempt_stats AS d
     SELECT * FROM skiplock.attempt_stats(since, upto)
@@ -1162,9 +1169,9 @@ BEGIN
     GET DIAGNOSTICS rows_written = ROW_COUNT;
     UPDATE skiplock.attempt_stats_rollup SET rolled_through = upto;
     since := upto;
+    DELETE FROM skiplock.daily_attempt_stats WHERE day < ((now() - keep) AT TIME ZONE 'UTC')::date;
+    GET DIAGNOSTICS rows_dropped = ROW_COUNT;
   END IF;
-  DELETE FROM skiplock.daily_attempt_stats WHERE day < ((now() - keep) AT TIME ZONE 'UTC')::date;
-  GET DIAGNOSTICS rows_dropped = ROW_COUNT;
   rolled_through := since;
   RETURN NEXT;
 END

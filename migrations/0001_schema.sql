@@ -621,21 +621,29 @@ INSERT INTO skiplock.attempt_stats_rollup (rolled_through) VALUES (date_trunc('h
 -- Adds the whole hours ended since the last rollup (at most max_span of
 -- them a call) to the daily rows, and drops the days past keep. An hour is
 -- read five minutes after it ends, so a statement that ended a job just
--- before the hour and committed just after it is not missed. One caller at
--- a time; another finds the row locked and returns at once.
+-- before the hour and committed just after it is not missed. Housekeeping
+-- calls it every round: until an hour is due it only reads the one row.
+-- One caller at a time; another finds the row locked and returns at once.
 CREATE FUNCTION skiplock.roll_up_attempt_stats(keep interval, max_span interval DEFAULT interval '7 days')
 RETURNS TABLE (rolled_through timestamptz, rows_written integer, rows_dropped integer)
 LANGUAGE plpgsql AS $$
 DECLARE
+  due timestamptz := date_trunc('hour', now() - interval '5 minutes', 'UTC');
   since timestamptz;
   upto timestamptz;
 BEGIN
   rows_written := 0; rows_dropped := 0;
+  SELECT r.rolled_through INTO since FROM skiplock.attempt_stats_rollup r;
+  IF since >= due THEN
+    rolled_through := since;
+    RETURN NEXT;
+    RETURN;
+  END IF;
   SELECT r.rolled_through INTO since FROM skiplock.attempt_stats_rollup r FOR UPDATE SKIP LOCKED;
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  upto := least(date_trunc('hour', now() - interval '5 minutes', 'UTC'), since + max_span);
+  upto := least(due, since + max_span);
   IF upto > since THEN
     INSERT INTO skiplock.daily_attempt_stats AS d
     SELECT * FROM skiplock.attempt_stats(since, upto)
@@ -648,9 +656,9 @@ BEGIN
     GET DIAGNOSTICS rows_written = ROW_COUNT;
     UPDATE skiplock.attempt_stats_rollup SET rolled_through = upto;
     since := upto;
+    DELETE FROM skiplock.daily_attempt_stats WHERE day < ((now() - keep) AT TIME ZONE 'UTC')::date;
+    GET DIAGNOSTICS rows_dropped = ROW_COUNT;
   END IF;
-  DELETE FROM skiplock.daily_attempt_stats WHERE day < ((now() - keep) AT TIME ZONE 'UTC')::date;
-  GET DIAGNOSTICS rows_dropped = ROW_COUNT;
   rolled_through := since;
   RETURN NEXT;
 END
