@@ -94,11 +94,12 @@ CREATE TABLE skiplock.jobs (
 -- Room on each page for a claimed row's new version next to its old one.
 ) WITH (fillfactor = 80);
 
--- Claiming: per tenant, in claim order. Covers only waiting rows.
-CREATE INDEX jobs_waiting_idx ON skiplock.jobs (tenant, priority DESC, run_at, id)
+-- Claiming: per tenant and queue, in claim order. Covers only waiting rows.
+CREATE INDEX jobs_waiting_idx ON skiplock.jobs (tenant, queue, priority DESC, run_at, id)
   WHERE state IN ('scheduled', 'queued', 'retrying');
--- Running jobs: counted per tenant (limits, fairness); expired leases (the reaper).
-CREATE INDEX jobs_running_idx ON skiplock.jobs (tenant, lease_expires_at) WHERE state = 'running';
+-- Running jobs: counted per tenant and per queue (limits, fairness); expired
+-- leases (the reaper).
+CREATE INDEX jobs_running_idx ON skiplock.jobs (tenant, queue, lease_expires_at) WHERE state = 'running';
 -- Jobs that must expire before they ever start.
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs (expires_at)
   WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'queued', 'retrying');
@@ -667,7 +668,7 @@ $$;
 SELECT skiplock.maintain_finished_jobs(interval '7 days');
 
 -- ---------------------------------------------------------------------------
--- Tenants
+-- Tenants and queues
 -- ---------------------------------------------------------------------------
 
 -- Tenant settings and the claim bookkeeping that enforces them. A row is made
@@ -709,11 +710,25 @@ SELECT t.name, t.has_settings AS custom, t.claim_seq,
        CASE WHEN t.has_settings THEN t.weight ELSE d.weight END AS weight
 FROM skiplock.tenants t CROSS JOIN skiplock.tenant_defaults d;
 
+-- Queue settings, for the queues someone gave any (a queue needs no row to
+-- be used): weight shares each tenant's turns among its queues, as a
+-- tenant's weight shares turns among tenants; concurrency caps the queue's
+-- running jobs over all tenants together.
+CREATE TABLE skiplock.queues (
+  name        text        PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 128),
+  concurrency integer     CHECK (concurrency >= 0),
+  weight      integer     NOT NULL DEFAULT 1 CHECK (weight BETWEEN 1 AND 1000),
+  -- Bumped by every claim that takes jobs of a capped queue, as tenants.claim_seq.
+  claim_seq   bigint      NOT NULL DEFAULT 0,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
 -- Autovacuum never analyzes a table as small as tenant_defaults, and without
 -- statistics the planner takes each of these for a thousand rows, which
 -- tips every claim towards planning afresh instead of its kept plan.
 ANALYZE skiplock.tenant_defaults;
 ANALYZE skiplock.tenants;
+ANALYZE skiplock.queues;
 
 -- ---------------------------------------------------------------------------
 -- Claiming
@@ -759,8 +774,9 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     j.callback_url, j.failure_callback_url, j.run_ms::float8)::skiplock.claimed_job
 $$;
 
--- Claims up to max_jobs ready jobs, fairly across tenants and within every
--- tenant's limits; each with the fencing token its worker must present.
+-- Claims up to max_jobs ready jobs, fairly across tenants and, within each
+-- tenant, across its queues, keeping every tenant's limits and every queue's
+-- cap; each job with the fencing token its worker must present.
 --
 -- A function, so its plans are made once per connection and kept, whichever
 -- driver calls it (planning costs more than running a small claim, and
@@ -785,8 +801,10 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
+  -- The first (tenant, queue) with waiting jobs, in index order.
   first_tenant text;
-  second_tenant text;
+  first_queue text;
+  more_waiting boolean := false;
   -- The locked jobs to start, in claim order: their addresses and ids.
   locked_rows tid[];
   locked_ids uuid[];
@@ -794,93 +812,125 @@ DECLARE
   -- claim gets another, and that is all fencing needs.
   token uuid := gen_random_uuid();
 BEGIN
-  -- The first tenant with waiting jobs, in index order: one probe. None
-  -- waiting is the idle case, and it ends here.
-  SELECT j.tenant INTO first_tenant FROM skiplock.jobs j
+  -- The first tenant and queue with waiting jobs: one probe of the waiting
+  -- index. None waiting is the idle case, and it ends here.
+  SELECT j.tenant, j.queue INTO first_tenant, first_queue FROM skiplock.jobs j
   WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
-  ORDER BY j.tenant, j.priority DESC, j.run_at, j.id
+  ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id
   LIMIT 1;
   IF first_tenant IS NULL THEN
     RETURN;
   END IF;
 
-  -- The next tenant with waiting jobs, probed the same way (ordered by the
-  -- whole index key, so the kept plan reads the index whatever the
-  -- statistics say).
-  IF only_tenant IS NULL THEN
-    SELECT j.tenant INTO second_tenant FROM skiplock.jobs j
-    WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > first_tenant
-    ORDER BY j.tenant, j.priority DESC, j.run_at, j.id
-    LIMIT 1;
-  END IF;
+  -- Whether any other tenant or queue has waiting jobs, probed the same way
+  -- (ordered by the whole index key, so the kept plan reads the index
+  -- whatever the statistics say).
+  SELECT true INTO more_waiting FROM skiplock.jobs j
+  WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (j.tenant, j.queue) > (first_tenant, first_queue)
+    AND (only_tenant IS NULL OR j.tenant = only_tenant)
+  ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id
+  LIMIT 1;
 
-  -- One tenant waiting, without limits: nothing to share or count, so a
-  -- plain SKIP LOCKED claim of its first jobs in claim order.
-  IF second_tenant IS NULL
+  -- One queue of one tenant waiting, neither limited: nothing to share or
+  -- count, so a plain SKIP LOCKED claim of its first jobs in claim order.
+  IF NOT coalesce(more_waiting, false)
      AND NOT EXISTS (SELECT 1 FROM skiplock.tenant_limits t
                      WHERE t.name = first_tenant AND (t.concurrency IS NOT NULL OR t.rate_count IS NOT NULL))
+     AND NOT EXISTS (SELECT 1 FROM skiplock.queues q WHERE q.name = first_queue AND q.concurrency IS NOT NULL)
   THEN
+    IF queues IS NOT NULL AND NOT first_queue = ANY(queues) THEN
+      RETURN;
+    END IF;
     SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.run_at, j.id),
            array_agg(j.id ORDER BY j.priority DESC, j.run_at, j.id)
     INTO locked_rows, locked_ids FROM (
       SELECT j.ctid, j.id, j.priority, j.run_at FROM skiplock.jobs j
-      WHERE j.tenant = first_tenant
+      WHERE j.tenant = first_tenant AND j.queue = first_queue
         AND j.state IN ('scheduled', 'queued', 'retrying')
         AND j.run_at <= now()
         AND (j.expires_at IS NULL OR j.expires_at > now())
         AND (job_types IS NULL OR j.type = ANY(job_types))
-        AND (queues IS NULL OR j.queue = ANY(queues))
       ORDER BY j.priority DESC, j.run_at, j.id
       LIMIT max_jobs
       FOR UPDATE SKIP LOCKED
     ) j;
   ELSE
-    -- Several tenants, or limits to keep:
-    -- 1. `waiting_tenants` walks the waiting index one tenant at a time (a
-    --    loose index scan), so its cost follows the number of tenants with
-    --    work, not the depth of the backlog. Its steps test only what the
-    --    index holds and order by its whole key, which keeps the plan an
+    -- Several tenants or queues, or limits to keep:
+    -- 1. `waiting_groups` walks the waiting index one (tenant, queue) at a
+    --    time (a loose index scan), so its cost follows the number of queues
+    --    with work, not the depth of the backlog. Its steps test only what
+    --    the index holds and order by its whole key, which keeps the plan an
     --    ordered index scan whatever the statistics say.
-    -- 2. `tenant_load` keeps the tenants with a job this claim could take
-    --    (ready, unexpired, of the asked types and queues), since the LIMITs
-    --    below keep max_jobs tenants and must not spend them on tenants with
-    --    nothing to give; it adds each one's limits and running jobs.
-    -- 3. `limited` locks the tenants with a concurrency or rate limit (SKIP
-    --    LOCKED, in fairness order) and keeps those no other claim took jobs
-    --    of since this statement's snapshot (claim_seq unchanged). The
-    --    running count comes from that snapshot; with the lock held and
-    --    claim_seq unchanged it cannot be low, so a limit holds however many
-    --    claimers run. Unlimited tenants take no lock.
-    -- 4. `picked` takes, per tenant, its first jobs in claim order, as many
-    --    as it may start; `chosen` orders them by (running + rank) / weight:
-    --    weighted max-min fairness over running slots (a weight-3 tenant gets
-    --    three turns per round), ties drawn at random so equal tenants take
-    --    turns across claims too, LIMIT max_jobs, materialized once.
-    -- 5. `locked` locks the chosen rows (SKIP LOCKED, state checked again)
-    --    and `served` books them on their limited tenants, whose locks this
-    --    transaction keeps until the jobs below are started and committed.
-    WITH RECURSIVE waiting_tenants(tenant) AS (
-      (SELECT j.tenant FROM skiplock.jobs j
+    -- 2. `queue_load` and `capped` lock the capped queues among them (SKIP
+    --    LOCKED) that have room, keeping those no other claim took jobs of
+    --    since this statement's snapshot (claim_seq unchanged): their
+    --    running counts, from that snapshot, cannot be low then, so a cap
+    --    holds however many claimers run. Step 4 does the same for tenants.
+    -- 3. `ready_groups` keeps the tenants' queues with a job this claim could
+    --    take (ready, unexpired, of the asked types and queues, not at a
+    --    cap), since the LIMITs below keep max_jobs tenants and must not
+    --    spend them on tenants with nothing to give; `tenant_load` adds each
+    --    tenant's limits and running jobs.
+    -- 4. `limited` locks the tenants with a concurrency or rate limit, in
+    --    fairness order, as step 2 the queues. Unlimited tenants and
+    --    uncapped queues take no lock.
+    -- 5. `picked` takes, per tenant and queue, its first jobs in claim order,
+    --    as many as the tenant and the queue may start. `shared` orders each
+    --    tenant's picks by (running in the queue + rank) / queue weight and
+    --    keeps as many as the tenant may start; `chosen` orders all of them
+    --    by (running in the tenant + rank) / tenant weight: weighted max-min
+    --    fairness over running slots, among a tenant's queues and among
+    --    tenants (a weight-3 tenant gets three turns per round), ties drawn
+    --    at random so equals take turns across claims too. It keeps a capped
+    --    queue's picks within its room, then max_jobs, materialized once.
+    -- 6. `locked` locks the chosen rows (SKIP LOCKED, state checked again);
+    --    `served` and `queue_served` book them on their limited tenants and
+    --    capped queues, whose locks this transaction keeps until the jobs
+    --    below are started and committed.
+    WITH RECURSIVE waiting_groups(tenant, queue) AS (
+      (SELECT j.tenant, j.queue FROM skiplock.jobs j
        WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
-       ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
+       ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id LIMIT 1)
       UNION ALL
-      SELECT (SELECT j.tenant FROM skiplock.jobs j
-              WHERE j.state IN ('scheduled', 'queued', 'retrying') AND j.tenant > w.tenant
-                AND (only_tenant IS NULL OR j.tenant = only_tenant)
-              ORDER BY j.tenant, j.priority DESC, j.run_at, j.id LIMIT 1)
-      FROM waiting_tenants w WHERE w.tenant IS NOT NULL
+      SELECT n.tenant, n.queue FROM waiting_groups w CROSS JOIN LATERAL (
+        SELECT j.tenant, j.queue FROM skiplock.jobs j
+        WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (j.tenant, j.queue) > (w.tenant, w.queue)
+          AND (only_tenant IS NULL OR j.tenant = only_tenant)
+        ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id LIMIT 1) n
+    ),
+    queue_load AS MATERIALIZED (
+      SELECT q.name, q.claim_seq, q.concurrency - (
+               SELECT count(*) FROM skiplock.jobs r WHERE r.queue = q.name AND r.state = 'running') AS room
+      FROM skiplock.queues q
+      WHERE q.concurrency IS NOT NULL
+        AND q.name IN (SELECT w.queue FROM waiting_groups w)
+        AND (queues IS NULL OR q.name = ANY(queues))
+    ),
+    capped AS MATERIALIZED (
+      SELECT q.name, q.claim_seq, l.claim_seq AS seen_seq, l.room FROM skiplock.queues q
+      JOIN queue_load l ON l.name = q.name
+      WHERE l.room > 0
+      FOR UPDATE OF q SKIP LOCKED
+    ),
+    ready_groups AS MATERIALIZED (
+      SELECT w.tenant, w.queue, coalesce(q.weight, 1) AS weight, c.room AS queue_room
+      FROM waiting_groups w
+      LEFT JOIN skiplock.queues q ON q.name = w.queue
+      LEFT JOIN capped c ON c.name = w.queue
+      WHERE (queues IS NULL OR w.queue = ANY(queues))
+        AND (q.concurrency IS NULL OR c.claim_seq = c.seen_seq)
+        AND EXISTS (
+          SELECT 1 FROM skiplock.jobs j
+          WHERE j.tenant = w.tenant AND j.queue = w.queue AND j.state IN ('scheduled', 'queued', 'retrying')
+            AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
+            AND (job_types IS NULL OR j.type = ANY(job_types)))
     ),
     tenant_load AS MATERIALIZED (
-      SELECT w.tenant, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
-             (SELECT count(*) FROM skiplock.jobs r WHERE r.tenant = w.tenant AND r.state = 'running') AS running,
+      SELECT g.tenant, g.queues, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
+             (SELECT count(*) FROM skiplock.jobs r WHERE r.tenant = g.tenant AND r.state = 'running') AS running,
              random() AS tiebreak
-      FROM waiting_tenants w
-      JOIN skiplock.tenant_limits t ON t.name = w.tenant
-      WHERE EXISTS (
-        SELECT 1 FROM skiplock.jobs j
-        WHERE j.tenant = w.tenant AND j.state IN ('scheduled', 'queued', 'retrying')
-          AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
-          AND (job_types IS NULL OR j.type = ANY(job_types)) AND (queues IS NULL OR j.queue = ANY(queues)))
+      FROM (SELECT tenant, count(*) AS queues FROM ready_groups GROUP BY tenant) g
+      JOIN skiplock.tenant_limits t ON t.name = g.tenant
     ),
     limited AS MATERIALIZED (
       SELECT t.name, t.claim_seq, t.window_started_at, t.window_claims
@@ -893,7 +943,7 @@ BEGIN
       FOR UPDATE OF t SKIP LOCKED
     ),
     capacity AS MATERIALIZED (
-      SELECT l.tenant, l.weight, l.running, l.tiebreak,
+      SELECT l.tenant, l.queues, l.weight, l.running, l.tiebreak,
              least(max_jobs,
                    coalesce(l.concurrency - l.running, max_jobs),
                    coalesce(l.rate_count - CASE
@@ -907,31 +957,54 @@ BEGIN
       LIMIT max_jobs
     ),
     picked AS MATERIALIZED (
-      SELECT p.id, c.tenant, (c.running + p.rank)::float8 / c.weight AS turn, c.tiebreak, p.rank
+      SELECT p.id, c.tenant, g.queue, g.queue_room, c.free, c.running, c.weight, c.tiebreak,
+             (g.running + p.rank)::float8 / g.weight AS queue_turn, g.tiebreak AS queue_tiebreak, p.rank
       FROM capacity c
+      CROSS JOIN LATERAL (
+        -- A tenant's running jobs per queue matter only when it has several
+        -- queues to share between.
+        SELECT r.queue, r.weight, r.queue_room, random() AS tiebreak,
+               CASE WHEN c.queues > 1 THEN (
+                 SELECT count(*) FROM skiplock.jobs x
+                 WHERE x.tenant = r.tenant AND x.queue = r.queue AND x.state = 'running') ELSE 0 END AS running
+        FROM ready_groups r WHERE r.tenant = c.tenant
+      ) g
       CROSS JOIN LATERAL (
         SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS rank
         FROM skiplock.jobs j
-        WHERE j.tenant = c.tenant
+        WHERE j.tenant = c.tenant AND j.queue = g.queue
           AND j.state IN ('scheduled', 'queued', 'retrying')
           AND j.run_at <= now()
           AND (j.expires_at IS NULL OR j.expires_at > now())
           AND (job_types IS NULL OR j.type = ANY(job_types))
-          AND (queues IS NULL OR j.queue = ANY(queues))
         ORDER BY j.priority DESC, j.run_at, j.id
-        LIMIT c.free
+        LIMIT least(c.free, g.queue_room)
       ) p
       WHERE c.free > 0
     ),
+    shared AS MATERIALIZED (
+      SELECT s.id, s.tenant, s.queue, s.queue_room, s.tiebreak,
+             (s.running + s.tenant_rank)::float8 / s.weight AS turn, s.tenant_rank AS rank
+      FROM (
+        SELECT p.*, row_number() OVER (PARTITION BY p.tenant ORDER BY p.queue_turn, p.queue_tiebreak, p.rank) AS tenant_rank
+        FROM picked p
+      ) s
+      WHERE s.tenant_rank <= s.free
+    ),
     chosen AS MATERIALIZED (
-      SELECT id, tenant, row_number() OVER (ORDER BY turn, tiebreak, rank) AS position
-      FROM picked ORDER BY turn, tiebreak, rank LIMIT max_jobs
+      SELECT id, tenant, queue, row_number() OVER (ORDER BY turn, tiebreak, rank) AS position
+      FROM (
+        SELECT s.*, row_number() OVER (PARTITION BY s.queue ORDER BY s.turn, s.tiebreak, s.rank) AS queue_position
+        FROM shared s
+      ) s
+      WHERE s.queue_room IS NULL OR s.queue_position <= s.queue_room
+      ORDER BY turn, tiebreak, rank LIMIT max_jobs
     ),
     locked AS MATERIALIZED (
       -- One lookup by key per chosen job: a semi-join, or a list of keys
       -- beside the state condition, lets the planner read the whole waiting
       -- index.
-      SELECT l.ctid, chosen.id, chosen.tenant, chosen.position FROM chosen CROSS JOIN LATERAL (
+      SELECT l.ctid, chosen.id, chosen.tenant, chosen.queue, chosen.position FROM chosen CROSS JOIN LATERAL (
         SELECT j.ctid FROM skiplock.jobs j
         WHERE j.id = chosen.id AND j.state IN ('scheduled', 'queued', 'retrying')
         FOR UPDATE SKIP LOCKED
@@ -949,6 +1022,10 @@ BEGIN
       FROM (SELECT tenant, count(*)::integer AS claims FROM locked GROUP BY tenant) n
       JOIN tenant_load l ON l.tenant = n.tenant
       WHERE t.name = n.tenant AND t.name IN (SELECT name FROM limited)
+    ),
+    queue_served AS (
+      UPDATE skiplock.queues q SET claim_seq = q.claim_seq + 1
+      WHERE q.name IN (SELECT queue FROM locked) AND q.name IN (SELECT name FROM capped)
     )
     SELECT array_agg(ctid ORDER BY position), array_agg(id ORDER BY position) INTO locked_rows, locked_ids FROM locked;
   END IF;

@@ -217,6 +217,20 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     );
   });
 
+  it('queues set changes the setting given and keeps the other; queues get shows them; queues still lists', async () => {
+    const set = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', '4']);
+    expect(set.stdout).toMatch(/^queue +cli-queue\nconcurrency +4 running at once, over all tenants\nweight +1\nrunning +0\n/);
+    await skiplock(['queues', 'set', 'cli-queue', '--weight', '5']);
+    const got = await skiplock(['queues', 'get', 'cli-queue', '--json']);
+    expect(JSON.parse(got.stdout)).toEqual({ name: 'cli-queue', concurrency: 4, weight: 5, custom: true, running: 0 });
+    const uncapped = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', 'none', '--json']);
+    expect(JSON.parse(uncapped.stdout)).toMatchObject({ concurrency: null, weight: 5 });
+    expect((await skiplock(['queues', '--json'])).code).toBe(0);
+    expectOneLine(await skiplock(['queues', 'set', 'cli-queue']), 2, /give at least one of --concurrency, --weight$/);
+    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--weight', 'heavy']), 2, /--weight must be a whole number, not "heavy"$/);
+    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--weight', '0']), 1, /400 Invalid request: .*\(weight: Too small/);
+  });
+
   it('keys create, list and revoke; a key without the scope is forbidden, a revoked one refused', async () => {
     const created = JSON.parse((await skiplock(['keys', 'create', '--name', 'cli-reader', '--scope', 'read', '--json'])).stdout) as {
       id: string;

@@ -16,7 +16,7 @@ const COMMANDS: Record<string, Command> = {
   work: { run: workCommand, summary: 'run a Node worker for the jobs your modules export: skiplock work ./jobs.js' },
   jobs: { run: jobsCommand, summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID' },
   workers: { run: workersCommand, summary: 'workers release WORKER: hand back the jobs a crashed worker holds' },
-  queues: { run: queuesCommand, summary: 'job counts per queue and status' },
+  queues: { run: queuesCommand, summary: 'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--weight N]' },
   stats: { run: statsCommand, summary: 'job counts per queue, tenant and status, and the queue health' },
   tenants: { run: tenantsCommand, summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]' },
   keys: { run: keysCommand, summary: 'keys create --name N --scope S | list | revoke KEY_ID' },

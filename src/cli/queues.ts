@@ -1,12 +1,13 @@
 import { successBody } from '../http/client.js';
 import { JOB_STATUSES } from '../engine/index.js';
 import { operatorCommand } from './operator-command.js';
+import { queueSettingsCommand } from './queue-settings.js';
 import { duration, fields, table } from './table.js';
 
 const FINISHED_NOTE = 'succeeded, failed, cancelled and expired count the last hour';
 
 /** `skiplock queues`: job counts per queue and status, and how long the oldest ready job has waited. */
-export const queuesCommand = operatorCommand({
+const listQueues = operatorCommand({
   usage: 'skiplock queues',
   options: {},
   async run({ connection }) {
@@ -20,6 +21,11 @@ export const queuesCommand = operatorCommand({
     return { json: { queues }, human: `${table(['queue', ...JOB_STATUSES, 'oldest wait'], rows)}\n(${FINISHED_NOTE})` };
   },
 });
+
+/** `skiplock queues` lists them; `skiplock queues get|set QUEUE` reads or changes one's settings. */
+export async function queuesCommand(args: string[]): Promise<void> {
+  await (args[0] === 'get' || args[0] === 'set' ? queueSettingsCommand(args) : listQueues(args));
+}
 
 /** `skiplock stats`: counts per queue, tenant and status, and the queue's health signs. */
 export const statsCommand = operatorCommand({

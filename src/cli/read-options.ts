@@ -19,3 +19,14 @@ export function readOptions<const Options extends NonNullable<ParseArgsConfig['o
     throw usageFailure(`${(error as Error).message.split('. ', 1)[0]}; ${usage}`);
   }
 }
+
+/** A flag's value as a whole number (up to 9 digits), or a one-line refusal naming the flag. */
+export function wholeNumber(value: string, flag: string, orElse = ''): number {
+  if (!/^\d{1,9}$/.test(value)) throw usageFailure(`${flag} must be a whole number${orElse}, not "${value}"`);
+  return Number(value);
+}
+
+/** The same, or null for `none`. */
+export function wholeNumberOrNone(value: string, flag: string): number | null {
+  return value === 'none' ? null : wholeNumber(value, flag, ' or none');
+}

@@ -2,6 +2,7 @@ import { successBody } from '../http/client.js';
 import type { RateLimit, Tenant } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
+import { wholeNumber, wholeNumberOrNone } from './read-options.js';
 import { fields } from './table.js';
 
 const get = operatorCommand({
@@ -20,9 +21,9 @@ const set = operatorCommand({
   positionals: ['TENANT'],
   async run({ values, positionals: [tenant], connection }) {
     const given = {
-      ...(values.concurrency === undefined ? {} : { concurrency: wholeOrNone(values.concurrency, '--concurrency') }),
+      ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNone(values.concurrency, '--concurrency') }),
       ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimit(values['rate-limit']) }),
-      ...(values.weight === undefined ? {} : { weight: whole(values.weight, '--weight') }),
+      ...(values.weight === undefined ? {} : { weight: wholeNumber(values.weight, '--weight') }),
     };
     if (Object.keys(given).length === 0) throw usageFailure('give at least one of --concurrency, --rate-limit, --weight');
     const route = connection.api.v1.tenants[':tenant'];
@@ -47,15 +48,6 @@ function describeTenant(tenant: Tenant): string {
     ['weight', String(tenant.weight)],
     ['running', String(tenant.running)],
   ]);
-}
-
-function whole(value: string, flag: string, orElse = ''): number {
-  if (!/^\d{1,9}$/.test(value)) throw usageFailure(`${flag} must be a whole number${orElse}, not "${value}"`);
-  return Number(value);
-}
-
-function wholeOrNone(value: string, flag: string): number | null {
-  return value === 'none' ? null : whole(value, flag, ' or none');
 }
 
 function rateLimit(value: string): RateLimit | null {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { setTenant } from '../../src/engine';
+import { setQueue, setTenant } from '../../src/engine';
 import { pgDb } from '../../src/db/pg';
 import { createTestDatabase } from '../support/database';
 
@@ -90,7 +90,7 @@ describe('the claim plan', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  async function seededDatabase(tenants: number, analyzed: boolean): Promise<string> {
+  async function seededDatabase(tenants: number, analyzed: boolean, queues = 1): Promise<string> {
     const database = await createTestDatabase();
     cleanups.push(database.drop);
     const db = pgDb(database.url, { max: 1 });
@@ -99,9 +99,9 @@ describe('the claim plan', () => {
       // 20,000 waiting jobs over the tenants, and 20,000 finished ones.
       await db.query({
         text: `INSERT INTO skiplock.jobs (id, queue, type, tenant, payload)
-               SELECT skiplock.uuid_v7(clock_timestamp(), g), 'q', 'q', 't' || (1 + g % $1::int), 'null'
+               SELECT skiplock.uuid_v7(clock_timestamp(), g), 'q' || (g % $2::int), 'q', 't' || (1 + g % $1::int), 'null'
                FROM generate_series(1, 20000) g`,
-        params: [tenants],
+        params: [tenants, queues],
       });
       await db.query({
         text: `INSERT INTO skiplock.finished_jobs
@@ -113,6 +113,7 @@ describe('the claim plan', () => {
         params: [],
       });
       if (tenants > 1) await setTenant(db, 't1', { concurrency: 5, rateLimit: null, weight: 1 });
+      if (queues > 1) await setQueue(db, 'q1', { concurrency: 3, weight: 2 });
       if (analyzed) await db.query({ text: 'ANALYZE', params: [] });
     } finally {
       await db.close();
@@ -126,6 +127,16 @@ describe('the claim plan', () => {
     it(`one tenant without limits, ${statistics}: reads the waiting index, sorts no jobs`, async () => {
       const statements = await explainClaim(await seededDatabase(1, analyzed), null);
       expect(statements.length).toBeGreaterThan(0);
+      for (const { query, plan } of statements) {
+        expect(sortedJobScans(plan), query).toEqual([]);
+        expect(nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'), query).toEqual([]);
+      }
+      const indexes = statements.flatMap(({ plan }) => nodes(plan).map((node) => node['Index Name']));
+      expect(indexes).toContain('jobs_waiting_idx');
+    });
+
+    it(`one tenant with several queues, one of them capped, ${statistics}: reads the waiting index, sorts no jobs`, async () => {
+      const statements = await explainClaim(await seededDatabase(1, analyzed, 5), null);
       for (const { query, plan } of statements) {
         expect(sortedJobScans(plan), query).toEqual([]);
         expect(nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'), query).toEqual([]);

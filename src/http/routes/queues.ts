@@ -1,9 +1,11 @@
 import type { Queryable } from '../../db/types.js';
-import { queueHealth, queueStats, type QueueStatsRow, type TenantScope } from '../../engine/index.js';
+import { getQueue, queueHealth, queueStats, setQueue, type QueueStatsRow, type TenantScope } from '../../engine/index.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
-import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
 import { summarizeQueues } from '../queue-summaries.js';
+import { QueueParamsSchema } from '../schemas/enqueue.js';
+import { QueueSchema, QueueSettingsBodySchema } from '../schemas/queue.js';
 import { QueueListSchema, StatsResponseSchema } from '../schemas/stats.js';
 import { router } from '../validation.js';
 
@@ -35,7 +37,39 @@ export function queueRoutes(deps: AppDeps) {
     },
   });
 
+  const putQueueRoute = authorizedRoute(deps, { scopes: ['admin'] }, {
+    method: 'put',
+    path: '/v1/queues/{queue}',
+    operationId: 'setQueue',
+    tags: ['queues'],
+    summary: "Set a queue's concurrency cap and weight",
+    description:
+      "Replaces both; one left out takes its default (no cap, weight 1). The cap counts the queue's running jobs over all " +
+      "tenants; the weight shares each tenant's turns among its queues.",
+    request: { params: QueueParamsSchema, body: jsonBody(QueueSettingsBodySchema) },
+    responses: {
+      200: jsonResponse(QueueSchema, 'The queue as it is now'),
+      ...problemResponses(400, 401, 403, 413, 503),
+    },
+  });
+
+  const getQueueRoute = authorizedRoute(deps, { scopes: ['read'] }, {
+    method: 'get',
+    path: '/v1/queues/{queue}',
+    operationId: 'getQueue',
+    tags: ['queues'],
+    summary: "A queue's settings (its own or the defaults) and running jobs",
+    request: { params: QueueParamsSchema },
+    responses: { 200: jsonResponse(QueueSchema, 'The queue'), ...problemResponses(400, 401, 403, 503) },
+  });
+
   return router()
+    .openapi(putQueueRoute, async (c) =>
+      c.json(await setQueue(deps.database(c.env), c.req.valid('param').queue, c.req.valid('json')), 200),
+    )
+    .openapi(getQueueRoute, async (c) =>
+      c.json(await getQueue(deps.database(c.env), c.req.valid('param').queue, tenantScope(c.var.principal)), 200),
+    )
     .openapi(queuesRoute, async (c) => {
       const rows = await visibleStats(deps.database(c.env), tenantScope(c.var.principal));
       return c.json({ queues: summarizeQueues(rows) }, 200);

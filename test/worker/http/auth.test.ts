@@ -51,6 +51,8 @@ async function routeCalls(): Promise<RouteCall[]> {
     { name: 'retry', scope: 'enqueue', send: call('POST', `/v1/jobs/${crypto.randomUUID()}/retry`) },
     { name: 'queues', scope: 'read', send: call('GET', '/v1/queues') },
     { name: 'stats', scope: 'read', send: call('GET', '/v1/stats') },
+    { name: 'get queue', scope: 'read', send: call('GET', `/v1/queues/${uniqueName('q')}`) },
+    { name: 'put queue', scope: 'admin', send: call('PUT', `/v1/queues/${uniqueName('q')}`, { concurrency: 2 }) },
     { name: 'get tenant', scope: 'read', send: call('GET', `/v1/tenants/${uniqueName('t')}`) },
     { name: 'put tenant', scope: 'admin', send: call('PUT', `/v1/tenants/${uniqueName('t')}`, { concurrency: 2 }) },
     { name: 'claim', scope: 'worker', send: call('POST', `/v1/queues/${uniqueName('empty')}/claim`, { workerId: 'w' }) },
@@ -237,6 +239,20 @@ describe('a tenant-bound key', async () => {
     expect(responses.map((response) => response.status)).toEqual([404, 404, 404, 404, 404]);
     expect(listed.jobs.map((job) => job.id)).toEqual([own.id]);
     expect(listedTheirs.jobs).toEqual([]);
+  });
+
+  it("counts only its own tenant's running jobs of a queue", async () => {
+    const shared = uniqueName('tenant-bound-shared');
+    await enqueueJob(shared, { tenant: theirs });
+    await enqueueJob(shared, { tenant: theirs });
+    await enqueueJob(shared, { tenant: mine });
+    for (let i = 0; i < 3; i++) await claimOne(shared, ADMIN_TOKEN);
+
+    const seenBound = await success(bound.v1.queues[':queue'].$get({ param: { queue: shared } }));
+    const seenAdmin = await success(client().v1.queues[':queue'].$get({ param: { queue: shared } }));
+
+    expect(seenBound.running).toBe(1);
+    expect(seenAdmin.running).toBe(3);
   });
 
   it("claims only its tenant's jobs, and cannot complete another tenant's", async () => {

@@ -70,6 +70,7 @@ beforeAll(async () => {
           text: /* sql */ `
             SELECT (SELECT md5(coalesce(string_agg(j::text, '|' ORDER BY j.id), '')) FROM skiplock.all_jobs j) AS jobs,
                    (SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t.name), '')) FROM skiplock.tenants t) AS tenants,
+                   (SELECT md5(coalesce(string_agg(q::text, '|' ORDER BY q.name), '')) FROM skiplock.queues q) AS queues,
                    (SELECT md5(coalesce(string_agg(k::text, '|' ORDER BY k.id), '')) FROM skiplock.api_keys k) AS keys,
                    (SELECT md5(coalesce(string_agg(d::text, '|' ORDER BY d.job_id), '')) FROM skiplock.dedup_keys d) AS dedup_keys,
                    (SELECT count(*)::text FROM skiplock.job_events) AS events`,
@@ -202,6 +203,19 @@ const ROUTES: RouteShape[] = [
       ),
   },
   { method: 'GET', path: (tenant) => `/v1/tenants/${tenant}` },
+  {
+    method: 'PUT',
+    path: (queue) => `/v1/queues/${queue}`,
+    body: () =>
+      fc.record(
+        {
+          concurrency: field(fc.option(fc.integer({ min: 0, max: 100_000 }))),
+          weight: field(fc.integer({ min: 1, max: 1000 })),
+        },
+        { requiredKeys: [] },
+      ),
+  },
+  { method: 'GET', path: (queue) => `/v1/queues/${queue}` },
   {
     method: 'POST',
     path: (queue) => `/v1/queues/${queue}/claim`,

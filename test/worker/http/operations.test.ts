@@ -47,6 +47,50 @@ describe('GET /v1/queues and /v1/stats', () => {
   });
 });
 
+describe('queue settings', () => {
+  it("sets and reads back a queue's cap and weight; a claim keeps the cap", async () => {
+    const queue = uniqueName('capped');
+    const before = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
+    const put = await success(api.v1.queues[':queue'].$put({ param: { queue }, json: { concurrency: 1, weight: 4 } }));
+    await enqueueJob(queue);
+    await enqueueJob(queue);
+    const claim = () => success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId: 'w', max: 2 } }));
+    const first = await claim();
+    const second = await claim();
+    const after = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
+    const reset = await success(api.v1.queues[':queue'].$put({ param: { queue }, json: {} }));
+
+    expect(before).toEqual({ name: queue, concurrency: null, weight: 1, custom: false, running: 0 });
+    expect(put).toEqual({ name: queue, concurrency: 1, weight: 4, custom: true, running: 0 });
+    expect(first.jobs).toHaveLength(1);
+    expect(second.jobs).toEqual([]);
+    expect(after).toEqual({ ...put, running: 1 });
+    expect(reset).toMatchObject({ concurrency: null, weight: 1, custom: true, running: 1 });
+  });
+
+  it.each([
+    [{ weight: 0 }, 'weight'],
+    [{ weight: 1001 }, 'weight'],
+    [{ concurrency: -1 }, 'concurrency'],
+    [{ concurrency: 1.5 }, 'concurrency'],
+    [{ concurrency: '3' }, 'concurrency'],
+    [{ cap: 3 }, 'cap'],
+  ])('refuses %j, changing nothing', async (body, path) => {
+    const queue = uniqueName('queue');
+    const response = await request(`/v1/queues/${queue}`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+    const problem = await problemOf(response);
+    expect(problem.status).toBe(400);
+    expect(problem.errors?.[0]?.path).toBe(path);
+    expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ custom: false });
+  });
+});
+
 describe('tenants', () => {
   it('sets and reads back a tenant, which runs on the defaults until then', async () => {
     const tenant = uniqueName('tenant');
@@ -101,6 +145,7 @@ describe('GET /v1/openapi.json', () => {
         'GET /v1/jobs/{id}/events',
         'GET /v1/keys',
         'GET /v1/queues',
+        'GET /v1/queues/{queue}',
         'GET /v1/stats',
         'GET /v1/tenants/{tenant}',
         'POST /v1/jobs/{id}/cancel',
@@ -113,6 +158,7 @@ describe('GET /v1/openapi.json', () => {
         'POST /v1/queues/{queue}/claim',
         'POST /v1/queues/{queue}/jobs',
         'POST /v1/queues/{queue}/jobs/batch',
+        'PUT /v1/queues/{queue}',
         'PUT /v1/tenants/{tenant}',
       ]),
     );

@@ -1,0 +1,54 @@
+import type { Queryable } from '../db/types.js';
+import type { TenantScope } from './read-jobs.js';
+
+export interface QueueSettings {
+  /** Running jobs of the queue at once, over all tenants; null for no cap. */
+  concurrency: number | null;
+  /** Share of each tenant's turns when its queues compete, 1..1000. */
+  weight: number;
+}
+
+export interface Queue extends QueueSettings {
+  name: string;
+  /** False when the queue runs on the defaults (no cap, weight 1). */
+  custom: boolean;
+  /** Jobs of the queue running now (of the scope's tenant, when it has one). */
+  running: number;
+}
+
+// A queue without a row of its own runs on the defaults: no cap, weight 1.
+const getQueueSql = /* sql */ `
+SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.name IS NOT NULL AS custom,
+       (SELECT count(*)::integer FROM skiplock.jobs r
+        WHERE r.queue = $1 AND r.state = 'running' AND ($2::text IS NULL OR r.tenant = $2)) AS running
+FROM (SELECT 1) one
+LEFT JOIN skiplock.queues q ON q.name = $1`;
+
+const setQueueSql = /* sql */ `
+INSERT INTO skiplock.queues AS q (name, concurrency, weight, updated_at)
+VALUES ($1, $2, $3, now())
+ON CONFLICT (name) DO UPDATE SET concurrency = $2, weight = $3, updated_at = now()`;
+
+/** A queue's settings (its own, or the defaults) and its running count. */
+export async function getQueue(db: Queryable, name: string, scope: TenantScope = {}): Promise<Queue> {
+  const [row] = await db.query<Queue>({
+    name: 'skiplock_get_queue',
+    text: getQueueSql,
+    params: [name, scope.tenant ?? null],
+  });
+  return row!;
+}
+
+/**
+ * Replaces a queue's settings. A cap applies from the next claim: jobs
+ * already running above a lowered cap finish, and none start until the
+ * queue is below it.
+ */
+export async function setQueue(db: Queryable, name: string, settings: QueueSettings): Promise<Queue> {
+  await db.query({
+    name: 'skiplock_set_queue',
+    text: setQueueSql,
+    params: [name, settings.concurrency, settings.weight],
+  });
+  return getQueue(db, name);
+}
