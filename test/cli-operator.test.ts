@@ -181,8 +181,8 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
   it('queues and stats count the jobs per queue, tenant and status', async () => {
     await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
     const queues = await skiplock(['queues']);
-    expect(queues.stdout).toMatch(/^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT\n/);
-    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S/);
+    expect(queues.stdout).toMatch(/^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT\n/);
+    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1\n/);
     const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as { queues: Array<{ queue: string; counts: object }> };
     expect(json.queues.find((queue) => queue.queue === 'cli-counts')?.counts).toMatchObject({ queued: 1 });
 

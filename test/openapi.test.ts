@@ -45,6 +45,7 @@ const OPERATION_IDS = [
   'getHealth',
   'getJob',
   'getJobHistory',
+  'getQueue',
   'getStats',
   'getTenant',
   'getThroughput',
@@ -56,6 +57,7 @@ const OPERATION_IDS = [
   'rescheduleJob',
   'retryJob',
   'revokeApiKey',
+  'setQueue',
   'setTenant',
   'streamJobEvents',
 ];

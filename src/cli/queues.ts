@@ -17,8 +17,11 @@ const listQueues = operatorCommand({
       queue.queue,
       ...JOB_STATUSES.map((status) => String(queue.counts[status])),
       duration(queue.oldestWaitSeconds),
+      queue.concurrency === null ? '-' : String(queue.concurrency),
+      String(queue.weight),
     ]);
-    return { json: { queues }, human: `${table(['queue', ...JOB_STATUSES, 'oldest wait'], rows)}\n(${FINISHED_NOTE})` };
+    const header = ['queue', ...JOB_STATUSES, 'oldest wait', 'cap', 'weight'];
+    return { json: { queues }, human: `${table(header, rows)}\n(${FINISHED_NOTE})` };
   },
 });
 

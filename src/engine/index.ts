@@ -62,7 +62,7 @@ export {
 export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health.js';
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';
-export { getQueue, setQueue, type Queue, type QueueSettings } from './queue-settings.js';
+export { getQueue, listQueueSettings, setQueue, type Queue, type QueueSettings } from './queue-settings.js';
 export { nextDueAt } from './next-due.js';
 export { readyBacklog } from './ready-backlog.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';

@@ -24,6 +24,8 @@ SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.name 
 FROM (SELECT 1) one
 LEFT JOIN skiplock.queues q ON q.name = $1`;
 
+const listQueueSettingsSql = /* sql */ `SELECT name, concurrency, weight FROM skiplock.queues ORDER BY name`;
+
 const setQueueSql = /* sql */ `
 INSERT INTO skiplock.queues AS q (name, concurrency, weight, updated_at)
 VALUES ($1, $2, $3, now())
@@ -37,6 +39,15 @@ export async function getQueue(db: Queryable, name: string, scope: TenantScope =
     params: [name, scope.tenant ?? null],
   });
   return row!;
+}
+
+/** The settings of every queue that has its own; the others run on the defaults (no cap, weight 1). */
+export async function listQueueSettings(db: Queryable): Promise<Array<QueueSettings & { name: string }>> {
+  return db.query<QueueSettings & { name: string }>({
+    name: 'skiplock_list_queue_settings',
+    text: listQueueSettingsSql,
+    params: [],
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
-import type { JobStatus, QueueStatsRow } from '../engine/index.js';
+import type { JobStatus, QueueSettings, QueueStatsRow } from '../engine/index.js';
 
-export interface QueueSummary {
+export interface QueueSummary extends QueueSettings {
   queue: string;
   counts: Record<JobStatus, number>;
   oldestWaitSeconds: number | null;
@@ -10,13 +10,21 @@ function noJobs(): Record<JobStatus, number> {
   return { scheduled: 0, queued: 0, running: 0, retrying: 0, succeeded: 0, failed: 0, cancelled: 0, expired: 0 };
 }
 
-/** Folds the per-tenant stats rows into one summary per queue, in queue order. */
-export function summarizeQueues(rows: readonly QueueStatsRow[]): QueueSummary[] {
+/**
+ * Folds the per-tenant stats rows into one summary per queue, in queue
+ * order, each with its settings (the defaults where it has none).
+ */
+export function summarizeQueues(
+  rows: readonly QueueStatsRow[],
+  settings: ReadonlyArray<QueueSettings & { name: string }>,
+): QueueSummary[] {
+  const settingsOf = new Map(settings.map(({ name, concurrency, weight }) => [name, { concurrency, weight }]));
   const byQueue = new Map<string, QueueSummary>();
   for (const row of rows) {
     let summary = byQueue.get(row.queue);
     if (summary === undefined) {
-      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null };
+      const { concurrency, weight } = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1 };
+      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, concurrency, weight };
       byQueue.set(row.queue, summary);
     }
     summary.counts[row.status] += row.count;

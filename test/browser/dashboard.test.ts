@@ -13,6 +13,7 @@ import {
   getJob,
   getTenant,
   queueSummaries,
+  setQueue,
 } from './support/jobs';
 import { ADMIN_TOKEN } from './support/stack';
 import { signIn, useStackAndBrowser } from './support/suite';
@@ -47,6 +48,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await claimNext(api, 'emails');
     await enqueueManual(api, 'reports', { tenant: 'globex' });
     await failedJob('reports-failing', 'globex');
+    await setQueue(api, 'reports', { concurrency: 40, weight: 2 });
   });
 
   it('refuses an unknown key, then signs in and shows each queue as the API counts it', async () => {
@@ -64,7 +66,12 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
       for (const status of JOB_STATUSES) {
         expect(await row.locator(`td[data-count="${status}"]`).textContent(), `${queue.queue} ${status}`).toBe(String(queue.counts[status]));
       }
+      const settings = [queue.concurrency === null ? '' : `cap ${queue.concurrency}`, queue.weight === 1 ? '' : `weight ${queue.weight}`];
+      const said = settings.filter(Boolean).join(', ');
+      if (said === '') expect(await row.locator('[data-settings]').count()).toBe(0);
+      else expect(await row.locator('[data-settings]').textContent()).toBe(said);
     }
+    expect(queues.find((queue) => queue.queue === 'reports')).toMatchObject({ concurrency: 40, weight: 2 });
     expect(await page.locator('#total-running').textContent()).toBe('1');
     expect(await page.locator('#running-table tbody tr').count()).toBe(1);
     expect(await page.locator('#throughput-chart svg').getAttribute('aria-label')).toContain('1 failed');

@@ -1,5 +1,13 @@
 import type { Queryable } from '../../db/types.js';
-import { getQueue, queueHealth, queueStats, setQueue, type QueueStatsRow, type TenantScope } from '../../engine/index.js';
+import {
+  getQueue,
+  listQueueSettings,
+  queueHealth,
+  queueStats,
+  setQueue,
+  type QueueStatsRow,
+  type TenantScope,
+} from '../../engine/index.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
@@ -71,8 +79,9 @@ export function queueRoutes(deps: AppDeps) {
       c.json(await getQueue(deps.database(c.env), c.req.valid('param').queue, tenantScope(c.var.principal)), 200),
     )
     .openapi(queuesRoute, async (c) => {
-      const rows = await visibleStats(deps.database(c.env), tenantScope(c.var.principal));
-      return c.json({ queues: summarizeQueues(rows) }, 200);
+      const database = deps.database(c.env);
+      const [rows, settings] = await Promise.all([visibleStats(database, tenantScope(c.var.principal)), listQueueSettings(database)]);
+      return c.json({ queues: summarizeQueues(rows, settings) }, 200);
     })
     .openapi(statsRoute, async (c) => {
       const database = deps.database(c.env);

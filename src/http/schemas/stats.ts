@@ -77,6 +77,8 @@ export const QueueSummarySchema = z
     queue: z.string(),
     counts: StatusCountsSchema.describe(FINISHED_WINDOW),
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited.'),
+    concurrency: z.int().nullable().describe("The queue's cap on running jobs over all tenants; null for none."),
+    weight: z.int().describe("The queue's share of each tenant's turns."),
   })
   .openapi('QueueSummary');
 

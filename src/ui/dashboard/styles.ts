@@ -49,6 +49,8 @@ label { font-weight: 600; }
 .total dt { color: var(--muted); font-size: 0.85rem; }
 .total dd { margin: 0.2rem 0 0; font-size: 1.6rem; font-weight: 700; font-variant-numeric: tabular-nums; }
 
+.queue-settings { font-size: 0.8rem; font-weight: 400; }
+
 .chart svg { display: block; width: 100%; height: 140px; }
 .axis { display: flex; justify-content: space-between; margin: 0.3rem 0 0; font-size: 0.8rem; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.9rem; margin: 0; font-size: 0.85rem; color: var(--muted); }

@@ -1,6 +1,6 @@
 import { pgDb } from '../../../src/db/pg';
 import type { Queryable } from '../../../src/db/types';
-import { claimBatch, completeMany, enqueueBatch, extendLease, fail, type ClaimedJob, type EnqueueInput } from '../../../src/engine';
+import { claimBatch, completeMany, enqueueBatch, extendLease, fail, setQueue, type ClaimedJob, type EnqueueInput } from '../../../src/engine';
 import { MANUAL_TYPE } from './jobs';
 
 /** A queue of the demo: its tenants, and what it did and holds now. */
@@ -91,6 +91,9 @@ export async function seedDemoData(databaseUrl: string): Promise<void> {
     for (const queue of DEMO_QUEUES) await finishJobs(db, queue);
     await db.query({ text: spreadFinishTimesSql, params: [] });
     for (const queue of DEMO_QUEUES) await fillQueue(db, queue);
+    // Set last, so the demo's own claims above are not held back.
+    await setQueue(db, 'thumbnails', { concurrency: 4, weight: 1 });
+    await setQueue(db, 'emails', { concurrency: null, weight: 3 });
   } finally {
     await db.close();
   }

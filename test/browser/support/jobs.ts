@@ -37,6 +37,10 @@ export function queueSummaries(api: SkiplockClient) {
   return parseResponse(api.v1.queues.$get());
 }
 
+export function setQueue(api: SkiplockClient, queue: string, json: { concurrency: number | null; weight: number }) {
+  return parseResponse(api.v1.queues[':queue'].$put({ param: { queue }, json }));
+}
+
 export function getTenant(api: SkiplockClient, tenant: string) {
   return parseResponse(api.v1.tenants[':tenant'].$get({ param: { tenant } }));
 }

@@ -68,13 +68,23 @@ function renderQueues(queues, throughputRows) {
   const deepest = Math.max(1, ...queues.map((queue) => waitingIn(queue.counts) + queue.counts.running));
   const rows = queues.map((queue) =>
     h('tr', { 'data-queue': queue.queue },
-      h('th', { scope: 'row' }, h('a', { href: jobsHash({ queue: queue.queue }) }, queue.queue)),
+      h('th', { scope: 'row' }, h('a', { href: jobsHash({ queue: queue.queue }) }, queue.queue), queueSettings(queue)),
       h('td', {}, depthBar(queue.counts, deepest)),
       ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
       h('td', { class: 'num' }, formatSeconds(queue.oldestWaitSeconds)),
       h('td', {}, sparkline(minuteSlots(throughputRows.filter((row) => row.queue === queue.queue)), 'Jobs finished per minute in ' + queue.queue))));
   byId('queues-table').tBodies[0].replaceChildren(...rows);
   byId('queues-empty').hidden = queues.length > 0;
+}
+
+/** A queue's own settings, under its name; nothing for the defaults (no cap, weight 1). */
+function queueSettings(queue) {
+  const said = [];
+  if (queue.concurrency !== null) said.push('cap ' + queue.concurrency);
+  if (queue.weight !== 1) said.push('weight ' + queue.weight);
+  if (said.length === 0) return null;
+  const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns.";
+  return h('div', { class: 'muted queue-settings', 'data-settings': '', title }, said.join(', '));
 }
 
 /** The stats rows (queue, tenant, status) folded into one line per tenant. */
