@@ -1,9 +1,7 @@
-import { createRoute } from '@hono/zod-openapi';
 import { attemptTimings, dailyAttemptStats } from '../../engine/index.js';
-import { access } from '../auth/access.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
-import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
 import {
   AttemptTimingsSchema,
   DailyAttemptStatsSchema,
@@ -13,7 +11,7 @@ import {
 import { router } from '../validation.js';
 
 export function attemptStatsRoutes(deps: AppDeps) {
-  const timingsRoute = createRoute({
+  const timingsRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/stats/timings',
     operationId: 'getAttemptTimings',
@@ -21,13 +19,11 @@ export function attemptStatsRoutes(deps: AppDeps) {
     summary: 'Wait and run times of attempts, per queue and tenant, over the last hour, day or week',
     description:
       "Exact p50 and p95 of how long attempts waited for their handler to start and how long they ran, read from the jobs and their events (so no further back than the history's retention). A tenant-bound key sees its own tenant's.",
-    security: BEARER_SECURITY,
-    middleware: access(deps, { scopes: ['read'] }),
     request: { query: TimingWindowQuerySchema },
     responses: { 200: jsonResponse(AttemptTimingsSchema, 'The timings'), ...problemResponses(400, 401, 403, 503) },
   });
 
-  const dailyRoute = createRoute({
+  const dailyRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/stats/daily',
     operationId: 'getDailyAttemptStats',
@@ -35,8 +31,6 @@ export function attemptStatsRoutes(deps: AppDeps) {
     summary: 'Attempt counts and wait and run times per day, queue and tenant, kept after the jobs are pruned',
     description:
       "The daily rollup of attempts (kept STATS_RETENTION_DAYS, a year by default, however short the history's retention), with today's attempts up to now. Per day and over the whole period. A tenant-bound key sees its own tenant's.",
-    security: BEARER_SECURITY,
-    middleware: access(deps, { scopes: ['read'] }),
     request: { query: DailyStatsQuerySchema },
     responses: { 200: jsonResponse(DailyAttemptStatsSchema, 'The daily statistics'), ...problemResponses(400, 401, 403, 503) },
   });

@@ -1,16 +1,14 @@
-import { createRoute } from '@hono/zod-openapi';
 import { getJobEvents } from '../../engine/index.js';
-import { access } from '../auth/access.js';
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
-import { BEARER_SECURITY, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { authorizedRoute, jsonResponse, problemResponses } from '../openapi-responses.js';
 import { jobNotFound } from '../problem.js';
 import { JobHistorySchema } from '../schemas/job-history.js';
 import { JobIdParamsSchema } from '../schemas/job.js';
 import { router } from '../validation.js';
 
 export function jobHistoryRoutes(deps: AppDeps) {
-  const jobHistoryRoute = createRoute({
+  const jobHistoryRoute = authorizedRoute(deps, { scopes: ['read'] }, {
     method: 'get',
     path: '/v1/jobs/{id}/history',
     operationId: 'getJobHistory',
@@ -19,8 +17,6 @@ export function jobHistoryRoutes(deps: AppDeps) {
     description:
       "Every change of the job: enqueued, claimed, lease extended, failed, completed, retried… Those the job's own row " +
       'records (enqueued, each claim, completed) have no event id. Keys only: a status token does not open it.',
-    security: BEARER_SECURITY,
-    middleware: access(deps, { scopes: ['read'] }),
     request: { params: JobIdParamsSchema },
     responses: { 200: jsonResponse(JobHistorySchema, 'The events'), ...problemResponses(400, 401, 403, 404, 503) },
   });
