@@ -123,6 +123,7 @@ TABLE queues (
   concurrency integer,
   weight integer NOT NULL DEFAULT 1,
   claim_seq bigint NOT NULL DEFAULT 0,
+  delivery jsonb,
   updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
@@ -189,6 +190,7 @@ jobs jobs_priority_range: CHECK (((priority >= '-1000'::integer) AND (priority <
 jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text])));
 migrations migrations_pkey: PRIMARY KEY (name);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
+queues queues_delivery_check: CHECK (((jsonb_typeof(delivery) = 'object'::text) AND ((delivery ->> 'target'::text) = ANY (ARRAY['webhook'::text, 'cloudflare-queue'::text]))));
 queues queues_name_check: CHECK (((length(name) >= 1) AND (length(name) <= 128)));
 queues queues_pkey: PRIMARY KEY (name);
 queues queues_weight_check: CHECK (((weight >= 1) AND (weight <= 1000)));
@@ -344,7 +346,8 @@ TYPE claimed_job AS (
   lastError jsonb,
   callbackUrl text,
   failureCallbackUrl text,
-  runMs double precision
+  runMs double precision,
+  delivery jsonb
 );
 
 TYPE job_shape AS (
@@ -416,13 +419,20 @@ FUNCTION attempt_stats(since timestamp with time zone, until timestamp with time
   GROUP BY day, queue, tenant, h.wait_ms_histogram, h.run_ms_histogram
 $$;
 
-FUNCTION claim_batch(max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text) RETURNS SETOF skiplock.claimed_job LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off SET enable_bitmapscan=off SET jit=off AS $$
+FUNCTION claim_batch(max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text, delivery_targets text[] DEFAULT NULL::text[]) RETURNS SETOF skiplock.claimed_job LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off SET enable_bitmapscan=off SET jit=off AS $$
 #variable_conflict use_column
 DECLARE
   -- The first (tenant, queue) with waiting jobs, in index order.
   first_tenant text;
   first_queue text;
+  -- That queue's settings (skiplock.queues), if it has any.
+  first_cap integer;
+  first_delivery jsonb;
   more_waiting boolean := false;
+  -- The delivery target of each claimed queue that has one, by queue name:
+  -- returned with each of its jobs, so the claimer routes them by the
+  -- setting it claimed them under.
+  deliveries jsonb;
   -- The locked jobs to start, in claim order: their addresses and ids.
   locked_rows tid[];
   locked_ids uuid[];
@@ -449,16 +459,21 @@ BEGIN
   ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id
   LIMIT 1;
 
+  SELECT q.concurrency, q.delivery INTO first_cap, first_delivery FROM skiplock.queues q WHERE q.name = first_queue;
+
   -- One queue of one tenant waiting, neither limited: nothing to share or
   -- count, so a plain SKIP LOCKED claim of its first jobs in claim order.
   IF NOT coalesce(more_waiting, false)
+     AND first_cap IS NULL
      AND NOT EXISTS (SELECT 1 FROM skiplock.tenant_limits t
                      WHERE t.name = first_tenant AND (t.concurrency IS NOT NULL OR t.rate_count IS NOT NULL))
-     AND NOT EXISTS (SELECT 1 FROM skiplock.queues q WHERE q.name = first_queue AND q.concurrency IS NOT NULL)
   THEN
-    IF queues IS NOT NULL AND NOT first_queue = ANY(queues) THEN
+    IF (queues IS NOT NULL AND NOT first_queue = ANY(queues))
+       OR (first_delivery IS NOT NULL AND NOT coalesce(first_delivery->>'target' = ANY(delivery_targets), false))
+    THEN
       RETURN;
     END IF;
+    deliveries := CASE WHEN first_delivery IS NOT NULL THEN jsonb_build_object(first_queue, first_delivery) END;
     SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.run_at, j.id),
            array_agg(j.id ORDER BY j.priority DESC, j.run_at, j.id)
     INTO locked_rows, locked_ids FROM (
@@ -467,7 +482,7 @@ BEGIN
         AND j.state IN ('scheduled', 'queued', 'retrying')
         AND j.run_at <= now()
         AND (j.expires_at IS NULL OR j.expires_at > now())
-        AND (job_types IS NULL OR j.type = ANY(job_types))
+        AND (first_delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types))
       ORDER BY j.priority DESC, j.run_at, j.id
       LIMIT max_jobs
       FOR UPDATE SKIP LOCKED
@@ -485,8 +500,8 @@ BEGIN
     --    running counts, from that snapshot, cannot be low then, so a cap
     --    holds however many claimers run. Step 4 does the same for tenants.
     -- 3. `ready_groups` keeps the tenants' queues with a job this claim could
-    --    take (ready, unexpired, of the asked types and queues, not at a
-    --    cap), since the LIMITs below keep max_jobs tenants and must not
+    --    take (ready, unexpired, of the asked types and queues, or of a
+    --    queue whose delivery target it named, not at a cap), since the LIMITs below keep max_jobs tenants and must not
     --    spend them on tenants with nothing to give; `tenant_load` adds each
     --    tenant's limits and running jobs.
     -- 4. `limited` locks the tenants with a concurrency or rate limit, in
@@ -523,6 +538,7 @@ BEGIN
       WHERE q.concurrency IS NOT NULL
         AND q.name IN (SELECT w.queue FROM waiting_groups w)
         AND (queues IS NULL OR q.name = ANY(queues))
+        AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
     ),
     capped AS MATERIALIZED (
       SELECT q.name, q.claim_seq, l.claim_seq AS seen_seq, l.room FROM skiplock.queues q
@@ -531,17 +547,18 @@ BEGIN
       FOR UPDATE OF q SKIP LOCKED
     ),
     ready_groups AS MATERIALIZED (
-      SELECT w.tenant, w.queue, coalesce(q.weight, 1) AS weight, c.room AS queue_room
+      SELECT w.tenant, w.queue, coalesce(q.weight, 1) AS weight, c.room AS queue_room, q.delivery
       FROM waiting_groups w
       LEFT JOIN skiplock.queues q ON q.name = w.queue
       LEFT JOIN capped c ON c.name = w.queue
       WHERE (queues IS NULL OR w.queue = ANY(queues))
         AND (q.concurrency IS NULL OR c.claim_seq = c.seen_seq)
+        AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
         AND EXISTS (
           SELECT 1 FROM skiplock.jobs j
           WHERE j.tenant = w.tenant AND j.queue = w.queue AND j.state IN ('scheduled', 'queued', 'retrying')
             AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
-            AND (job_types IS NULL OR j.type = ANY(job_types)))
+            AND (q.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types)))
     ),
     tenant_load AS MATERIALIZED (
       SELECT g.tenant, g.queues, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
@@ -581,7 +598,7 @@ BEGIN
       CROSS JOIN LATERAL (
         -- A tenant's running jobs per queue matter only when it has several
         -- queues to share between.
-        SELECT r.queue, r.weight, r.queue_room, random() AS tiebreak,
+        SELECT r.queue, r.weight, r.queue_room, r.delivery, random() AS tiebreak,
                CASE WHEN c.queues > 1 THEN (
                  SELECT count(*) FROM skiplock.jobs x
                  WHERE x.tenant = r.tenant AND x.queue = r.queue AND x.state = 'running') ELSE 0 END AS running
@@ -594,7 +611,7 @@ BEGIN
           AND j.state IN ('scheduled', 'queued', 'retrying')
           AND j.run_at <= now()
           AND (j.expires_at IS NULL OR j.expires_at > now())
-          AND (job_types IS NULL OR j.type = ANY(job_types))
+          AND (g.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types))
         ORDER BY j.priority DESC, j.run_at, j.id
         LIMIT least(c.free, g.queue_room)
       ) p
@@ -645,7 +662,10 @@ BEGIN
       UPDATE skiplock.queues q SET claim_seq = q.claim_seq + 1
       WHERE q.name IN (SELECT queue FROM locked) AND q.name IN (SELECT name FROM capped)
     )
-    SELECT array_agg(ctid ORDER BY position), array_agg(id ORDER BY position) INTO locked_rows, locked_ids FROM locked;
+    SELECT array_agg(ctid ORDER BY position), array_agg(id ORDER BY position),
+           (SELECT jsonb_object_agg(d.queue, d.delivery)
+            FROM (SELECT DISTINCT r.queue, r.delivery FROM ready_groups r WHERE r.delivery IS NOT NULL) d)
+    INTO locked_rows, locked_ids, deliveries FROM locked;
   END IF;
   IF locked_rows IS NULL THEN
     RETURN;
@@ -663,7 +683,7 @@ BEGIN
         started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
         cancel_requested_at = NULL
     WHERE j.ctid = ANY(locked_rows)
-    RETURNING j.id, skiplock.claimed_job(j) AS job
+    RETURNING j.id, skiplock.claimed_job(j, deliveries -> j.queue) AS job
   )
   SELECT (claimed.job).* FROM unnest(locked_ids) WITH ORDINALITY AS chosen(id, position)
   JOIN claimed USING (id)
@@ -671,12 +691,12 @@ BEGIN
 END
 $$;
 
-FUNCTION claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job LANGUAGE sql STABLE AS $$
+FUNCTION claimed_job(j skiplock.jobs, delivery jsonb) RETURNS skiplock.claimed_job LANGUAGE sql STABLE AS $$
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
     j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
     to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error,
-    j.callback_url, j.failure_callback_url, j.run_ms::float8)::skiplock.claimed_job
+    j.callback_url, j.failure_callback_url, j.run_ms::float8, delivery)::skiplock.claimed_job
 $$;
 
 FUNCTION complete(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL::jsonb) RETURNS json LANGUAGE sql VOLATILE AS $$

@@ -720,6 +720,12 @@ CREATE TABLE skiplock.queues (
   weight      integer     NOT NULL DEFAULT 1 CHECK (weight BETWEEN 1 AND 1000),
   -- Bumped by every claim that takes jobs of a capped queue, as tenants.claim_seq.
   claim_seq   bigint      NOT NULL DEFAULT 0,
+  -- Where the queue's jobs go, whatever their type, instead of to handlers:
+  -- {"target": "webhook", "url", ...} or {"target": "cloudflare-queue",
+  -- "binding", ...} (the HTTP API's QueueDelivery). Only a drain that can
+  -- deliver to that target claims them (claim_batch's delivery_targets).
+  delivery    jsonb       CHECK (jsonb_typeof(delivery) = 'object'
+                                 AND delivery->>'target' IN ('webhook', 'cloudflare-queue')),
   updated_at  timestamptz NOT NULL DEFAULT now()
 );
 
@@ -762,16 +768,18 @@ CREATE TYPE skiplock.claimed_job AS (
   "callbackUrl"      text,
   "failureCallbackUrl" text,
   -- Not bigint, which drivers read as text.
-  "runMs"            double precision
+  "runMs"            double precision,
+  -- The queue's delivery target at the claim (skiplock.queues.delivery), if any.
+  delivery           jsonb
 );
 
-CREATE FUNCTION skiplock.claimed_job(j skiplock.jobs) RETURNS skiplock.claimed_job
+CREATE FUNCTION skiplock.claimed_job(j skiplock.jobs, delivery jsonb) RETURNS skiplock.claimed_job
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
     j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
     to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error,
-    j.callback_url, j.failure_callback_url, j.run_ms::float8)::skiplock.claimed_job
+    j.callback_url, j.failure_callback_url, j.run_ms::float8, delivery)::skiplock.claimed_job
 $$;
 
 -- Claims up to max_jobs ready jobs, fairly across tenants and, within each
@@ -789,9 +797,14 @@ $$;
 -- expensive enough to compile, which takes seconds too.
 --
 -- lease_seconds: null for each job's own; job_types, queues: null for all;
--- only_tenant: null for all (a tenant-bound pull worker gives its own).
+-- only_tenant: null for all (a tenant-bound pull worker gives its own);
+-- delivery_targets: the delivery targets the claimer can deliver to. A queue
+-- with a delivery target (skiplock.queues.delivery) gives its jobs, of any
+-- type, only to a claimer naming that target, and to no other, so a job
+-- meant for a webhook never reaches a handler or a pull worker.
 CREATE FUNCTION skiplock.claim_batch(
-  max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text)
+  max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text,
+  delivery_targets text[] DEFAULT NULL)
 RETURNS SETOF skiplock.claimed_job
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -804,7 +817,14 @@ DECLARE
   -- The first (tenant, queue) with waiting jobs, in index order.
   first_tenant text;
   first_queue text;
+  -- That queue's settings (skiplock.queues), if it has any.
+  first_cap integer;
+  first_delivery jsonb;
   more_waiting boolean := false;
+  -- The delivery target of each claimed queue that has one, by queue name:
+  -- returned with each of its jobs, so the claimer routes them by the
+  -- setting it claimed them under.
+  deliveries jsonb;
   -- The locked jobs to start, in claim order: their addresses and ids.
   locked_rows tid[];
   locked_ids uuid[];
@@ -831,16 +851,21 @@ BEGIN
   ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id
   LIMIT 1;
 
+  SELECT q.concurrency, q.delivery INTO first_cap, first_delivery FROM skiplock.queues q WHERE q.name = first_queue;
+
   -- One queue of one tenant waiting, neither limited: nothing to share or
   -- count, so a plain SKIP LOCKED claim of its first jobs in claim order.
   IF NOT coalesce(more_waiting, false)
+     AND first_cap IS NULL
      AND NOT EXISTS (SELECT 1 FROM skiplock.tenant_limits t
                      WHERE t.name = first_tenant AND (t.concurrency IS NOT NULL OR t.rate_count IS NOT NULL))
-     AND NOT EXISTS (SELECT 1 FROM skiplock.queues q WHERE q.name = first_queue AND q.concurrency IS NOT NULL)
   THEN
-    IF queues IS NOT NULL AND NOT first_queue = ANY(queues) THEN
+    IF (queues IS NOT NULL AND NOT first_queue = ANY(queues))
+       OR (first_delivery IS NOT NULL AND NOT coalesce(first_delivery->>'target' = ANY(delivery_targets), false))
+    THEN
       RETURN;
     END IF;
+    deliveries := CASE WHEN first_delivery IS NOT NULL THEN jsonb_build_object(first_queue, first_delivery) END;
     SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.run_at, j.id),
            array_agg(j.id ORDER BY j.priority DESC, j.run_at, j.id)
     INTO locked_rows, locked_ids FROM (
@@ -849,7 +874,7 @@ BEGIN
         AND j.state IN ('scheduled', 'queued', 'retrying')
         AND j.run_at <= now()
         AND (j.expires_at IS NULL OR j.expires_at > now())
-        AND (job_types IS NULL OR j.type = ANY(job_types))
+        AND (first_delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types))
       ORDER BY j.priority DESC, j.run_at, j.id
       LIMIT max_jobs
       FOR UPDATE SKIP LOCKED
@@ -867,8 +892,8 @@ BEGIN
     --    running counts, from that snapshot, cannot be low then, so a cap
     --    holds however many claimers run. Step 4 does the same for tenants.
     -- 3. `ready_groups` keeps the tenants' queues with a job this claim could
-    --    take (ready, unexpired, of the asked types and queues, not at a
-    --    cap), since the LIMITs below keep max_jobs tenants and must not
+    --    take (ready, unexpired, of the asked types and queues, or of a
+    --    queue whose delivery target it named, not at a cap), since the LIMITs below keep max_jobs tenants and must not
     --    spend them on tenants with nothing to give; `tenant_load` adds each
     --    tenant's limits and running jobs.
     -- 4. `limited` locks the tenants with a concurrency or rate limit, in
@@ -905,6 +930,7 @@ BEGIN
       WHERE q.concurrency IS NOT NULL
         AND q.name IN (SELECT w.queue FROM waiting_groups w)
         AND (queues IS NULL OR q.name = ANY(queues))
+        AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
     ),
     capped AS MATERIALIZED (
       SELECT q.name, q.claim_seq, l.claim_seq AS seen_seq, l.room FROM skiplock.queues q
@@ -913,17 +939,18 @@ BEGIN
       FOR UPDATE OF q SKIP LOCKED
     ),
     ready_groups AS MATERIALIZED (
-      SELECT w.tenant, w.queue, coalesce(q.weight, 1) AS weight, c.room AS queue_room
+      SELECT w.tenant, w.queue, coalesce(q.weight, 1) AS weight, c.room AS queue_room, q.delivery
       FROM waiting_groups w
       LEFT JOIN skiplock.queues q ON q.name = w.queue
       LEFT JOIN capped c ON c.name = w.queue
       WHERE (queues IS NULL OR w.queue = ANY(queues))
         AND (q.concurrency IS NULL OR c.claim_seq = c.seen_seq)
+        AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
         AND EXISTS (
           SELECT 1 FROM skiplock.jobs j
           WHERE j.tenant = w.tenant AND j.queue = w.queue AND j.state IN ('scheduled', 'queued', 'retrying')
             AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
-            AND (job_types IS NULL OR j.type = ANY(job_types)))
+            AND (q.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types)))
     ),
     tenant_load AS MATERIALIZED (
       SELECT g.tenant, g.queues, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
@@ -963,7 +990,7 @@ BEGIN
       CROSS JOIN LATERAL (
         -- A tenant's running jobs per queue matter only when it has several
         -- queues to share between.
-        SELECT r.queue, r.weight, r.queue_room, random() AS tiebreak,
+        SELECT r.queue, r.weight, r.queue_room, r.delivery, random() AS tiebreak,
                CASE WHEN c.queues > 1 THEN (
                  SELECT count(*) FROM skiplock.jobs x
                  WHERE x.tenant = r.tenant AND x.queue = r.queue AND x.state = 'running') ELSE 0 END AS running
@@ -976,7 +1003,7 @@ BEGIN
           AND j.state IN ('scheduled', 'queued', 'retrying')
           AND j.run_at <= now()
           AND (j.expires_at IS NULL OR j.expires_at > now())
-          AND (job_types IS NULL OR j.type = ANY(job_types))
+          AND (g.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types))
         ORDER BY j.priority DESC, j.run_at, j.id
         LIMIT least(c.free, g.queue_room)
       ) p
@@ -1027,7 +1054,10 @@ BEGIN
       UPDATE skiplock.queues q SET claim_seq = q.claim_seq + 1
       WHERE q.name IN (SELECT queue FROM locked) AND q.name IN (SELECT name FROM capped)
     )
-    SELECT array_agg(ctid ORDER BY position), array_agg(id ORDER BY position) INTO locked_rows, locked_ids FROM locked;
+    SELECT array_agg(ctid ORDER BY position), array_agg(id ORDER BY position),
+           (SELECT jsonb_object_agg(d.queue, d.delivery)
+            FROM (SELECT DISTINCT r.queue, r.delivery FROM ready_groups r WHERE r.delivery IS NOT NULL) d)
+    INTO locked_rows, locked_ids, deliveries FROM locked;
   END IF;
   IF locked_rows IS NULL THEN
     RETURN;
@@ -1045,7 +1075,7 @@ BEGIN
         started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
         cancel_requested_at = NULL
     WHERE j.ctid = ANY(locked_rows)
-    RETURNING j.id, skiplock.claimed_job(j) AS job
+    RETURNING j.id, skiplock.claimed_job(j, deliveries -> j.queue) AS job
   )
   SELECT (claimed.job).* FROM unnest(locked_ids) WITH ORDINALITY AS chosen(id, position)
   JOIN claimed USING (id)

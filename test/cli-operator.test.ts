@@ -181,8 +181,8 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
   it('queues and stats count the jobs per queue, tenant and status', async () => {
     await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
     const queues = await skiplock(['queues']);
-    expect(queues.stdout).toMatch(/^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT\n/);
-    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1\n/);
+    expect(queues.stdout).toMatch(/^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT +DELIVERY\n/);
+    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1 +-\n/);
     const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as { queues: Array<{ queue: string; counts: object }> };
     expect(json.queues.find((queue) => queue.queue === 'cli-counts')?.counts).toMatchObject({ queued: 1 });
 
@@ -219,14 +219,28 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
 
   it('queues set changes the setting given and keeps the other; queues get shows them; queues still lists', async () => {
     const set = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', '4']);
-    expect(set.stdout).toMatch(/^queue +cli-queue\nconcurrency +4 running at once, over all tenants\nweight +1\nrunning +0\n/);
+    expect(set.stdout).toMatch(/^queue +cli-queue\nconcurrency +4 running at once, over all tenants\nweight +1\ndelivery +none \(handlers run the jobs\)\nrunning +0\n/);
     await skiplock(['queues', 'set', 'cli-queue', '--weight', '5']);
     const got = await skiplock(['queues', 'get', 'cli-queue', '--json']);
-    expect(JSON.parse(got.stdout)).toEqual({ name: 'cli-queue', concurrency: 4, weight: 5, custom: true, running: 0 });
+    expect(JSON.parse(got.stdout)).toEqual({ name: 'cli-queue', concurrency: 4, weight: 5, delivery: null, custom: true, running: 0 });
     const uncapped = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', 'none', '--json']);
     expect(JSON.parse(uncapped.stdout)).toMatchObject({ concurrency: null, weight: 5 });
     expect((await skiplock(['queues', '--json'])).code).toBe(0);
-    expectOneLine(await skiplock(['queues', 'set', 'cli-queue']), 2, /give at least one of --concurrency, --weight$/);
+    expectOneLine(await skiplock(['queues', 'set', 'cli-queue']), 2, /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery$/);
+    // The local stack allows no host (HTTP_ALLOWED_HOSTS is empty) and binds no Cloudflare queue: both targets are refused, by field.
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--webhook', 'https://hooks.example.com/in', '--batch-size', '20']),
+      1,
+      /400 Invalid request: delivery\.url: host hooks\.example\.com is not allowed: HTTP_ALLOWED_HOSTS is empty/,
+    );
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--cloudflare-queue', 'EVENTS']),
+      1,
+      /400 Invalid request: delivery\.binding: this Worker has no Queues producer binding named EVENTS/,
+    );
+    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--webhook', 'https://a.example/', '--no-delivery']), 2, /give one of --webhook, --cloudflare-queue, --no-delivery$/);
+    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--secret-name', 'HOOK']), 2, /--secret-name goes with --webhook$/);
+    expect(JSON.parse((await skiplock(['queues', 'get', 'cli-queue', '--json'])).stdout)).toMatchObject({ concurrency: null, weight: 5, delivery: null });
     expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--weight', 'heavy']), 2, /--weight must be a whole number, not "heavy"$/);
     expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--weight', '0']), 1, /400 Invalid request: .*\(weight: Too small/);
   });

@@ -1,5 +1,5 @@
 import { successBody } from '../http/client.js';
-import type { Queue } from '../engine/index.js';
+import type { DeliveryTarget, Queue } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
 import { wholeNumber, wholeNumberOrNone } from './read-options.js';
@@ -16,27 +16,64 @@ const get = operatorCommand({
 });
 
 const set = operatorCommand({
-  usage: 'skiplock queues set QUEUE [--concurrency N|none] [--weight N]',
-  options: { concurrency: { type: 'string' }, weight: { type: 'string' } },
+  usage:
+    'skiplock queues set QUEUE [--concurrency N|none] [--weight N] ' +
+    '[--webhook URL [--secret-name NAME] | --cloudflare-queue BINDING | --no-delivery] [--batch-size N]',
+  options: {
+    concurrency: { type: 'string' },
+    weight: { type: 'string' },
+    webhook: { type: 'string' },
+    'secret-name': { type: 'string' },
+    'cloudflare-queue': { type: 'string' },
+    'no-delivery': { type: 'boolean', default: false },
+    'batch-size': { type: 'string' },
+  },
   positionals: ['QUEUE'],
   async run({ values, positionals: [queue], connection }) {
+    const delivery = deliveryOf(values);
     const given = {
       ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNone(values.concurrency, '--concurrency') }),
       ...(values.weight === undefined ? {} : { weight: wholeNumber(values.weight, '--weight') }),
+      ...(delivery === undefined ? {} : { delivery }),
     };
-    if (Object.keys(given).length === 0) throw usageFailure('give at least one of --concurrency, --weight');
+    if (Object.keys(given).length === 0) {
+      throw usageFailure('give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery');
+    }
     const route = connection.api.v1.queues[':queue'];
-    // The API replaces both settings at once; the one not given here keeps its current value.
-    const { concurrency, weight } = await successBody(route.$get({ param: { queue: queue! } }));
-    const answer = await successBody(route.$put({ param: { queue: queue! }, json: { concurrency, weight, ...given } }));
+    // The API replaces every setting at once; those not given here keep their current values.
+    const { concurrency, weight, delivery: current } = await successBody(route.$get({ param: { queue: queue! } }));
+    const answer = await successBody(route.$put({ param: { queue: queue! }, json: { concurrency, weight, delivery: current, ...given } }));
     return { json: answer, human: describeQueue(answer) };
   },
 });
 
-/** `skiplock queues get|set`: a queue's concurrency cap and weight. */
+/** The delivery target the flags give: a new one, none (`--no-delivery`), or undefined to keep the current one. */
+function deliveryOf(values: {
+  webhook?: string | undefined;
+  'secret-name'?: string | undefined;
+  'cloudflare-queue'?: string | undefined;
+  'no-delivery'?: boolean | undefined;
+  'batch-size'?: string | undefined;
+}): DeliveryTarget | null | undefined {
+  const chosen = [values.webhook !== undefined, values['cloudflare-queue'] !== undefined, values['no-delivery'] === true];
+  if (chosen.filter(Boolean).length > 1) throw usageFailure('give one of --webhook, --cloudflare-queue, --no-delivery');
+  if (values['secret-name'] !== undefined && values.webhook === undefined) throw usageFailure('--secret-name goes with --webhook');
+  if (values['batch-size'] !== undefined && values.webhook === undefined && values['cloudflare-queue'] === undefined) {
+    throw usageFailure('--batch-size goes with --webhook or --cloudflare-queue');
+  }
+  const batchSize = values['batch-size'] === undefined ? {} : { batchSize: wholeNumber(values['batch-size'], '--batch-size') };
+  if (values.webhook !== undefined) {
+    const secretName = values['secret-name'] === undefined ? {} : { secretName: values['secret-name'] };
+    return { target: 'webhook', url: values.webhook, ...secretName, ...batchSize };
+  }
+  if (values['cloudflare-queue'] !== undefined) return { target: 'cloudflare-queue', binding: values['cloudflare-queue'], ...batchSize };
+  return values['no-delivery'] === true ? null : undefined;
+}
+
+/** `skiplock queues get|set`: a queue's concurrency cap, weight and delivery target. */
 export const queueSettingsCommand = withSubcommands('queues', {
-  get: { run: get, summary: "a queue's concurrency cap, weight and running jobs" },
-  set: { run: set, summary: "change a queue's concurrency cap or weight (the other stays)" },
+  get: { run: get, summary: "a queue's concurrency cap, weight, delivery target and running jobs" },
+  set: { run: set, summary: "change a queue's concurrency cap, weight or delivery target (the others stay)" },
 });
 
 function describeQueue(queue: Queue): string {
@@ -44,6 +81,18 @@ function describeQueue(queue: Queue): string {
     ['queue', `${queue.name}${queue.custom ? '' : ' (on the defaults)'}`],
     ['concurrency', queue.concurrency === null ? 'no cap' : `${queue.concurrency} running at once, over all tenants`],
     ['weight', String(queue.weight)],
+    ['delivery', describeDelivery(queue.delivery)],
     ['running', String(queue.running)],
   ]);
+}
+
+/** A delivery target in a few words: where, and how it is sent. */
+export function describeDelivery(delivery: DeliveryTarget | null): string {
+  if (delivery === null) return 'none (handlers run the jobs)';
+  const batch = `batches of ${delivery.batchSize ?? 100}`;
+  if (delivery.target === 'webhook') {
+    return `webhook ${delivery.url}, ${batch}, ${delivery.secretName === undefined ? 'unsigned' : `signed with ${delivery.secretName}`}`;
+  }
+  const delay = delivery.delaySeconds === undefined ? '' : `, held ${delivery.delaySeconds} s`;
+  return `Cloudflare queue ${delivery.binding}, ${batch}${delay}`;
 }

@@ -12,6 +12,7 @@ import { runJobs } from './job-loop.js';
 import { jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
+import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { ConnectionGate } from './connection-gate.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import type { WorkArrivals } from './work-arrivals.js';
@@ -45,6 +46,8 @@ export interface DrainOptions {
   connections?: ConnectionGate;
   /** Called once, when a claim first comes back full (see JobLoopOptions.onBacklog). */
   onBacklog?: () => void;
+  /** Delivers the jobs of queues with a delivery target it can reach (see QueueDeliveries); none when left out. */
+  deliveries?: QueueDeliveries | undefined;
   logger?: Logger;
 }
 
@@ -83,6 +86,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
       subrequests: options.subrequests,
       connections: options.connections,
       onBacklog: options.onBacklog,
+      deliveries: options.deliveries,
     });
     return { ...housekeeping, ...jobs };
   } finally {

@@ -19,6 +19,7 @@ export {
   type WebhookDeliveryOptions,
   type WebhookDeliveryResult,
 } from './bulk-delivery/webhook.js';
+export { QueueDeliveries, type DeliveryProblem, type QueueDeliveriesOptions } from './bulk-delivery/queue-deliveries.js';
 export {
   defineCloudflareQueueDelivery,
   QUEUE_LIMITS,

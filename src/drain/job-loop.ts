@@ -2,6 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { claimBatch, MAX_CLAIM } from '../engine/claim-batch.js';
 import { releaseMany } from '../engine/release.js';
 import type { ClaimedJob } from '../engine/types.js';
+import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { DrainBudget } from './budget.js';
 import { CompletionBatch } from './completion-batch.js';
 import { noJobCounts, type JobCounts } from './job-counts.js';
@@ -13,6 +14,7 @@ import { Attempt } from './run-attempt.js';
 import { sleep } from '../engine/sleep.js';
 import { heartbeatsWithin } from './attempt-lease.js';
 import type { ConnectionGate } from './connection-gate.js';
+import type { JobDefinition } from './define-job.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import { WakeUp } from './wake-up.js';
 import type { WorkArrivals } from './work-arrivals.js';
@@ -60,6 +62,8 @@ export interface JobLoopOptions {
   subrequests?: SubrequestBudget;
   /** The invocation's connections, shared by the drain's statements and the handlers' `ctx.fetch`. */
   connections?: ConnectionGate;
+  /** The delivery targets this loop delivers queues' jobs to (set per queue over the API); none when left out. */
+  deliveries?: QueueDeliveries | undefined;
   /**
    * Called once, the first time a claim comes back full: more jobs may wait
    * than this loop holds (a Worker drain starts helpers then, see DRAIN_FANOUT).
@@ -92,7 +96,7 @@ const DEFAULT_LEASE_SECONDS = 60;
  * most two connections beside the running attempts.
  */
 export async function runJobs(db: Queryable, registry: JobRegistry, options: JobLoopOptions): Promise<JobCounts> {
-  const { budget, concurrency, logger, waitForWork, arrivals, subrequests } = options;
+  const { budget, concurrency, logger, waitForWork, arrivals, subrequests, deliveries } = options;
   const claimBatchSize = Math.max(concurrency, options.claimBatchSize ?? concurrency);
   const counts = noJobCounts();
   const running = new Set<Promise<void>>();
@@ -136,16 +140,25 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
    * declares. Reserved when it starts, so the cap never cuts it off.
    */
   function subrequestsOf({ job, claimSentAt }: ClaimedAt): number {
-    const options = registry.definitionOf(job.type)!.options;
+    const options = definitionOf(job).options;
     const lease = Math.min(job.leaseSeconds, options.leaseSeconds ?? job.leaseSeconds);
     const heartbeats = heartbeatsWithin(budget.msUntilAbort() + (Date.now() - claimSentAt), lease);
     return 1 + heartbeats + (options.subrequests ?? 0);
   }
-  /** What the next claim's jobs will likely need each: the last lease seen, the most any type declares. */
-  const mostDeclared = Math.max(0, ...registry.types.map((type) => registry.definitionOf(type)!.options.subrequests ?? 0));
+  /** What the next claim's jobs will likely need each: the last lease seen, the most any type (or a delivery's one call) declares. */
+  const mostDeclared = Math.max(
+    deliveries === undefined ? 0 : 1,
+    ...registry.types.map((type) => registry.definitionOf(type)!.options.subrequests ?? 0),
+  );
   const likelySubrequestsPerJob = () => 1 + heartbeatsWithin(budget.msUntilAbort(), lastLeaseSeconds) + mostDeclared;
 
-  const claim = (max: number) => claimBatch(db, { max, workerId: options.workerId, types: registry.types });
+  const claim = (max: number) =>
+    claimBatch(db, { max, workerId: options.workerId, types: registry.types, deliveryTargets: deliveries?.targets });
+
+  /** What runs a claimed job: its queue's delivery target when the claim gave one, else its type's handler. */
+  function definitionOf(job: ClaimedJob): JobDefinition {
+    return job.delivery === undefined ? registry.definitionOf(job.type)! : deliveries!.definitionFor(job.queue, job.delivery);
+  }
 
   /** Gives back jobs claimed but never started: their attempt does not count. */
   async function handBack(jobs: readonly ClaimedJob[]): Promise<void> {
@@ -163,7 +176,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   }
 
   async function run({ job, claimSentAt, claimAnsweredAt }: ClaimedAt, reserved: number): Promise<void> {
-    const definition = registry.definitionOf(job.type)!;
+    const definition = definitionOf(job);
     const attempt = new Attempt(db, job, claimSentAt, definition, logger, { subrequests, connections: options.connections });
     attempts.add(attempt);
     heartbeats.add(attempt);

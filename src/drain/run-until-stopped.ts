@@ -6,6 +6,7 @@ import { runJobs } from './job-loop.js';
 import { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
+import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 
 export interface RunUntilStoppedOptions {
   workerId: string;
@@ -24,6 +25,8 @@ export interface RunUntilStoppedOptions {
   retentionSeconds?: number;
   /** Default 365. */
   statsRetentionDays?: number;
+  /** Delivers the jobs of queues with a delivery target it can reach (see QueueDeliveries); none when left out. */
+  deliveries?: QueueDeliveries;
   logger?: Logger;
 }
 
@@ -56,6 +59,7 @@ export async function runUntilStopped(
     logger,
     handBackDelaySeconds: 1,
     waitForWork: options.waitForWork,
+    deliveries: options.deliveries,
   });
   const housekeeping = keepHouse(db, {
     intervalMs: options.housekeepingIntervalMs ?? 5000,

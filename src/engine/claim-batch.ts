@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import { InvalidInputError } from './errors.js';
 import { toJob } from './job-json.js';
-import type { ClaimedJob } from './types.js';
+import type { ClaimedJob, DeliveryTarget } from './types.js';
 
 export interface ClaimOptions {
   /** At most this many jobs; the statement can never return more. */
@@ -13,6 +13,12 @@ export interface ClaimOptions {
   /** Only jobs of these types (the handlers this worker has); all types when left out. */
   types?: readonly string[];
   queues?: readonly string[];
+  /**
+   * The delivery targets this claimer delivers to: it also takes the jobs,
+   * of any type, of queues delivered to one of them. Jobs of a queue with a
+   * delivery target go to no other claimer.
+   */
+  deliveryTargets?: readonly DeliveryTarget['target'][];
   /** Only this tenant's jobs (a tenant-bound pull worker). */
   tenant?: string;
 }
@@ -20,10 +26,12 @@ export interface ClaimOptions {
 export const MAX_CLAIM = 1000;
 
 /** The claim lives in the database (skiplock.claim_batch), which keeps its plans per connection. */
-const claimBatchSql = /* sql */ `SELECT * FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6)`;
+const claimBatchSql = /* sql */ `SELECT * FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6, $7)`;
 
 /** A row of skiplock.claim_batch: the job's own columns (skiplock.claimed_job). */
-type ClaimedRow = Omit<ClaimedJob, 'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result'>;
+type ClaimedRow = Omit<ClaimedJob, 'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result' | 'delivery'> & {
+  delivery: DeliveryTarget | null;
+};
 
 /**
  * Claims up to `max` ready jobs in one statement, fairly across tenants and
@@ -34,7 +42,7 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
   if (!Number.isInteger(options.max) || options.max < 1 || options.max > MAX_CLAIM) {
     throw new InvalidInputError(`max must be an integer from 1 to ${MAX_CLAIM}`, 'max');
   }
-  if (options.types?.length === 0) return [];
+  if (options.types?.length === 0 && !options.deliveryTargets?.length) return [];
   const rows = await db.query<ClaimedRow>({
     name: 'skiplock_claim_batch',
     text: claimBatchSql,
@@ -45,6 +53,7 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
       options.queues ?? null,
       options.tenant ?? null,
       options.workerId,
+      options.deliveryTargets ?? null,
     ],
   });
   return rows.map((row) => claimedJob(row, options.workerId));
@@ -52,7 +61,7 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
 
 /** A claimed row as the full job, every field written out so all jobs share one shape (and one hidden class). */
 function claimedJob(row: ClaimedRow, workerId: string): ClaimedJob {
-  return toJob({
+  const job: ClaimedJob = toJob({
     id: row.id,
     queue: row.queue,
     type: row.type,
@@ -82,4 +91,7 @@ function claimedJob(row: ClaimedRow, workerId: string): ClaimedJob {
     runMs: row.runMs,
     leaseToken: row.leaseToken,
   });
+  // Only claims that name delivery targets see one: a pull worker's jobs keep the public shape.
+  if (row.delivery !== null) job.delivery = row.delivery;
+  return job;
 }

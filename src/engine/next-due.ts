@@ -2,17 +2,20 @@ import type { Queryable } from '../db/types.js';
 
 /**
  * The earliest moment a drain could find work, read from the state the
- * queue is in: a waiting job of one of the drain's types coming due, a lease
- * running out (reaping), a waiting job or a dedup window expiring, a
- * periodic schedule's tick, an event or a day of history past the retention
- * (and summed by the statistics' rollup, which reads an hour five minutes
- * after it ends), and tomorrow's partition to make. Read once at the end of a drain, so a
- * scheduler can let the queue (and its database) rest until then.
+ * queue is in: a waiting job of one of the drain's types (or of a queue it
+ * delivers) coming due, a lease running out (reaping), a waiting job or a
+ * dedup window expiring, a periodic schedule's tick, an event or a day of
+ * history past the retention (and summed by the statistics' rollup, which
+ * reads an hour five minutes after it ends), and tomorrow's partition to
+ * make. Read once at the end of a drain, so a scheduler can let the queue
+ * (and its database) rest until then.
  */
 const nextDueSql = /* sql */ `
 SELECT least(
   (SELECT min(run_at) FROM skiplock.jobs
-    WHERE state IN ('scheduled', 'queued', 'retrying') AND type = ANY ($1::text[])),
+    WHERE state IN ('scheduled', 'queued', 'retrying')
+      AND (type = ANY ($1::text[])
+           OR queue IN (SELECT name FROM skiplock.queues WHERE delivery->>'target' = ANY ($3::text[])))),
   (SELECT min(lease_expires_at) FROM skiplock.jobs WHERE state = 'running'),
   (SELECT min(expires_at) FROM skiplock.jobs
     WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'queued', 'retrying')),
@@ -24,14 +27,18 @@ SELECT least(
 ) AS due_at`;
 
 /**
- * When a drain of `types` next has something to do (a time in the past when
- * it has now). `retentionSeconds` is the history's retention.
+ * When a drain of `types`, delivering to `deliveryTargets`, next has
+ * something to do (a time in the past when it has now). `retentionSeconds`
+ * is the history's retention.
  */
-export async function nextDueAt(db: Queryable, options: { types: readonly string[]; retentionSeconds: number }): Promise<Date> {
+export async function nextDueAt(
+  db: Queryable,
+  options: { types: readonly string[]; deliveryTargets?: readonly string[]; retentionSeconds: number },
+): Promise<Date> {
   const [row] = await db.query<{ due_at: Date | string }>({
     name: 'skiplock_next_due_at',
     text: nextDueSql,
-    params: [options.types, options.retentionSeconds],
+    params: [options.types, options.retentionSeconds, options.deliveryTargets ?? []],
   });
   return new Date(row!.due_at);
 }

@@ -1,35 +1,38 @@
 import type { Queryable } from '../db/types.js';
 import type { TenantScope } from './read-jobs.js';
+import type { DeliveryTarget } from './types.js';
 
 export interface QueueSettings {
   /** Running jobs of the queue at once, over all tenants; null for no cap. */
   concurrency: number | null;
   /** Share of each tenant's turns when its queues compete, 1..1000. */
   weight: number;
+  /** Where the queue's jobs go, whatever their type, instead of to handlers; null for handlers. */
+  delivery: DeliveryTarget | null;
 }
 
 export interface Queue extends QueueSettings {
   name: string;
-  /** False when the queue runs on the defaults (no cap, weight 1). */
+  /** False when the queue runs on the defaults (no cap, weight 1, no delivery target). */
   custom: boolean;
   /** Jobs of the queue running now (of the scope's tenant, when it has one). */
   running: number;
 }
 
-// A queue without a row of its own runs on the defaults: no cap, weight 1.
+// A queue without a row of its own runs on the defaults: no cap, weight 1, handlers.
 const getQueueSql = /* sql */ `
-SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.name IS NOT NULL AS custom,
+SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.delivery, q.name IS NOT NULL AS custom,
        (SELECT count(*)::integer FROM skiplock.jobs r
         WHERE r.queue = $1 AND r.state = 'running' AND ($2::text IS NULL OR r.tenant = $2)) AS running
 FROM (SELECT 1) one
 LEFT JOIN skiplock.queues q ON q.name = $1`;
 
-const listQueueSettingsSql = /* sql */ `SELECT name, concurrency, weight FROM skiplock.queues ORDER BY name`;
+const listQueueSettingsSql = /* sql */ `SELECT name, concurrency, weight, delivery FROM skiplock.queues ORDER BY name`;
 
 const setQueueSql = /* sql */ `
-INSERT INTO skiplock.queues AS q (name, concurrency, weight, updated_at)
-VALUES ($1, $2, $3, now())
-ON CONFLICT (name) DO UPDATE SET concurrency = $2, weight = $3, updated_at = now()`;
+INSERT INTO skiplock.queues AS q (name, concurrency, weight, delivery, updated_at)
+VALUES ($1, $2, $3, $4, now())
+ON CONFLICT (name) DO UPDATE SET concurrency = $2, weight = $3, delivery = $4, updated_at = now()`;
 
 /** A queue's settings (its own, or the defaults) and its running count. */
 export async function getQueue(db: Queryable, name: string, scope: TenantScope = {}): Promise<Queue> {
@@ -41,7 +44,7 @@ export async function getQueue(db: Queryable, name: string, scope: TenantScope =
   return row!;
 }
 
-/** The settings of every queue that has its own; the others run on the defaults (no cap, weight 1). */
+/** The settings of every queue that has its own; the others run on the defaults (no cap, weight 1, handlers). */
 export async function listQueueSettings(db: Queryable): Promise<Array<QueueSettings & { name: string }>> {
   return db.query<QueueSettings & { name: string }>({
     name: 'skiplock_list_queue_settings',
@@ -53,13 +56,20 @@ export async function listQueueSettings(db: Queryable): Promise<Array<QueueSetti
 /**
  * Replaces a queue's settings. A cap applies from the next claim: jobs
  * already running above a lowered cap finish, and none start until the
- * queue is below it.
+ * queue is below it. So does a delivery target: jobs already claimed by a
+ * handler finish there, and every later claim sends the queue's jobs to the
+ * target (a drain that cannot deliver to it leaves them alone). A delivery
+ * left out is none: the queue's jobs go to the handlers of their types.
  */
-export async function setQueue(db: Queryable, name: string, settings: QueueSettings): Promise<Queue> {
+export async function setQueue(
+  db: Queryable,
+  name: string,
+  settings: Omit<QueueSettings, 'delivery'> & { delivery?: DeliveryTarget | null },
+): Promise<Queue> {
   await db.query({
     name: 'skiplock_set_queue',
     text: setQueueSql,
-    params: [name, settings.concurrency, settings.weight],
+    params: [name, settings.concurrency, settings.weight, settings.delivery == null ? null : JSON.stringify(settings.delivery)],
   });
   return getQueue(db, name);
 }

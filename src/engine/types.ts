@@ -52,7 +52,44 @@ export interface Job {
 /** A job handed out by a claim, with the fencing token its worker must present. */
 export interface ClaimedJob extends Job {
   leaseToken: string;
+  /**
+   * Its queue's delivery target, when the claim named that target
+   * (`ClaimOptions.deliveryTargets`): the job goes there, whatever its type.
+   */
+  delivery?: DeliveryTarget;
 }
+
+/**
+ * Where a queue's jobs go instead of to the handlers of their types: a
+ * batched, signed webhook, or a Cloudflare queue through a producer binding
+ * (skiplock.queues.delivery; set with `setQueue`).
+ */
+export type DeliveryTarget = WebhookTarget | CloudflareQueueTarget;
+
+export interface WebhookTarget {
+  target: 'webhook';
+  /** http or https, on HTTP_ALLOWED_HOSTS for every tenant. */
+  url: string;
+  /** The name of the Worker secret (or environment variable) holding the receiver's `whsec_…` secret; unsigned without it. */
+  secretName?: string;
+  /** Jobs per POST, 1 to 1,000; default 100. */
+  batchSize?: number;
+  /** How long the receiver may take to answer; default 10,000 ms. */
+  timeoutMs?: number;
+}
+
+export interface CloudflareQueueTarget {
+  target: 'cloudflare-queue';
+  /** The name of the Worker's Queues producer binding. */
+  binding: string;
+  /** Jobs per drain batch, 1 to 1,000 (sent in calls of up to 100); default 100. */
+  batchSize?: number;
+  /** Seconds the queue holds each message before its consumer sees it, 0 to 43,200. */
+  delaySeconds?: number;
+}
+
+/** The delivery targets, by name. */
+export const DELIVERY_TARGETS = ['webhook', 'cloudflare-queue'] as const satisfies ReadonlyArray<DeliveryTarget['target']>;
 
 /** Proof of ownership of a claimed job: every change by a worker carries it. */
 export interface Lease {

@@ -1,5 +1,6 @@
 import type { Db, SessionDb } from '../db/types.js';
 import type { JobType } from '../engine/job-type.js';
+import type { DeliveryTarget } from '../engine/types.js';
 import type { FailedAuthentications, RateLimiterBinding } from './auth/failed-authentications.js';
 import type { Principal } from './auth/principal.js';
 
@@ -61,6 +62,12 @@ export interface AppDeps {
    * Without it, the host delivers no callbacks and enqueue refuses them.
    */
   callbackProblem?(env: Bindings, tenant: string, url: URL): string | undefined;
+  /**
+   * Why the host's drains could not deliver a queue's jobs to `delivery`
+   * (the field at fault, and why), or undefined when they could. Without
+   * it, the host delivers no queues and `PUT /v1/queues/{queue}` refuses a target.
+   */
+  deliveryProblem?(env: Bindings, delivery: DeliveryTarget): { field: string; detail: string } | undefined;
 }
 
 export interface AppEnv {

@@ -18,13 +18,13 @@ export function summarizeQueues(
   rows: readonly QueueStatsRow[],
   settings: ReadonlyArray<QueueSettings & { name: string }>,
 ): QueueSummary[] {
-  const settingsOf = new Map(settings.map(({ name, concurrency, weight }) => [name, { concurrency, weight }]));
+  const settingsOf = new Map(settings.map(({ name, ...own }) => [name, own]));
   const byQueue = new Map<string, QueueSummary>();
   for (const row of rows) {
     let summary = byQueue.get(row.queue);
     if (summary === undefined) {
-      const { concurrency, weight } = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1 };
-      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, concurrency, weight };
+      const own = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1, delivery: null };
+      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, ...own };
       byQueue.set(row.queue, summary);
     }
     summary.counts[row.status] += row.count;

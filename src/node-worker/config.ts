@@ -1,4 +1,4 @@
-import { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/index.js';
+import { QueueDeliveries, readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from '../drain/index.js';
 import { MAX_CLAIM } from '../engine/index.js';
 import { publicAddressFetch } from './public-address-fetch.js';
 import type { WorkerOptions } from './start-worker.js';
@@ -38,6 +38,8 @@ export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
       listen: readSwitch(vars, 'WORKER_LISTEN', true),
       preparedStatements: readSwitch(vars, 'WORKER_PREPARED_STATEMENTS', true),
       shutdownGraceMs: readNumber(vars, 'SHUTDOWN_GRACE_SECONDS', 20, { min: 0 }) * 1000,
+      // Queues' webhook targets, signed with the secrets they name from this environment.
+      deliveries: new QueueDeliveries({ http: jobs.http, secret: (name) => (vars as Readonly<Record<string, string | undefined>>)[name] }),
       retentionSeconds: jobs.retentionSeconds,
       statsRetentionDays: jobs.statsRetentionDays,
       ...(workerId ? { workerId } : {}),

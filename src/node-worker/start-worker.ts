@@ -8,6 +8,7 @@ import {
   type JobDefinition,
   type Logger,
   type PeriodicJob,
+  type QueueDeliveries,
   type RunningDrain,
 } from '../drain/index.js';
 import { JobWakeups } from './wakeups.js';
@@ -51,6 +52,12 @@ export interface WorkerOptions {
   statsRetentionDays?: number;
   /** On stop, running jobs get this long to finish before they are handed back. Default 20,000 ms. */
   shutdownGraceMs?: number;
+  /**
+   * Delivers the jobs of queues whose delivery target is a webhook (set with
+   * `PUT /v1/queues/{queue}`); without it the worker leaves those queues alone.
+   * `skiplock work` gives one that reads the secrets from its environment.
+   */
+  deliveries?: QueueDeliveries;
   logger?: Logger;
 }
 
@@ -90,6 +97,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       ...(options.housekeepingIntervalMs === undefined ? {} : { housekeepingIntervalMs: options.housekeepingIntervalMs }),
       ...(options.retentionSeconds === undefined ? {} : { retentionSeconds: options.retentionSeconds }),
       ...(options.statsRetentionDays === undefined ? {} : { statsRetentionDays: options.statsRetentionDays }),
+      ...(options.deliveries === undefined ? {} : { deliveries: options.deliveries }),
       logger,
     });
   } catch (error) {

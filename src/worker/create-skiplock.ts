@@ -10,6 +10,7 @@ import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
 import { notFound, Problem, problemResponse } from '../http/problem.js';
 import { uiRoutes } from '../ui/index.js';
 import { requestDatabase, sessionDatabase } from './database.js';
+import { workerDeliveries } from './deliveries.js';
 import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
 import { drainerClass, type SkiplockDrainerClass } from './drainer.js';
 import type { SkiplockEnv } from './env.js';
@@ -87,7 +88,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
       const settings = resolveSettings(options, env as SkiplockEnv, { api });
       const builtIn = builtInJobs(settings.jobs).filter((job) => options.httpJob !== false || job.type !== 'http');
       const registry = createRegistry([...builtIn, ...(options.jobs ?? [])], options.schedules, { knownTypes: DEMO_TYPES });
-      runtime = { settings, registry, drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER };
+      runtime = { settings, registry, deliveries: workerDeliveries(env, settings.jobs.http), drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER };
       runtimes.set(env, runtime);
     }
     return runtime;
@@ -107,6 +108,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
           callbackProblem: (env: Bindings, tenant: string, url: URL) =>
             destinationProblem(url, tenant, parseAllowedHosts(runtimeOf(env).settings.jobs.http.allowedHosts)),
         }),
+    deliveryProblem: (env, delivery) => runtimeOf(env).deliveries.problemWith(delivery),
   };
   const app = createApp(deps);
   if (dashboard) app.route('/', uiRoutes(deps));

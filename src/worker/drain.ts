@@ -1,3 +1,4 @@
+import type { QueueDeliveries } from '../drain/bulk-delivery/queue-deliveries.js';
 import { drainOnce, type DrainCounts } from '../drain/drain-once.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { JobRegistry } from '../drain/registry.js';
@@ -15,6 +16,8 @@ import type { ResolvedSettings } from './settings.js';
 export interface DrainRuntime {
   settings: ResolvedSettings;
   registry: JobRegistry;
+  /** The queues' delivery targets this Worker reaches: webhooks, and its Queues producer bindings. */
+  deliveries: QueueDeliveries;
   /** This isolate's fast-path drain while it still claims: later enqueues are announced to it. */
   fastPath?: WorkArrivals | undefined;
   /** SKIPLOCK_DRAINER, when bound: the helpers a drain with a backlog starts (DRAIN_FANOUT). */
@@ -37,12 +40,13 @@ export interface Helpers {
 }
 
 /** The fan-out of a drain that may start helpers: with SKIPLOCK_DRAINER bound and DRAIN_FANOUT above 1. */
-function fanOutOf({ settings, registry, drainers }: DrainRuntime, db: Queryable, subrequests: SubrequestBudget): FanOut | undefined {
+function fanOutOf({ settings, registry, deliveries, drainers }: DrainRuntime, db: Queryable, subrequests: SubrequestBudget): FanOut | undefined {
   if (drainers === undefined || settings.drain.fanout <= 1) return undefined;
   return new FanOut(drainers, db, subrequests, {
     fanout: settings.drain.fanout,
     concurrency: settings.drain.concurrency,
     types: registry.types,
+    deliveryTargets: deliveries.targets,
   });
 }
 
@@ -90,11 +94,12 @@ export async function scheduledDrain(runtime: DrainRuntime, cron: string, clock?
       subrequests,
       connections,
       onBacklog: fanOut?.onBacklog,
+      deliveries: runtime.deliveries,
     });
     const helpers = (await fanOut?.helpersStarted()) ?? 0;
     if (clock !== undefined && epoch !== undefined) {
       subrequests.release(CLOCK_SETTLE_SUBREQUESTS);
-      await settleClock(clock, epoch, db, { settings, registry }, subrequests);
+      await settleClock(clock, epoch, db, runtime, subrequests);
     }
     const outcome = { drained: true as const, ...counts, helpers, subrequests: subrequests.sent };
     console.log(JSON.stringify({ event: 'drain', cron, ...outcome }));
@@ -109,11 +114,15 @@ async function settleClock(
   clock: QueueClock,
   epoch: number,
   db: Queryable,
-  { settings, registry }: Omit<DrainRuntime, 'fastPath'>,
+  { settings, registry, deliveries }: DrainRuntime,
   subrequests: SubrequestBudget,
 ): Promise<void> {
   try {
-    const dueAt = await nextDueAt(db, { types: registry.types, retentionSeconds: settings.jobs.retentionSeconds });
+    const dueAt = await nextDueAt(db, {
+      types: registry.types,
+      deliveryTargets: deliveries.targets,
+      retentionSeconds: settings.jobs.retentionSeconds,
+    });
     await clock.settle(dueAt.getTime(), epoch, subrequests);
   } catch (error) {
     jsonConsoleLogger.error('could not tell the queue clock when work is next due; the next tick drains', errorFields(error));
@@ -152,8 +161,8 @@ export interface Subrequests {
  * the cron drain is the safety net.
  */
 export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
-  const { settings, registry } = runtime;
-  if (!settings.drain.fastPath || registry.types.length === 0) return;
+  const { settings, registry, deliveries } = runtime;
+  if (!settings.drain.fastPath) return;
   if (runtime.fastPath?.announce()) return;
   const arrivals = new WorkArrivals();
   runtime.fastPath = arrivals;
@@ -172,6 +181,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
       subrequests,
       connections,
       onBacklog: fanOut?.onBacklog,
+      deliveries,
     })
       .then(
         async (counts) => {
@@ -195,7 +205,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
  * with a cron drain's budget and subrequests and connections of its own.
  * Never throws: a failure is a log line, and the cron drain goes on.
  */
-export async function helperDrain({ settings, registry }: DrainRuntime, name: string): Promise<DrainCounts | undefined> {
+export async function helperDrain({ settings, registry, deliveries }: DrainRuntime, name: string): Promise<DrainCounts | undefined> {
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
   const { db, connections } = drainDatabase(settings.database, subrequests);
   try {
@@ -206,6 +216,7 @@ export async function helperDrain({ settings, registry }: DrainRuntime, name: st
       workerId: invocationId(name),
       subrequests,
       connections,
+      deliveries,
     });
     if (settings.drain.logBackgroundDrains) console.log(JSON.stringify({ event: 'helper-drain', name, ...counts, subrequests: subrequests.sent }));
     return counts;

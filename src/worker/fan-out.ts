@@ -29,7 +29,7 @@ export class FanOut {
     private readonly drainers: DrainerNamespace,
     private readonly db: Queryable,
     private readonly subrequests: SubrequestBudget,
-    private readonly options: { fanout: number; concurrency: number; types: readonly string[] },
+    private readonly options: { fanout: number; concurrency: number; types: readonly string[]; deliveryTargets: readonly string[] },
   ) {}
 
   /** For the drain's `onBacklog`: starts the helpers in the background, once. */
@@ -46,7 +46,7 @@ export class FanOut {
   }
 
   private async startHelpers(): Promise<number> {
-    const { fanout, concurrency, types } = this.options;
+    const { fanout, concurrency, types, deliveryTargets } = this.options;
     const most = fanout - 1;
     // The backlog's count and a start per helper, set aside first so no job's reserve takes them;
     // each is handed back just before it is sent (and counted), so none counts twice.
@@ -58,7 +58,7 @@ export class FanOut {
     };
     try {
       sendOne();
-      const ready = await readyBacklog(this.db, { types, limit: most * concurrency });
+      const ready = await readyBacklog(this.db, { types, deliveryTargets, limit: most * concurrency });
       const helpers = Math.min(most, Math.floor(ready / concurrency));
       for (let index = 1; index <= helpers; index++) {
         sendOne();

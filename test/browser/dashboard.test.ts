@@ -1,6 +1,7 @@
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { JOB_STATUSES } from '../../src/engine';
+import { pgDb } from '../../src/db/pg';
+import { JOB_STATUSES, setQueue as setQueueSettings, type DeliveryTarget } from '../../src/engine';
 import { hasChromium, PHONE } from './support/chromium';
 import {
   attemptTimings,
@@ -51,7 +52,22 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await setQueue(api, 'reports', { concurrency: 40, weight: 2 });
   });
 
+  /**
+   * Sets a queue's delivery target straight in the database (this stack
+   * allows no webhook host, so the API would refuse it), or clears it.
+   */
+  async function setDelivery(queue: string, delivery: DeliveryTarget | null): Promise<void> {
+    const db = pgDb(stack().databaseUrl, { max: 1 });
+    try {
+      await setQueueSettings(db, queue, { concurrency: null, weight: 1, delivery });
+    } finally {
+      await db.close();
+    }
+  }
+
   it('refuses an unknown key, then signs in and shows each queue as the API counts it', async () => {
+    // Its only job failed for good: no drain tries the target. Cleared below, since later tests claim from the queue.
+    await setDelivery('reports-failing', { target: 'webhook', url: 'https://hooks.example.com/skiplock', batchSize: 50 });
     const page = await newPage();
     await signIn(page, stack().url, 'not-a-key');
     await page.locator('#sign-in-error').waitFor();
@@ -66,12 +82,18 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
       for (const status of JOB_STATUSES) {
         expect(await row.locator(`td[data-count="${status}"]`).textContent(), `${queue.queue} ${status}`).toBe(String(queue.counts[status]));
       }
-      const settings = [queue.concurrency === null ? '' : `cap ${queue.concurrency}`, queue.weight === 1 ? '' : `weight ${queue.weight}`];
+      const settings = [
+        queue.concurrency === null ? '' : `cap ${queue.concurrency}`,
+        queue.weight === 1 ? '' : `weight ${queue.weight}`,
+        queue.delivery === null ? '' : 'to webhook hooks.example.com',
+      ];
       const said = settings.filter(Boolean).join(', ');
       if (said === '') expect(await row.locator('[data-settings]').count()).toBe(0);
       else expect(await row.locator('[data-settings]').textContent()).toBe(said);
     }
     expect(queues.find((queue) => queue.queue === 'reports')).toMatchObject({ concurrency: 40, weight: 2 });
+    expect(queues.find((queue) => queue.queue === 'reports-failing')?.delivery).toMatchObject({ target: 'webhook' });
+    await setDelivery('reports-failing', null);
     expect(await page.locator('#total-running').textContent()).toBe('1');
     expect(await page.locator('#running-table tbody tr').count()).toBe(1);
     expect(await page.locator('#throughput-chart svg').getAttribute('aria-label')).toContain('1 failed');

@@ -72,7 +72,7 @@ describe('a queue’s concurrency cap', () => {
     expect(await claimBatch(db, { max: 20, workerId: worker })).toEqual([]);
     await completeMany(db, first.filter((job) => job.queue === 'pdf').slice(0, 2));
     expect(await claimBatch(db, { max: 20, workerId: worker })).toHaveLength(2);
-    expect(await getQueue(db, 'pdf')).toEqual({ name: 'pdf', concurrency: 3, weight: 1, custom: true, running: 3 });
+    expect(await getQueue(db, 'pdf')).toEqual({ name: 'pdf', concurrency: 3, weight: 1, delivery: null, custom: true, running: 3 });
     // A tenant-bound reader counts its own tenant's running jobs.
     const perTenant = await Promise.all(['one', 'two'].map((tenant) => getQueue(db, 'pdf', { tenant })));
     expect(perTenant[0]!.running + perTenant[1]!.running).toBe(3);
@@ -99,7 +99,7 @@ describe('a queue’s concurrency cap', () => {
 
   it('a cap of 0 pauses the queue; the defaults come back as no cap and weight 1', async () => {
     const { db } = await open('pg');
-    expect(await getQueue(db, 'reports')).toEqual({ name: 'reports', concurrency: null, weight: 1, custom: false, running: 0 });
+    expect(await getQueue(db, 'reports')).toEqual({ name: 'reports', concurrency: null, weight: 1, delivery: null, custom: false, running: 0 });
     await setQueue(db, 'reports', { concurrency: 0, weight: 1 });
     await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'reports' })));
     expect(await claimBatch(db, { max: 3, workerId: worker })).toEqual([]);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DeliveredJob } from '../../src/drain';
 import type { Db } from '../../src/db/types';
+import { setQueue } from '../../src/engine';
 import { sleep } from '../../src/engine/sleep';
 import { startReceiver, type Answer, type Received } from '../drain/support/receiver';
 import { engineDatabases } from '../support/engine-db';
@@ -63,7 +64,21 @@ describe('scenario 9: bulk delivery to a webhook that fails, and workers killed 
       return { status: 200 };
     });
     closeTarget = target.close;
-    await enqueueMany(db, jobs(JOBS, (n) => ({ queue: 'outbox', type: 'forward', tenant: `t${n % 4}`, payload: { n }, leaseSeconds: LEASE_SECONDS })));
+    // Half of the jobs are of the code-defined delivery type; the other half, of three types no handler runs, are in a
+    // queue whose delivery target (set as PUT /v1/queues/{queue} sets it) is the same webhook.
+    await setQueue(db, 'feed', {
+      concurrency: null,
+      weight: 1,
+      delivery: { target: 'webhook', url: `${target.base}/jobs`, secretName: 'TARGET_SECRET', batchSize: 50 },
+    });
+    await enqueueMany(
+      db,
+      jobs(JOBS, (n) =>
+        n % 2 === 0
+          ? { queue: 'outbox', type: 'forward', tenant: `t${n % 4}`, payload: { n }, leaseSeconds: LEASE_SECONDS }
+          : { queue: 'feed', type: `event.${n % 3}`, tenant: `t${n % 4}`, payload: { n }, leaseSeconds: LEASE_SECONDS },
+      ),
+    );
 
     let generation = 0;
     const startWorker = () => spawn.deliveryWorker(url, `delivery-${++generation}`, { TARGET_URL: `${target.base}/jobs`, TARGET_SECRET: SECRET });
@@ -103,7 +118,9 @@ describe('scenario 9: bulk delivery to a webhook that fails, and workers killed 
     await recordScenario({
       scenario: 9,
       name: 'Bulk delivery: the target fails, the worker dies between delivery and completion',
-      load: `${JOBS} jobs of a webhook bulk delivery (batches of up to 50, 4 tenants) by 2 Node workers, leases of ${LEASE_SECONDS} s`,
+      load:
+        `${JOBS} jobs delivered in bulk to a webhook (half of a delivery job type defined in code, half of a queue whose ` +
+        `delivery target is set in the database; batches of up to 50, 4 tenants) by 2 Node workers, leases of ${LEASE_SECONDS} s`,
       faults: `${failedPosts} POSTs answered 500; ${killed.size} workers SIGKILLed while the target held a POST it had accepted`,
       jobsLost: lost.length + (JOBS - counts.succeeded),
       runTwiceAtOnce: history.runTwiceAtOnce.length,

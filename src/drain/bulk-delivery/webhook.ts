@@ -4,6 +4,7 @@ import type { JobDefinition } from '../define-job.js';
 import { PermanentFailure, RetryAfter } from '../job-errors.js';
 import { WEBHOOK_HEADERS, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
 import { failedDelivery, readStart, sendOrExplain } from '../handlers/http-response.js';
+import type { DeliveryFetch } from '../handlers/http.js';
 import { deliveredJobs } from './delivered-job.js';
 
 export interface WebhookDeliveryOptions extends BatchJobOptions<WebhookDeliveryResult> {
@@ -15,6 +16,8 @@ export interface WebhookDeliveryOptions extends BatchJobOptions<WebhookDeliveryR
   headers?: Readonly<Record<string, string>>;
   /** How long the receiver may take to answer; default 10,000 ms. */
   timeoutMs?: number;
+  /** Sends the POSTs; the batch's `ctx.fetch` (counted, as every job's) when left out. */
+  fetch?: DeliveryFetch;
 }
 
 /** A delivered job's result: the receiver's status and the batch it went in. */
@@ -65,7 +68,7 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
   schema: Schema,
   options: WebhookDeliveryOptions,
 ): JobDefinition<Type, z.input<Schema>, WebhookDeliveryResult> {
-  const { url: target, secret, headers: extraHeaders = {}, timeoutMs = 10_000, ...batchOptions } = options;
+  const { url: target, secret, headers: extraHeaders = {}, timeoutMs = 10_000, fetch: send, ...batchOptions } = options;
   const url = new URL(target);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new RangeError(`job type "${type}": url must be http or https`);
   const key = secret === undefined ? undefined : endpointSecretKey(secret);
@@ -89,7 +92,9 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
       }
       const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
       const response = await sendOrExplain(url, timeoutMs, () =>
-        context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal }),
+        send === undefined
+          ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
+          : send(url, { method: 'POST', headers, body, signal }),
       );
       const text = await readStart(response, ANSWER_BYTES);
       if (response.status < 200 || response.status >= 300) throw failedDelivery(url, response, text);

@@ -57,14 +57,15 @@ function normalHost(host: string): string {
 /**
  * Why an `http` job of `tenant` may not deliver to `url`, or undefined when
  * it may: http or https only; a host on the allow-list for that tenant
- * (an entry without a tenant is for all), on 443 or 80 unless the entry
+ * (an entry without a tenant is for all; with `tenant` undefined, as for a
+ * queue's webhook that carries every tenant's jobs, only those count), on 443 or 80 unless the entry
  * names the port. An IP address must be public unless an entry names that
  * very address (a receiver on 127.0.0.1 in a test), and `localhost` is never
  * delivered to. A name is checked for private addresses where it is
  * resolved: by the platform on Workers (fetch from Cloudflare's edge cannot
  * reach them), by the fetch the Node worker gives the job in Node.
  */
-export function destinationProblem(url: URL, tenant: string, allowedHosts: readonly AllowedHost[]): string | undefined {
+export function destinationProblem(url: URL, tenant: string | undefined, allowedHosts: readonly AllowedHost[]): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `only http and https URLs are delivered, not ${url.protocol}`;
   const host = normalHost(url.hostname);
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
@@ -77,7 +78,7 @@ export function destinationProblem(url: URL, tenant: string, allowedHosts: reado
   }
   if (hostEntries.length === 0) {
     if (allowedHosts.length === 0) return `host ${host} is not allowed: HTTP_ALLOWED_HOSTS is empty`;
-    return `host ${host} is not on HTTP_ALLOWED_HOSTS for tenant ${tenant}`;
+    return `host ${host} is not on HTTP_ALLOWED_HOSTS for ${tenant === undefined ? 'every tenant' : `tenant ${tenant}`}`;
   }
   if (!hostEntries.some((entry) => (entry.port === undefined ? DEFAULT_PORTS.includes(port) : entry.port === port))) {
     return `port ${port} of ${host} is not allowed: only 443 and 80, unless the HTTP_ALLOWED_HOSTS entry names the port (${host}:${port})`;

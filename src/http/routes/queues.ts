@@ -11,6 +11,7 @@ import {
 import { tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
+import { validationProblem } from '../problem.js';
 import { summarizeQueues } from '../queue-summaries.js';
 import { QueueParamsSchema } from '../schemas/enqueue.js';
 import { QueueSchema, QueueSettingsBodySchema } from '../schemas/queue.js';
@@ -50,10 +51,12 @@ export function queueRoutes(deps: AppDeps) {
     path: '/v1/queues/{queue}',
     operationId: 'setQueue',
     tags: ['queues'],
-    summary: "Set a queue's concurrency cap and weight",
+    summary: "Set a queue's concurrency cap, weight and delivery target",
     description:
-      "Replaces both; one left out takes its default (no cap, weight 1). The cap counts the queue's running jobs over all " +
-      "tenants; the weight shares each tenant's turns among its queues.",
+      "Replaces all three; one left out takes its default (no cap, weight 1, no delivery target). The cap counts the queue's " +
+      "running jobs over all tenants; the weight shares each tenant's turns among its queues. With a delivery target, the " +
+      "drains send the queue's jobs, whatever their type, to a batched webhook or a Cloudflare queue instead of to handlers; " +
+      "a target the deployment cannot reach (a host off HTTP_ALLOWED_HOSTS, a missing secret or binding) is refused.",
     request: { params: QueueParamsSchema, body: jsonBody(QueueSettingsBodySchema) },
     responses: {
       200: jsonResponse(QueueSchema, 'The queue as it is now'),
@@ -72,9 +75,19 @@ export function queueRoutes(deps: AppDeps) {
   });
 
   return router()
-    .openapi(putQueueRoute, async (c) =>
-      c.json(await setQueue(deps.database(c.env), c.req.valid('param').queue, c.req.valid('json')), 200),
-    )
+    .openapi(putQueueRoute, async (c) => {
+      const settings = c.req.valid('json');
+      if (settings.delivery !== null) {
+        const problem = deps.deliveryProblem === undefined
+          ? { field: 'target', detail: 'this deployment delivers no queues' }
+          : deps.deliveryProblem(c.env, settings.delivery);
+        if (problem !== undefined) {
+          const path = `delivery.${problem.field}`;
+          throw validationProblem(`${path}: ${problem.detail}`, [{ path, message: problem.detail }]);
+        }
+      }
+      return c.json(await setQueue(deps.database(c.env), c.req.valid('param').queue, settings), 200);
+    })
     .openapi(getQueueRoute, async (c) =>
       c.json(await getQueue(deps.database(c.env), c.req.valid('param').queue, tenantScope(c.var.principal)), 200),
     )

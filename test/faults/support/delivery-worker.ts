@@ -1,11 +1,14 @@
 /**
- * A Node worker whose one job type delivers its jobs in bulk to a webhook
- * (defineWebhookDelivery): the bulk-delivery scenario kills it with SIGKILL
- * between a POST and the completions of its jobs.
+ * A Node worker that delivers jobs in bulk to a webhook two ways: the jobs of
+ * its one job type (defineWebhookDelivery, in code), and those of any queue
+ * whose delivery target, set in the database, is a webhook (QueueDeliveries,
+ * signed with the secret the target names from this environment). The
+ * bulk-delivery scenario kills it with SIGKILL between a POST and the
+ * completions of its jobs.
  * Environment: DATABASE_URL, WORKER_ID, TARGET_URL, TARGET_SECRET.
  */
 import { z } from 'zod';
-import { defineWebhookDelivery } from '../../../src/drain';
+import { defineWebhookDelivery, QueueDeliveries } from '../../../src/drain';
 import { startWorker } from '../../../src/node-worker';
 
 export const forward = defineWebhookDelivery('forward', z.object({ n: z.number().int() }), {
@@ -19,6 +22,7 @@ await startWorker({
   databaseUrl: process.env.DATABASE_URL!,
   workerId: process.env.WORKER_ID!,
   handlers: [forward],
+  deliveries: new QueueDeliveries({ http: { allowedHosts: [new URL(process.env.TARGET_URL!).host] }, secret: (name) => process.env[name] }),
   concurrency: 50,
   pollIntervalMs: 100,
   // Reap the leases of a killed worker soon after they lapse.

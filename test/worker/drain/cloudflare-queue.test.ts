@@ -6,7 +6,9 @@ import { drainOnce } from '../../../src/drain/drain-once';
 import { createRegistry } from '../../../src/drain/registry';
 import { enqueueBatch, type EnqueueInput } from '../../../src/engine';
 import { sleep } from '../../../src/engine/sleep';
-import { httpDatabase } from '../support/databases';
+import { scheduledDrain } from '../../../src/worker/drain';
+import { drainRuntime, httpDatabase } from '../support/databases';
+import { ADMIN_TOKEN, client, problemOf, request, success } from '../http/support/api';
 import { jobById, uniqueName } from './support/jobs';
 
 const quiet = { info() {}, warn() {}, error() {} };
@@ -90,5 +92,45 @@ describe('bulk delivery to a Cloudflare queue, in workerd with a real producer b
     expect(await jobById(large)).toMatchObject({ status: 'failed', attempts: 1, lastError: { message: expect.stringContaining('takes up to 131072') } });
     expect(await jobById(small)).toMatchObject({ status: 'succeeded', attempts: 2 });
     expect((await consumed(new Set([small, large]), 1)).map((message) => message.body.payload.n)).toEqual([1]);
+  });
+});
+
+describe('a queue delivered to a Cloudflare queue, set over the API of the Worker', () => {
+  it('refuses a binding the Worker does not have, changing nothing; with TEST_QUEUE, its drains send every job there', async () => {
+    const api = client();
+    const queue = uniqueName('events');
+    const put = (delivery: unknown) =>
+      request(`/v1/queues/${queue}`, {
+        method: 'PUT',
+        apiKey: ADMIN_TOKEN,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ delivery }),
+      });
+
+    const missing = await problemOf(await put({ target: 'cloudflare-queue', binding: 'NO_SUCH_QUEUE' }));
+    expect(missing).toMatchObject({ status: 400, errors: [{ path: 'delivery.binding' }] });
+    expect(missing.detail).toContain('no Queues producer binding named NO_SUCH_QUEUE');
+    expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ delivery: null, custom: false });
+
+    const set = await put({ target: 'cloudflare-queue', binding: 'TEST_QUEUE', batchSize: 50 });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toMatchObject({ name: queue, delivery: { target: 'cloudflare-queue', binding: 'TEST_QUEUE', batchSize: 50 } });
+
+    // Types no handler of this Worker runs: the queue's target takes them all. Enqueued straight into the database
+    // and drained here, by the Worker's own drain, so no fast path runs on in the background of this file.
+    const jobs = Array.from({ length: 120 }, (_, n) => ({ queue, type: n % 2 === 0 ? 'order.created' : 'order.paid', payload: { n } }));
+    const ids = new Set((await enqueueBatch(httpDatabase(env), jobs)).map(({ job }) => job.id));
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      await scheduledDrain(drainRuntime({ WORKERS_PLAN: 'paid' }), '* * * * *');
+      const states = await Promise.all([...ids].map(async (id) => (await jobById(id)).status));
+      if (states.every((status) => status === 'succeeded')) break;
+    }
+
+    const kept = await consumed(ids, 120);
+    expect(new Set(kept.map((message) => message.body.id))).toEqual(ids);
+    expect(kept.every((message) => message.body.queue === queue)).toBe(true);
+    expect(new Set(kept.map((message) => message.body.type))).toEqual(new Set(['order.created', 'order.paid']));
+    for (const id of ids) expect(await jobById(id)).toMatchObject({ status: 'succeeded', result: { sentWith: expect.any(Number) } });
   });
 });

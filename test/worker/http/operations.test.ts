@@ -60,8 +60,8 @@ describe('queue settings', () => {
     const after = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
     const reset = await success(api.v1.queues[':queue'].$put({ param: { queue }, json: {} }));
 
-    expect(before).toEqual({ name: queue, concurrency: null, weight: 1, custom: false, running: 0 });
-    expect(put).toEqual({ name: queue, concurrency: 1, weight: 4, custom: true, running: 0 });
+    expect(before).toEqual({ name: queue, concurrency: null, weight: 1, delivery: null, custom: false, running: 0 });
+    expect(put).toEqual({ name: queue, concurrency: 1, weight: 4, delivery: null, custom: true, running: 0 });
     expect(first.jobs).toHaveLength(1);
     expect(second.jobs).toEqual([]);
     expect(after).toEqual({ ...put, running: 1 });
@@ -75,6 +75,14 @@ describe('queue settings', () => {
     [{ concurrency: 1.5 }, 'concurrency'],
     [{ concurrency: '3' }, 'concurrency'],
     [{ cap: 3 }, 'cap'],
+    [{ delivery: { target: 'sqs', url: 'https://hooks.example.com/' } }, 'delivery.target'],
+    [{ delivery: { target: 'webhook', url: 'ftp://hooks.example.com/' } }, 'delivery.url'],
+    [{ delivery: { target: 'webhook', url: 'https://10.1.2.3/in' } }, 'delivery.url'],
+    // This Worker's HTTP_ALLOWED_HOSTS is empty.
+    [{ delivery: { target: 'webhook', url: 'https://hooks.example.com/' } }, 'delivery.url'],
+    [{ delivery: { target: 'cloudflare-queue', binding: 'TEST_QUEUE', delaySeconds: 43_201 } }, 'delivery.delaySeconds'],
+    [{ delivery: { target: 'cloudflare-queue', binding: 'DATABASE_URL' } }, 'delivery.binding'],
+    [{ delivery: { target: 'cloudflare-queue', binding: '1ABC' } }, 'delivery.binding'],
   ])('refuses %j, changing nothing', async (body, path) => {
     const queue = uniqueName('queue');
     const response = await request(`/v1/queues/${queue}`, {
@@ -88,6 +96,31 @@ describe('queue settings', () => {
     expect(problem.status).toBe(400);
     expect(problem.errors?.[0]?.path).toBe(path);
     expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ custom: false });
+  });
+});
+
+describe("a queue's webhook target", () => {
+  const SECRET = `whsec_${btoa('the receiver secret of the operations tests')}`;
+  const put = (queue: string, delivery: unknown) =>
+    fetchWithEnv({ HTTP_ALLOWED_HOSTS: 'hooks.example.com', HOOK_SECRET: SECRET } as Partial<Cloudflare.Env>, `${BASE_URL}/v1/queues/${queue}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ delivery }),
+    });
+
+  it('is kept when its host is allowed and its secret is set; a secret that is missing or not a whsec_ one is refused', async () => {
+    const queue = uniqueName('hooked');
+    const target = { target: 'webhook', url: 'https://hooks.example.com/skiplock', secretName: 'HOOK_SECRET', batchSize: 25 };
+    const accepted = await put(queue, target);
+    expect(accepted.status).toBe(200);
+    expect(await accepted.json()).toMatchObject({ name: queue, delivery: target, custom: true });
+
+    for (const secretName of ['NOT_SET_ANYWHERE', 'ADMIN_TOKEN']) {
+      const problem = await problemOf(await put(queue, { ...target, secretName }));
+      expect(problem).toMatchObject({ status: 400, errors: [{ path: 'delivery.secretName' }] });
+    }
+    expect((await problemOf(await put(queue, { ...target, url: 'https://other.example.com/' }))).errors?.[0]?.path).toBe('delivery.url');
+    expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ delivery: target });
   });
 });
 

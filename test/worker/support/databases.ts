@@ -4,6 +4,7 @@ import { builtInJobs } from '../../../src/drain/handlers/built-in';
 import { createRegistry } from '../../../src/drain/registry';
 import type { AppDeps } from '../../../src/http/context';
 import { requestDatabase, sessionDatabase as sessionDatabaseOf } from '../../../src/worker/database';
+import { workerDeliveries } from '../../../src/worker/deliveries';
 import type { DrainRuntime } from '../../../src/worker/drain';
 import type { SkiplockEnv } from '../../../src/worker/env';
 import { resolveSettings, type DatabaseSource } from '../../../src/worker/settings';
@@ -25,19 +26,21 @@ export function sessionDatabase(vars: Vars = env): SessionDb {
   return sessionDatabaseOf(neonSource(vars));
 }
 
-/** What the Worker factory resolves from these variables: its settings and the built-in jobs. */
+/** What the Worker factory resolves from these variables: its settings, the built-in jobs and the delivery targets. */
 export function drainRuntime(vars: Vars = {}): DrainRuntime {
-  const settings = resolveSettings({}, { ...env, ...vars }, { api: true });
-  return { settings, registry: createRegistry(builtInJobs(settings.jobs)) };
+  const bindings = { ...env, ...vars };
+  const settings = resolveSettings({}, bindings, { api: true });
+  return { settings, registry: createRegistry(builtInJobs(settings.jobs)), deliveries: workerDeliveries(bindings, settings.jobs.http) };
 }
 
 /** The app's dependencies as the factory wires them for the test env, with some replaced. */
 export function appDeps(overrides: Partial<AppDeps> = {}): AppDeps {
-  const { settings } = drainRuntime();
+  const { settings, deliveries } = drainRuntime();
   return {
     settings: () => settings.api,
     database: () => httpDatabase(),
     sessionDatabase: () => sessionDatabase(),
+    deliveryProblem: (_env, delivery) => deliveries.problemWith(delivery),
     ...overrides,
   };
 }

@@ -77,14 +77,21 @@ function renderQueues(queues, throughputRows) {
   byId('queues-empty').hidden = queues.length > 0;
 }
 
-/** A queue's own settings, under its name; nothing for the defaults (no cap, weight 1). */
+/** A queue's own settings, under its name; nothing for the defaults (no cap, weight 1, no delivery target). */
 function queueSettings(queue) {
   const said = [];
   if (queue.concurrency !== null) said.push('cap ' + queue.concurrency);
   if (queue.weight !== 1) said.push('weight ' + queue.weight);
+  if (queue.delivery !== null) said.push('to ' + deliveryTarget(queue.delivery));
   if (said.length === 0) return null;
-  const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns.";
+  const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
+    'To: where the drains deliver its jobs, instead of to handlers.';
   return h('div', { class: 'muted queue-settings', 'data-settings': '', title }, said.join(', '));
+}
+
+/** Where a queue's jobs go: the webhook's host, or the Cloudflare queue's binding. */
+function deliveryTarget(delivery) {
+  return delivery.target === 'webhook' ? 'webhook ' + new URL(delivery.url).host : 'Cloudflare queue ' + delivery.binding;
 }
 
 /** The stats rows (queue, tenant, status) folded into one line per tenant. */
