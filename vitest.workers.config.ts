@@ -46,7 +46,8 @@ export default defineConfig({
         // Miniflare's local rate limit binding: tests bind it as AUTH_RATE_LIMITER where they want it.
         ratelimits: { TEST_AUTH_RATE_LIMITER: { simple: { limit: 3, period: 60 } } },
         // A local Cloudflare queue for the bulk delivery tests, and the Worker that consumes it (QUEUE_SINK reads what it got).
-        queueProducers: { TEST_QUEUE: { queueName: 'skiplock-test-queue' } },
+        // DELIVERY_QUEUE_TEST binds the same queue under a name a queue's delivery target may give.
+        queueProducers: { TEST_QUEUE: { queueName: 'skiplock-test-queue' }, DELIVERY_QUEUE_TEST: { queueName: 'skiplock-test-queue' } },
         serviceBindings: { QUEUE_SINK: 'queue-sink' },
         workers: [
           {

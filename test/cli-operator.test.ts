@@ -234,9 +234,9 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       /400 Invalid request: delivery\.url: host hooks\.example\.com is not allowed: HTTP_ALLOWED_HOSTS is empty/,
     );
     expectOneLine(
-      await skiplock(['queues', 'set', 'cli-queue', '--cloudflare-queue', 'EVENTS']),
+      await skiplock(['queues', 'set', 'cli-queue', '--cloudflare-queue', 'DELIVERY_QUEUE_EVENTS']),
       1,
-      /400 Invalid request: delivery\.binding: this Worker has no Queues producer binding named EVENTS/,
+      /400 Invalid request: delivery\.binding: this Worker has no Queues producer binding named DELIVERY_QUEUE_EVENTS/,
     );
     expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--webhook', 'https://a.example/', '--no-delivery']), 2, /give one of --webhook, --cloudflare-queue, --no-delivery$/);
     expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--secret-name', 'HOOK']), 2, /--secret-name goes with --webhook$/);

@@ -70,7 +70,7 @@ export interface WebhookTarget {
   target: 'webhook';
   /** http or https, on HTTP_ALLOWED_HOSTS for every tenant. */
   url: string;
-  /** The name of the Worker secret (or environment variable) holding the receiver's `whsec_…` secret; unsigned without it. */
+  /** The name (DELIVERY_SECRET_…) of the Worker secret or environment variable holding the receiver's `whsec_…` secret; unsigned without it. */
   secretName?: string;
   /** Jobs per POST, 1 to 1,000; default 100. */
   batchSize?: number;
@@ -80,7 +80,7 @@ export interface WebhookTarget {
 
 export interface CloudflareQueueTarget {
   target: 'cloudflare-queue';
-  /** The name of the Worker's Queues producer binding. */
+  /** The name (DELIVERY_QUEUE_…) of the Worker's Queues producer binding. */
   binding: string;
   /** Jobs per drain batch, 1 to 1,000 (sent in calls of up to 100); default 100. */
   batchSize?: number;
@@ -88,8 +88,13 @@ export interface CloudflareQueueTarget {
   delaySeconds?: number;
 }
 
-/** The delivery targets, by name. */
-export const DELIVERY_TARGETS = ['webhook', 'cloudflare-queue'] as const satisfies ReadonlyArray<DeliveryTarget['target']>;
+/**
+ * The names a target may give. The API reaches only secrets and bindings
+ * named for it, so an admin key cannot sign with a secret kept for something
+ * else, nor send into a queue the Worker binds for another purpose.
+ */
+export const DELIVERY_SECRET_PREFIX = 'DELIVERY_SECRET_';
+export const DELIVERY_QUEUE_PREFIX = 'DELIVERY_QUEUE_';
 
 /** Proof of ownership of a claimed job: every change by a worker carries it. */
 export interface Lease {

@@ -11,6 +11,7 @@ export interface WorkerVariables extends DrainVariables {
   readonly WORKER_ID?: string | undefined;
   readonly POLL_INTERVAL_MS?: string | undefined;
   readonly WORKER_LISTEN?: string | undefined;
+  readonly WORKER_DELIVERIES?: string | undefined;
   readonly WORKER_PREPARED_STATEMENTS?: string | undefined;
   readonly SHUTDOWN_GRACE_SECONDS?: string | undefined;
 }
@@ -39,7 +40,9 @@ export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
       preparedStatements: readSwitch(vars, 'WORKER_PREPARED_STATEMENTS', true),
       shutdownGraceMs: readNumber(vars, 'SHUTDOWN_GRACE_SECONDS', 20, { min: 0 }) * 1000,
       // Queues' webhook targets, signed with the secrets they name from this environment.
-      deliveries: new QueueDeliveries({ http: jobs.http, secret: (name) => (vars as Readonly<Record<string, string | undefined>>)[name] }),
+      ...(readSwitch(vars, 'WORKER_DELIVERIES', true)
+        ? { deliveries: new QueueDeliveries({ http: jobs.http, secret: (name) => (vars as Readonly<Record<string, string | undefined>>)[name] }) }
+        : {}),
       retentionSeconds: jobs.retentionSeconds,
       statsRetentionDays: jobs.statsRetentionDays,
       ...(workerId ? { workerId } : {}),

@@ -21,8 +21,8 @@ async function receiver(answer: (request: Received) => Answer = () => ({ status:
   return started;
 }
 
-/** A runtime's delivery targets: the receiver's address allowed, the secret under ORDERS_HOOK_SECRET. */
-function deliveriesTo(port: number, secrets: Record<string, string> = { ORDERS_HOOK_SECRET: SECRET }) {
+/** A runtime's delivery targets: the receiver's address allowed, the secret under DELIVERY_SECRET_ORDERS. */
+function deliveriesTo(port: number, secrets: Record<string, string> = { DELIVERY_SECRET_ORDERS: SECRET }) {
   return new QueueDeliveries({ http: { allowedHosts: [`127.0.0.1:${port}`] }, secret: (name) => secrets[name] });
 }
 
@@ -39,7 +39,7 @@ describe('a queue delivered to a webhook, set over the API', () => {
     await setQueue(db, 'orders-out', {
       concurrency: null,
       weight: 1,
-      delivery: { target: 'webhook', url: `${target.base}/orders`, secretName: 'ORDERS_HOOK_SECRET', batchSize: 20 },
+      delivery: { target: 'webhook', url: `${target.base}/orders`, secretName: 'DELIVERY_SECRET_ORDERS', batchSize: 20 },
     });
     await enqueueBatch(db, [
       ...Array.from({ length: 30 }, (_, n) => ({ queue: 'orders-out', type: 'order.created', tenant: `t${n % 3}`, payload: { n } })),
@@ -71,7 +71,7 @@ describe('a queue delivered to a webhook, set over the API', () => {
     await setQueue(db, 'orders-out', {
       concurrency: null,
       weight: 1,
-      delivery: { target: 'webhook', url: `${target.base}/orders`, secretName: 'ORDERS_HOOK_SECRET' },
+      delivery: { target: 'webhook', url: `${target.base}/orders`, secretName: 'DELIVERY_SECRET_ORDERS' },
     });
     const [{ job }] = (await enqueueBatch(db, [{ queue: 'orders-out', type: 'order.created', payload: { n: 1 }, maxAttempts: 3 }])) as [EnqueueResult];
 
@@ -79,7 +79,7 @@ describe('a queue delivered to a webhook, set over the API', () => {
     await drain(db, [], { deliveries: deliveriesTo(target.port, {}) });
     const failed = await jobById(db, job.id);
     expect(failed.status).toBe('retrying');
-    expect(JSON.stringify(failed.lastError)).toContain('no secret named ORDERS_HOOK_SECRET');
+    expect(JSON.stringify(failed.lastError)).toContain('no secret named DELIVERY_SECRET_ORDERS');
     expect(target.received).toHaveLength(0);
 
     await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE id = $1`, params: [job.id] });
@@ -92,32 +92,59 @@ describe('a queue delivered to a webhook, set over the API', () => {
   it('a drain without delivery targets, or one that cannot reach the queue’s, leaves the queue’s jobs waiting', async () => {
     const { db } = await open('pg');
     const target = await receiver();
-    await setQueue(db, 'events', { concurrency: null, weight: 1, delivery: { target: 'cloudflare-queue', binding: 'EVENTS' } });
+    await setQueue(db, 'events', { concurrency: null, weight: 1, delivery: { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_EVENTS' } });
     const noop = defineJob('noop', z.unknown(), () => undefined);
     await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'events', type: 'noop' })));
 
     // A Node worker's deliveries reach webhooks only.
     const nodeDeliveries = deliveriesTo(target.port);
     expect(nodeDeliveries.targets).toEqual(['webhook']);
-    expect(nodeDeliveries.problemWith({ target: 'cloudflare-queue', binding: 'EVENTS' })).toMatchObject({ field: 'target' });
+    expect(nodeDeliveries.problemWith({ target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_EVENTS' })).toMatchObject({ field: 'target' });
     expect(await drain(db, [noop], { deliveries: nodeDeliveries })).toMatchObject({ claimed: 0 });
     expect(await drain(db, [noop])).toMatchObject({ claimed: 0 });
     const { jobs } = await listJobs(db, { queue: 'events', limit: 10 });
     expect(jobs.map((job) => job.status)).toEqual(['queued', 'queued', 'queued']);
   });
 
-  it('refuses, naming the field, a URL off the allow-list, a private address and a secret that is not a whsec_ one', () => {
+  it('refuses, naming the field, a URL off the allow-list, a private address, a secret not named for it or not a whsec_ one', () => {
+    const secrets: Record<string, string> = { DELIVERY_SECRET_GOOD: SECRET, DELIVERY_SECRET_PLAIN: 'not-a-webhook-secret', OTHER_SECRET: SECRET };
     const deliveries = new QueueDeliveries({
       http: { allowedHosts: ['hooks.example.com', 'acme=acme.example.com'] },
-      secret: (name) => ({ GOOD: SECRET, PLAIN: 'not-a-webhook-secret' })[name],
+      secret: (name) => secrets[name],
+      producer: () => ({ sendBatch: async () => undefined }),
     });
     const webhook = (url: string, secretName?: string) => deliveries.problemWith({ target: 'webhook', url, ...(secretName ? { secretName } : {}) });
-    expect(webhook('https://hooks.example.com/in', 'GOOD')).toBeUndefined();
+    expect(webhook('https://hooks.example.com/in', 'DELIVERY_SECRET_GOOD')).toBeUndefined();
     expect(webhook('https://elsewhere.example.com/in')).toEqual({ field: 'url', detail: 'host elsewhere.example.com is not on HTTP_ALLOWED_HOSTS for every tenant' });
     // An entry for one tenant does not cover a queue that carries every tenant's jobs.
     expect(webhook('https://acme.example.com/in')?.field).toBe('url');
     expect(webhook('http://10.0.0.8/in')?.detail).toMatch(/not a public address/);
-    expect(webhook('https://hooks.example.com/in', 'MISSING')).toEqual({ field: 'secretName', detail: 'no secret named MISSING is set here' });
-    expect(webhook('https://hooks.example.com/in', 'PLAIN')?.field).toBe('secretName');
+    expect(webhook('https://hooks.example.com/in', 'DELIVERY_SECRET_MISSING')).toEqual({
+      field: 'secretName',
+      detail: 'no secret named DELIVERY_SECRET_MISSING is set here',
+    });
+    expect(webhook('https://hooks.example.com/in', 'DELIVERY_SECRET_PLAIN')?.field).toBe('secretName');
+    // A secret kept for something else is out of reach, set or not.
+    expect(webhook('https://hooks.example.com/in', 'OTHER_SECRET')).toEqual({ field: 'secretName', detail: 'must start with DELIVERY_SECRET_' });
+    expect(deliveries.problemWith({ target: 'cloudflare-queue', binding: 'JOBS' })).toEqual({ field: 'binding', detail: 'must start with DELIVERY_QUEUE_' });
+    expect(deliveries.problemWith({ target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_JOBS' })).toBeUndefined();
+  });
+
+  it('a target written in SQL with a setting out of range fails the attempts with the reason; the drain goes on', async () => {
+    const { db } = await open('pg');
+    const target = await receiver();
+    await db.query({
+      text: `INSERT INTO skiplock.queues (name, delivery) VALUES ('orders-out', $1)`,
+      params: [JSON.stringify({ target: 'webhook', url: `${target.base}/orders`, batchSize: 5000 })],
+    });
+    await enqueueBatch(db, [{ queue: 'orders-out', type: 'order.created', maxAttempts: 1 }, { queue: 'mail', type: 'email' }]);
+    const email = defineJob('email', z.unknown(), () => undefined);
+
+    expect(await drain(db, [email], { deliveries: deliveriesTo(target.port) })).toMatchObject({ claimed: 2, succeeded: 1, failed: 1 });
+    const [failed] = (await listJobs(db, { queue: 'orders-out', limit: 1 })).jobs;
+    expect((failed!.lastError as { message: string }).message).toBe(
+      `queue orders-out's delivery target is not valid: job type "queue orders-out": batchSize must be a whole number from 1 to 1000`,
+    );
+    expect(target.received).toHaveLength(0);
   });
 });

@@ -69,7 +69,7 @@ describe('scenario 9: bulk delivery to a webhook that fails, and workers killed 
     await setQueue(db, 'feed', {
       concurrency: null,
       weight: 1,
-      delivery: { target: 'webhook', url: `${target.base}/jobs`, secretName: 'TARGET_SECRET', batchSize: 50 },
+      delivery: { target: 'webhook', url: `${target.base}/jobs`, secretName: 'DELIVERY_SECRET_TARGET', batchSize: 50 },
     });
     await enqueueMany(
       db,
@@ -81,7 +81,7 @@ describe('scenario 9: bulk delivery to a webhook that fails, and workers killed 
     );
 
     let generation = 0;
-    const startWorker = () => spawn.deliveryWorker(url, `delivery-${++generation}`, { TARGET_URL: `${target.base}/jobs`, TARGET_SECRET: SECRET });
+    const startWorker = () => spawn.deliveryWorker(url, `delivery-${++generation}`, { TARGET_URL: `${target.base}/jobs`, TARGET_SECRET: SECRET, DELIVERY_SECRET_TARGET: SECRET });
     const live: Spawned[] = await Promise.all([startWorker(), startWorker()]);
     const started = Date.now();
 

@@ -15,6 +15,7 @@ declare global {
       TEST_AUTH_RATE_LIMITER: RateLimit;
       SKIPLOCK_DRAINER: DurableObjectNamespace;
       TEST_QUEUE: Queue;
+      DELIVERY_QUEUE_TEST: Queue;
       QUEUE_SINK: Fetcher;
     }
     interface GlobalProps {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { DeliveryTarget } from '../../engine/types.js';
+import { DELIVERY_QUEUE_PREFIX, DELIVERY_SECRET_PREFIX, type DeliveryTarget } from '../../engine/types.js';
 import { defineJob, type JobDefinition } from '../define-job.js';
 import { endpointSecretKey } from '../handlers/http-signature.js';
 import { destinationProblem, parseAllowedHosts, type AllowedHost } from '../handlers/http-destination.js';
@@ -56,6 +56,9 @@ export class QueueDeliveries {
       const refused = destinationProblem(url, undefined, this.allowedHosts);
       if (refused !== undefined) return { field: 'url', detail: refused };
       if (delivery.secretName === undefined) return undefined;
+      if (!delivery.secretName.startsWith(DELIVERY_SECRET_PREFIX)) {
+        return { field: 'secretName', detail: `must start with ${DELIVERY_SECRET_PREFIX}` };
+      }
       const secret = this.options.secret(delivery.secretName);
       if (secret === undefined || secret === '') return { field: 'secretName', detail: `no secret named ${delivery.secretName} is set here` };
       try {
@@ -66,6 +69,7 @@ export class QueueDeliveries {
       return undefined;
     }
     if (this.options.producer === undefined) return { field: 'target', detail: 'only a Worker delivers to a Cloudflare queue' };
+    if (!delivery.binding.startsWith(DELIVERY_QUEUE_PREFIX)) return { field: 'binding', detail: `must start with ${DELIVERY_QUEUE_PREFIX}` };
     if (this.options.producer(delivery.binding) === undefined) {
       return { field: 'binding', detail: `this Worker has no Queues producer binding named ${delivery.binding}` };
     }
@@ -75,8 +79,9 @@ export class QueueDeliveries {
   /**
    * The definition that delivers `queue`'s jobs to `delivery`. A target this
    * runtime cannot deliver to (a binding removed, a host taken off the
-   * allow-list since it was set) fails each attempt with the reason, so the
-   * jobs retry with backoff and go once it is fixed.
+   * allow-list, a secret this process lacks, a setting written in SQL that
+   * is out of range) fails each attempt with the reason, as a handler that
+   * throws would: the jobs retry with backoff until their attempts run out.
    */
   definitionFor(queue: string, delivery: DeliveryTarget): JobDefinition {
     const key = JSON.stringify([queue, delivery]);
@@ -92,12 +97,15 @@ export class QueueDeliveries {
   private define(queue: string, delivery: DeliveryTarget): JobDefinition {
     const type = `queue ${queue}`;
     const problem = this.problemWith(delivery);
-    if (problem !== undefined) {
-      const reason = `queue ${queue} delivers to ${delivery.target}, but ${problem.field}: ${problem.detail}`;
-      return defineJob(type, z.unknown(), () => {
-        throw new Error(reason);
-      });
+    if (problem !== undefined) return failing(type, `queue ${queue} delivers to ${delivery.target}, but ${problem.field}: ${problem.detail}`);
+    try {
+      return this.defineReachable(type, delivery);
+    } catch (error) {
+      return failing(type, `queue ${queue}'s delivery target is not valid: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+
+  private defineReachable(type: string, delivery: DeliveryTarget): JobDefinition {
     const batchSize = delivery.batchSize;
     if (delivery.target === 'webhook') {
       const secret = delivery.secretName === undefined ? undefined : this.options.secret(delivery.secretName);
@@ -117,4 +125,11 @@ export class QueueDeliveries {
       ...(delaySeconds === undefined ? {} : { delaySeconds: () => delaySeconds }),
     });
   }
+}
+
+/** A definition whose every attempt fails with `reason`. */
+function failing(type: string, reason: string): JobDefinition {
+  return defineJob(type, z.unknown(), () => {
+    throw new Error(reason);
+  });
 }

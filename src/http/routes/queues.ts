@@ -5,6 +5,7 @@ import {
   queueHealth,
   queueStats,
   setQueue,
+  type DeliveryTarget,
   type QueueStatsRow,
   type TenantScope,
 } from '../../engine/index.js';
@@ -22,6 +23,14 @@ import { router } from '../validation.js';
 async function visibleStats(database: Queryable, scope: TenantScope): Promise<QueueStatsRow[]> {
   const rows = await queueStats(database);
   return scope.tenant === undefined ? rows : rows.filter((row) => row.tenant === scope.tenant);
+}
+
+/** Whether two targets say the same (the stored one comes back from jsonb, its keys in another order). */
+function sameTarget(stored: DeliveryTarget | null, given: DeliveryTarget): boolean {
+  if (stored === null) return false;
+  const kept = new Map<string, unknown>(Object.entries(stored));
+  const entries = Object.entries(given);
+  return entries.length === kept.size && entries.every(([key, value]) => kept.get(key) === value);
 }
 
 export function queueRoutes(deps: AppDeps) {
@@ -77,16 +86,20 @@ export function queueRoutes(deps: AppDeps) {
   return router()
     .openapi(putQueueRoute, async (c) => {
       const settings = c.req.valid('json');
-      if (settings.delivery !== null) {
-        const problem = deps.deliveryProblem === undefined
-          ? { field: 'target', detail: 'this deployment delivers no queues' }
-          : deps.deliveryProblem(c.env, settings.delivery);
+      const { queue } = c.req.valid('param');
+      const database = deps.database(c.env);
+      // A target is checked when it changes: a cap can still be changed while a kept target is unreachable.
+      if (settings.delivery !== null && !sameTarget((await getQueue(database, queue)).delivery, settings.delivery)) {
+        const problem =
+          deps.deliveryProblem === undefined
+            ? { field: 'target', detail: 'this deployment delivers no queues' }
+            : deps.deliveryProblem(c.env, settings.delivery);
         if (problem !== undefined) {
           const path = `delivery.${problem.field}`;
           throw validationProblem(`${path}: ${problem.detail}`, [{ path, message: problem.detail }]);
         }
       }
-      return c.json(await setQueue(deps.database(c.env), c.req.valid('param').queue, settings), 200);
+      return c.json(await setQueue(database, queue, settings), 200);
     })
     .openapi(getQueueRoute, async (c) =>
       c.json(await getQueue(deps.database(c.env), c.req.valid('param').queue, tenantScope(c.var.principal)), 200),

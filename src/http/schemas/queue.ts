@@ -1,9 +1,10 @@
 import { z } from '@hono/zod-openapi';
-import type { DeliveryTarget } from '../../engine/index.js';
+import { DELIVERY_QUEUE_PREFIX, DELIVERY_SECRET_PREFIX, type DeliveryTarget } from '../../engine/index.js';
 import { intSchema } from './common.js';
 
-/** A Worker binding's or secret's name, as wrangler accepts it. */
-const bindingName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'a binding name: letters, digits and _, not starting with a digit');
+/** A Worker secret's or binding's name that starts with `prefix`: the ones named for the API to reach. */
+const reachableName = (prefix: string) =>
+  z.string().regex(new RegExp(`^${prefix}[A-Za-z0-9_]{1,100}$`), `a name starting with ${prefix}, then letters, digits and _`);
 
 export const DeliveryTargetSchema = z
   .discriminatedUnion('target', [
@@ -13,10 +14,17 @@ export const DeliveryTargetSchema = z
         url: z
           .url({ protocol: /^https?$/ })
           .max(2048)
-          .describe('Where each batch is POSTed; its host must be on HTTP_ALLOWED_HOSTS for every tenant (an entry without a tenant).'),
-        secretName: bindingName
+          .refine((url) => new URL(url).username === '' && new URL(url).password === '', 'no user or password in the URL: sign with secretName')
+          .describe(
+            'Where each batch is POSTed; its host must be on HTTP_ALLOWED_HOSTS for every tenant (an entry without a tenant). ' +
+              'Keys that may read the queue see it: put no credential in it.',
+          ),
+        secretName: reachableName(DELIVERY_SECRET_PREFIX)
           .optional()
-          .describe("The name of the Worker secret holding the receiver's Standard Webhooks secret (whsec_...): every POST is signed with it."),
+          .describe(
+            `The name of the Worker secret holding the receiver's Standard Webhooks secret (whsec_...), starting with ${DELIVERY_SECRET_PREFIX}: ` +
+              'every POST is signed with it.',
+          ),
         batchSize: intSchema(1, 1000).optional().describe('Jobs per POST; default 100.'),
         timeoutMs: intSchema(1, 300_000).optional().describe('How long the receiver may take to answer; default 10000.'),
       })
@@ -24,7 +32,7 @@ export const DeliveryTargetSchema = z
     z
       .strictObject({
         target: z.literal('cloudflare-queue'),
-        binding: bindingName.describe("The name of the Worker's Queues producer binding."),
+        binding: reachableName(DELIVERY_QUEUE_PREFIX).describe(`The name of the Worker's Queues producer binding, starting with ${DELIVERY_QUEUE_PREFIX}.`),
         batchSize: intSchema(1, 1000).optional().describe('Jobs per drain batch, sent in calls of up to 100 messages; default 100.'),
         delaySeconds: intSchema(0, 43_200).optional().describe("Seconds the queue holds each message before its consumer sees it."),
       })

@@ -5,7 +5,8 @@
  * signed with the secret the target names from this environment). The
  * bulk-delivery scenario kills it with SIGKILL between a POST and the
  * completions of its jobs.
- * Environment: DATABASE_URL, WORKER_ID, TARGET_URL, TARGET_SECRET.
+ * Environment: DATABASE_URL, WORKER_ID, TARGET_URL, TARGET_SECRET (the code-defined
+ * delivery's), DELIVERY_SECRET_TARGET (the one the queue's target names).
  */
 import { z } from 'zod';
 import { defineWebhookDelivery, QueueDeliveries } from '../../../src/drain';

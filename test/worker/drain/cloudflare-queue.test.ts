@@ -107,14 +107,17 @@ describe('a queue delivered to a Cloudflare queue, set over the API of the Worke
         body: JSON.stringify({ delivery }),
       });
 
-    const missing = await problemOf(await put({ target: 'cloudflare-queue', binding: 'NO_SUCH_QUEUE' }));
+    const missing = await problemOf(await put({ target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_MISSING' }));
     expect(missing).toMatchObject({ status: 400, errors: [{ path: 'delivery.binding' }] });
-    expect(missing.detail).toContain('no Queues producer binding named NO_SUCH_QUEUE');
+    expect(missing.detail).toContain('no Queues producer binding named DELIVERY_QUEUE_MISSING');
     expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ delivery: null, custom: false });
 
-    const set = await put({ target: 'cloudflare-queue', binding: 'TEST_QUEUE', batchSize: 50 });
+    // TEST_QUEUE is bound too, but not under a name the API may reach.
+    expect(await problemOf(await put({ target: 'cloudflare-queue', binding: 'TEST_QUEUE' }))).toMatchObject({ errors: [{ path: 'delivery.binding' }] });
+    const target = { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_TEST', batchSize: 50 };
+    const set = await put(target);
     expect(set.status).toBe(200);
-    expect(await set.json()).toMatchObject({ name: queue, delivery: { target: 'cloudflare-queue', binding: 'TEST_QUEUE', batchSize: 50 } });
+    expect(await set.json()).toMatchObject({ name: queue, delivery: target });
 
     // Types no handler of this Worker runs: the queue's target takes them all. Enqueued straight into the database
     // and drained here, by the Worker's own drain, so no fast path runs on in the background of this file.

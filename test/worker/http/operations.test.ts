@@ -80,7 +80,9 @@ describe('queue settings', () => {
     [{ delivery: { target: 'webhook', url: 'https://10.1.2.3/in' } }, 'delivery.url'],
     // This Worker's HTTP_ALLOWED_HOSTS is empty.
     [{ delivery: { target: 'webhook', url: 'https://hooks.example.com/' } }, 'delivery.url'],
-    [{ delivery: { target: 'cloudflare-queue', binding: 'TEST_QUEUE', delaySeconds: 43_201 } }, 'delivery.delaySeconds'],
+    [{ delivery: { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_TEST', delaySeconds: 43_201 } }, 'delivery.delaySeconds'],
+    [{ delivery: { target: 'cloudflare-queue', binding: 'TEST_QUEUE' } }, 'delivery.binding'],
+    [{ delivery: { target: 'webhook', url: 'https://user:password@hooks.example.com/' } }, 'delivery.url'],
     [{ delivery: { target: 'cloudflare-queue', binding: 'DATABASE_URL' } }, 'delivery.binding'],
     [{ delivery: { target: 'cloudflare-queue', binding: '1ABC' } }, 'delivery.binding'],
   ])('refuses %j, changing nothing', async (body, path) => {
@@ -100,9 +102,9 @@ describe('queue settings', () => {
 });
 
 describe("a queue's webhook target", () => {
-  const SECRET = `whsec_${btoa('the receiver secret of the operations tests')}`;
+  const secrets = { DELIVERY_SECRET_HOOK: `whsec_${btoa('the receiver secret of the operations tests')}`, DELIVERY_SECRET_PLAIN: 'plain' };
   const put = (queue: string, delivery: unknown) =>
-    fetchWithEnv({ HTTP_ALLOWED_HOSTS: 'hooks.example.com', HOOK_SECRET: SECRET } as Partial<Cloudflare.Env>, `${BASE_URL}/v1/queues/${queue}`, {
+    fetchWithEnv({ HTTP_ALLOWED_HOSTS: 'hooks.example.com', ...secrets } as Partial<Cloudflare.Env>, `${BASE_URL}/v1/queues/${queue}`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ delivery }),
@@ -110,17 +112,26 @@ describe("a queue's webhook target", () => {
 
   it('is kept when its host is allowed and its secret is set; a secret that is missing or not a whsec_ one is refused', async () => {
     const queue = uniqueName('hooked');
-    const target = { target: 'webhook', url: 'https://hooks.example.com/skiplock', secretName: 'HOOK_SECRET', batchSize: 25 };
+    const target = { target: 'webhook', url: 'https://hooks.example.com/skiplock', secretName: 'DELIVERY_SECRET_HOOK', batchSize: 25 };
     const accepted = await put(queue, target);
     expect(accepted.status).toBe(200);
     expect(await accepted.json()).toMatchObject({ name: queue, delivery: target, custom: true });
 
-    for (const secretName of ['NOT_SET_ANYWHERE', 'ADMIN_TOKEN']) {
+    for (const secretName of ['DELIVERY_SECRET_NOT_SET', 'DELIVERY_SECRET_PLAIN', 'ADMIN_TOKEN']) {
       const problem = await problemOf(await put(queue, { ...target, secretName }));
       expect(problem).toMatchObject({ status: 400, errors: [{ path: 'delivery.secretName' }] });
     }
     expect((await problemOf(await put(queue, { ...target, url: 'https://other.example.com/' }))).errors?.[0]?.path).toBe('delivery.url');
     expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ delivery: target });
+    // Unchanged, the kept target is not checked again: the cap still changes where the Worker could no longer reach it.
+    const capped = await request(`/v1/queues/${queue}`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ concurrency: 2, delivery: target }),
+    });
+    expect(capped.status).toBe(200);
+    expect(await capped.json()).toMatchObject({ concurrency: 2, delivery: target });
   });
 });
 

@@ -91,7 +91,9 @@ function queueSettings(queue) {
 
 /** Where a queue's jobs go: the webhook's host, or the Cloudflare queue's binding. */
 function deliveryTarget(delivery) {
-  return delivery.target === 'webhook' ? 'webhook ' + new URL(delivery.url).host : 'Cloudflare queue ' + delivery.binding;
+  if (delivery.target !== 'webhook') return 'Cloudflare queue ' + delivery.binding;
+  // A target written in SQL is not checked: an unreadable URL is shown as it is.
+  return 'webhook ' + (URL.canParse(delivery.url) ? new URL(delivery.url).host : delivery.url);
 }
 
 /** The stats rows (queue, tenant, status) folded into one line per tenant. */
