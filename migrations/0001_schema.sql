@@ -94,8 +94,10 @@ CREATE TABLE skiplock.jobs (
 -- Room on each page for a claimed row's new version next to its old one.
 ) WITH (fillfactor = 80);
 
--- Claiming: per tenant and queue, in claim order. Covers only waiting rows.
-CREATE INDEX jobs_waiting_idx ON skiplock.jobs (tenant, queue, priority DESC, run_at, id)
+-- Claiming: per tenant and queue, in claim order (highest priority first,
+-- as -priority, so every column ascends and a claim can start its scan at a
+-- key with one row comparison). Covers only waiting rows.
+CREATE INDEX jobs_waiting_idx ON skiplock.jobs (tenant, queue, (-priority), run_at, id)
   WHERE state IN ('scheduled', 'queued', 'retrying');
 -- Running jobs: counted per tenant and per queue (limits, fairness); expired
 -- leases (the reaper).
@@ -773,15 +775,6 @@ CREATE TYPE skiplock.claimed_job AS (
   delivery           jsonb
 );
 
-CREATE FUNCTION skiplock.claimed_job(j skiplock.jobs, delivery jsonb) RETURNS skiplock.claimed_job
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT ROW(
-    j.id, j.queue, j.type, j.tenant, j.priority, j.payload, j.attempts, j.max_attempts, j.lease_seconds,
-    j.lease_token, to_json(j.lease_expires_at), to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
-    to_json(j.created_at), to_json(j.first_started_at), to_json(j.started_at), j.progress, j.last_error,
-    j.callback_url, j.failure_callback_url, j.run_ms::float8, delivery)::skiplock.claimed_job
-$$;
-
 -- Claims up to max_jobs ready jobs, fairly across tenants and, within each
 -- tenant, across its queues, keeping every tenant's limits and every queue's
 -- cap; each job with the fencing token its worker must present.
@@ -814,9 +807,16 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
-  -- The first (tenant, queue) with waiting jobs, in index order.
+  -- The first waiting job in index order: its tenant and queue, and its
+  -- place in the waiting index, where the scans below start. A drain
+  -- leaves the index entries of the jobs it claimed at the front of their
+  -- queue until vacuum removes them; starting past them, every claim steps
+  -- over them once (in this probe) instead of once per scan.
   first_tenant text;
   first_queue text;
+  first_rank smallint;
+  first_run_at timestamptz;
+  first_id uuid;
   -- That queue's settings (skiplock.queues), if it has any.
   first_cap integer;
   first_delivery jsonb;
@@ -832,11 +832,12 @@ DECLARE
   -- claim gets another, and that is all fencing needs.
   token uuid := gen_random_uuid();
 BEGIN
-  -- The first tenant and queue with waiting jobs: one probe of the waiting
-  -- index. None waiting is the idle case, and it ends here.
-  SELECT j.tenant, j.queue INTO first_tenant, first_queue FROM skiplock.jobs j
+  -- The first waiting job: one probe of the waiting index. None waiting is
+  -- the idle case, and it ends here.
+  SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id
+  INTO first_tenant, first_queue, first_rank, first_run_at, first_id FROM skiplock.jobs j
   WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
-  ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id
+  ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
   LIMIT 1;
   IF first_tenant IS NULL THEN
     RETURN;
@@ -848,7 +849,7 @@ BEGIN
   SELECT true INTO more_waiting FROM skiplock.jobs j
   WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (j.tenant, j.queue) > (first_tenant, first_queue)
     AND (only_tenant IS NULL OR j.tenant = only_tenant)
-  ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id
+  ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
   LIMIT 1;
 
   SELECT q.concurrency, q.delivery INTO first_cap, first_delivery FROM skiplock.queues q WHERE q.name = first_queue;
@@ -866,16 +867,19 @@ BEGIN
       RETURN;
     END IF;
     deliveries := CASE WHEN first_delivery IS NOT NULL THEN jsonb_build_object(first_queue, first_delivery) END;
-    SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.run_at, j.id),
-           array_agg(j.id ORDER BY j.priority DESC, j.run_at, j.id)
+    -- From the first job on, within its tenant and queue: the two row
+    -- comparisons bound the index scan, so it starts past the entries the
+    -- probe stepped over.
+    SELECT array_agg(j.ctid ORDER BY j.rank, j.run_at, j.id), array_agg(j.id ORDER BY j.rank, j.run_at, j.id)
     INTO locked_rows, locked_ids FROM (
-      SELECT j.ctid, j.id, j.priority, j.run_at FROM skiplock.jobs j
-      WHERE j.tenant = first_tenant AND j.queue = first_queue
+      SELECT j.ctid, j.id, -j.priority AS rank, j.run_at FROM skiplock.jobs j
+      WHERE (j.tenant, j.queue, -j.priority, j.run_at, j.id) >= (first_tenant, first_queue, first_rank, first_run_at, first_id)
+        AND (j.tenant, j.queue) <= (first_tenant, first_queue)
         AND j.state IN ('scheduled', 'queued', 'retrying')
         AND j.run_at <= now()
         AND (j.expires_at IS NULL OR j.expires_at > now())
         AND (first_delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types))
-      ORDER BY j.priority DESC, j.run_at, j.id
+      ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
       LIMIT max_jobs
       FOR UPDATE SKIP LOCKED
     ) j;
@@ -912,16 +916,14 @@ BEGIN
     --    `served` and `queue_served` book them on their limited tenants and
     --    capped queues, whose locks this transaction keeps until the jobs
     --    below are started and committed.
-    WITH RECURSIVE waiting_groups(tenant, queue) AS (
-      (SELECT j.tenant, j.queue FROM skiplock.jobs j
-       WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
-       ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id LIMIT 1)
+    WITH RECURSIVE waiting_groups(tenant, queue, rank, run_at, id) AS (
+      SELECT first_tenant, first_queue, first_rank, first_run_at, first_id
       UNION ALL
-      SELECT n.tenant, n.queue FROM waiting_groups w CROSS JOIN LATERAL (
-        SELECT j.tenant, j.queue FROM skiplock.jobs j
+      SELECT n.* FROM waiting_groups w CROSS JOIN LATERAL (
+        SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id FROM skiplock.jobs j
         WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (j.tenant, j.queue) > (w.tenant, w.queue)
           AND (only_tenant IS NULL OR j.tenant = only_tenant)
-        ORDER BY j.tenant, j.queue, j.priority DESC, j.run_at, j.id LIMIT 1) n
+        ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id LIMIT 1) n
     ),
     queue_load AS MATERIALIZED (
       SELECT q.name, q.claim_seq, q.concurrency - (
@@ -939,7 +941,7 @@ BEGIN
       FOR UPDATE OF q SKIP LOCKED
     ),
     ready_groups AS MATERIALIZED (
-      SELECT w.tenant, w.queue, coalesce(q.weight, 1) AS weight, c.room AS queue_room, q.delivery
+      SELECT w.tenant, w.queue, w.rank, w.run_at, w.id, coalesce(q.weight, 1) AS weight, c.room AS queue_room, q.delivery
       FROM waiting_groups w
       LEFT JOIN skiplock.queues q ON q.name = w.queue
       LEFT JOIN capped c ON c.name = w.queue
@@ -948,7 +950,8 @@ BEGIN
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
         AND EXISTS (
           SELECT 1 FROM skiplock.jobs j
-          WHERE j.tenant = w.tenant AND j.queue = w.queue AND j.state IN ('scheduled', 'queued', 'retrying')
+          WHERE (j.tenant, j.queue, -j.priority, j.run_at, j.id) >= (w.tenant, w.queue, w.rank, w.run_at, w.id)
+            AND (j.tenant, j.queue) <= (w.tenant, w.queue) AND j.state IN ('scheduled', 'queued', 'retrying')
             AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
             AND (q.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types)))
     ),
@@ -990,21 +993,22 @@ BEGIN
       CROSS JOIN LATERAL (
         -- A tenant's running jobs per queue matter only when it has several
         -- queues to share between.
-        SELECT r.queue, r.weight, r.queue_room, r.delivery, random() AS tiebreak,
+        SELECT r.queue, r.rank, r.run_at, r.id, r.weight, r.queue_room, r.delivery, random() AS tiebreak,
                CASE WHEN c.queues > 1 THEN (
                  SELECT count(*) FROM skiplock.jobs x
                  WHERE x.tenant = r.tenant AND x.queue = r.queue AND x.state = 'running') ELSE 0 END AS running
         FROM ready_groups r WHERE r.tenant = c.tenant
       ) g
       CROSS JOIN LATERAL (
-        SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS rank
+        SELECT j.id, row_number() OVER (ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id) AS rank
         FROM skiplock.jobs j
-        WHERE j.tenant = c.tenant AND j.queue = g.queue
+        WHERE (j.tenant, j.queue, -j.priority, j.run_at, j.id) >= (c.tenant, g.queue, g.rank, g.run_at, g.id)
+          AND (j.tenant, j.queue) <= (c.tenant, g.queue)
           AND j.state IN ('scheduled', 'queued', 'retrying')
           AND j.run_at <= now()
           AND (j.expires_at IS NULL OR j.expires_at > now())
           AND (g.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types))
-        ORDER BY j.priority DESC, j.run_at, j.id
+        ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
         LIMIT least(c.free, g.queue_room)
       ) p
       WHERE c.free > 0
@@ -1075,10 +1079,16 @@ BEGIN
         started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
         cancel_requested_at = NULL
     WHERE j.ctid = ANY(locked_rows)
-    RETURNING j.id, skiplock.claimed_job(j, deliveries -> j.queue) AS job
+    RETURNING j.id, j.queue, j.type, j.tenant, j.priority::integer AS priority, j.payload,
+              j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds,
+              j.lease_token, to_json(j.lease_expires_at) AS lease_expires_at, to_json(j.run_at) AS run_at,
+              to_json(j.expires_at) AS expires_at, j.dedup_key, to_json(j.created_at) AS created_at,
+              to_json(j.first_started_at) AS first_started_at, to_json(j.started_at) AS started_at, j.progress,
+              j.last_error, j.callback_url, j.failure_callback_url, j.run_ms::float8 AS run_ms,
+              deliveries -> j.queue AS delivery
   )
-  SELECT (claimed.job).* FROM unnest(locked_ids) WITH ORDINALITY AS chosen(id, position)
-  JOIN claimed USING (id)
+  SELECT claimed.* FROM unnest(locked_ids) WITH ORDINALITY AS chosen(id, position)
+  JOIN claimed ON claimed.id = chosen.id
   ORDER BY chosen.position;
 END
 $$;
@@ -1130,16 +1140,19 @@ $$;
 -- fresh table of 100,000 waiting jobs, the planner sorts every waiting job
 -- on each claim instead of reading the waiting index in order. Housekeeping
 -- calls this: it analyzes the table when it was never analyzed yet holds
--- more than a few pages, or has seen more changes than it holds rows since
--- its last analysis; it skips the table while another analysis runs, and
--- where the role may not analyze it (not the owner).
+-- more than a few pages, or has seen ten times more changes than it held
+-- rows at its last analysis (it grew past what its statistics describe; a
+-- busy queue's steady churn is left to autovacuum, since an analysis in the
+-- middle of a burst costs the burst more than the plans it would keep); it
+-- skips the table while another analysis runs, and where the role may not
+-- analyze it (not the owner).
 CREATE FUNCTION skiplock.refresh_statistics() RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   stale boolean;
 BEGIN
   SELECT ((c.reltuples < 0 AND pg_relation_size(c.oid) > 16 * current_setting('block_size')::bigint)
-          OR s.n_mod_since_analyze > greatest(1000, c.reltuples))
+          OR s.n_mod_since_analyze > greatest(1000, 10 * c.reltuples))
          AND pg_has_role(c.relowner, 'USAGE')
     INTO stale
     FROM pg_stat_user_tables s

@@ -56,7 +56,12 @@ export function withSystem<T>(
  * The backlog `load` puts in through the system's own API, made once per
  * run, system and label: loading 100,000 jobs for every repetition would
  * take longer than the repetitions. Enqueueing reads no worker setting, so
- * one backlog serves both setups.
+ * one backlog serves both setups. It is analyzed before it is copied, as
+ * autovacuum analyzes a table that grew this much within its first minute
+ * on a live system: without planner statistics a library's claim can take
+ * another plan (graphile-worker's fell to a quarter of its rate), and
+ * whether autovacuum happened to get there first made figures swing
+ * between runs.
  */
 export async function preloadedBacklog(
   context: WorkloadContext,
@@ -72,6 +77,7 @@ export async function preloadedBacklog(
   const system = await driver.open(db.url, 'defaults');
   try {
     await load(system, ledger);
+    await db.probe.query('ANALYZE');
   } finally {
     await system.close();
     await db.release();

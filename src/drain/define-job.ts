@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { JobType, PayloadIssue } from '../engine/job-type.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { InvalidPayload } from './job-errors.js';
@@ -107,15 +107,29 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
     ...(publicResult === undefined ? {} : { publicResult: (result: Json) => publicResult(result as Awaited<Result>) }),
     ...(publicProgress === undefined ? {} : { publicProgress }),
     async checkPayload(payload) {
-      const parsed = await schema.safeParseAsync(payload);
+      const parsed = await safeParse(schema, payload);
       return parsed.success ? [] : payloadIssues(parsed.error);
     },
     async run(payload, context) {
-      const parsed = await schema.safeParseAsync(payload);
+      const parsed = await safeParse(schema, payload);
       if (!parsed.success) throw new InvalidPayload(type, payloadIssues(parsed.error));
       return handler(parsed.data, context);
     },
   };
+}
+
+/**
+ * Parses without zod's async machinery (a promise per check) unless the
+ * schema needs it: most payload schemas have no async refinement, and a
+ * busy drain parses a payload per job.
+ */
+function safeParse<Schema extends z.ZodType>(schema: Schema, payload: unknown): z.ZodSafeParseResult<z.output<Schema>> | Promise<z.ZodSafeParseResult<z.output<Schema>>> {
+  try {
+    return schema.safeParse(payload);
+  } catch (error) {
+    if (error instanceof z.core.$ZodAsyncError) return schema.safeParseAsync(payload);
+    throw error;
+  }
 }
 
 function payloadIssues(error: z.ZodError): PayloadIssue[] {

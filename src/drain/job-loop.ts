@@ -35,8 +35,10 @@ export interface JobLoopOptions {
    * slots. A larger batch claims ahead: jobs that find no free slot wait in
    * this loop, their leases running, until one frees; one whose lease has
    * half run out by then is handed back unstarted. Worth it for many short
-   * jobs: one claim statement serves hundreds. Jobs waiting here count
-   * against their tenant's concurrency like running ones.
+   * jobs: one claim statement serves hundreds. The next batch is claimed
+   * while half of this one still waits, so the loop holds up to one and a
+   * half batches. Jobs waiting here count against their tenant's
+   * concurrency like running ones.
    */
   claimBatchSize?: number;
   budget: DrainBudget;
@@ -286,9 +288,12 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   /**
    * Claiming ahead starts again once the jobs on hand fall below half a
    * batch (or one per slot), so the next batch arrives while these still keep
-   * the slots busy: no slot waits for a claim's round trip.
+   * the slots busy: no slot waits for a claim's round trip. That claim takes
+   * a whole batch: each claim costs a statement and a commit, whatever its size.
    */
   const refillBelow = claimBatchSize > concurrency ? Math.max(concurrency, Math.floor(claimBatchSize / 2)) : 1;
+  /** Held at most: running, claimed ahead and being claimed. Without claiming ahead, the free slots. */
+  const holdAtMost = claimBatchSize > concurrency ? claimBatchSize + refillBelow : claimBatchSize;
 
   for (;;) {
     await startClaimed();
@@ -299,7 +304,8 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
     const worthClaiming = lastClaimFull || somethingHappened || (running.size === 0 && lastClaimFound);
     const room = Math.min(
-      claimBatchSize - claimedAhead.length - running.size,
+      claimBatchSize,
+      holdAtMost - claimedAhead.length - running.size,
       subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
     );
     // An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it.

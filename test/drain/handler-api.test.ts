@@ -74,6 +74,27 @@ describe('the handler API', () => {
     });
   });
 
+  it('checks a payload against a schema with an async refinement too: runs the ones that pass, fails the others for good', async () => {
+    const { db } = await open('pg');
+    const ran: string[] = [];
+    const known = new Set(['ada']);
+    const greet = defineJob(
+      'greet',
+      z.object({ name: z.string().refine(async (name) => known.has(name), 'unknown name') }),
+      (payload) => {
+        ran.push(payload.name);
+      },
+    );
+    const { job: good } = await enqueue(db, { queue: 'q', type: 'greet', payload: { name: 'ada' } });
+    const { job: bad } = await enqueue(db, { queue: 'q', type: 'greet', payload: { name: 'eve' } });
+
+    await drain(db, [greet]);
+
+    expect(ran).toEqual(['ada']);
+    expect(await jobById(db, good.id)).toMatchObject({ status: 'succeeded' });
+    expect((await jobById(db, bad.id)).lastError).toMatchObject({ name: 'InvalidPayload', issues: [{ path: 'name', message: 'unknown name' }] });
+  });
+
   it('retries after exactly the delay a RetryAfter asks for', async () => {
     const { db } = await open('pg');
     const limited = defineJob('limited', z.unknown(), () => {

@@ -15,6 +15,9 @@ interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  /** With buffers counted (explainClaim's `buffers`). */
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
   /** Outer for the input a node reads; CTEs and subqueries hang off it as InitPlan or SubPlan. */
   'Parent Relationship'?: string;
   Plans?: PlanNode[];
@@ -47,8 +50,8 @@ function sortedJobScans(plan: PlanNode): PlanNode[] {
     });
 }
 
-/** Runs one claim and returns the plan of every statement it ran, as auto_explain logs them. */
-async function explainClaim(url: string, tenant: string | null): Promise<ExplainedStatement[]> {
+/** Runs one claim and returns the plan of every statement it ran, as auto_explain logs them (with the buffers each node read when asked). */
+async function explainClaim(url: string, tenant: string | null, { max = 50, buffers = false } = {}): Promise<ExplainedStatement[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const statements: ExplainedStatement[] = [];
@@ -66,18 +69,26 @@ async function explainClaim(url: string, tenant: string | null): Promise<Explain
       "SET auto_explain.log_format = 'json'",
       "SET auto_explain.log_level = 'notice'",
       "SET client_min_messages = 'notice'",
+      ...(buffers ? ['SET auto_explain.log_analyze = on', 'SET auto_explain.log_buffers = on', 'SET auto_explain.log_timing = off'] : []),
     ]) {
       await client.query(setting);
     }
     // Twice: the second call runs the plans the function keeps (generic ones).
     for (let call = 0; call < 2; call++) {
       statements.length = 0;
-      await client.query('SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [50, tenant, 'plan-test']);
+      await client.query('SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [max, tenant, 'plan-test']);
     }
   } finally {
     await client.end();
   }
   return statements.filter((statement) => statement.query.includes('skiplock.jobs'));
+}
+
+/** Buffers the scans of an index read in a statement's plan. */
+function indexBuffers(plan: PlanNode, index: string): number {
+  return nodes(plan)
+    .filter((node) => node['Index Name'] === index)
+    .reduce((sum, node) => sum + (node['Shared Hit Blocks'] ?? 0) + (node['Shared Read Blocks'] ?? 0), 0);
 }
 
 const SEED = /* sql */ `
@@ -120,6 +131,42 @@ describe('the claim plan', () => {
     }
     return database.url;
   }
+
+  /**
+   * A drain leaves the index entries of the jobs it claimed at the front of
+   * their queue until vacuum removes them. The claim probes the index for
+   * the first waiting job once, stepping over them, and starts its scan of
+   * the queue there: a claim of one job after 10,000 others were claimed
+   * reads a few index pages, where starting at the queue's front read the
+   * whole dead stretch again.
+   */
+  it('steps over the entries of jobs claimed before it once, in its first probe, not in every scan', async () => {
+    const url = await seededDatabase(1, true);
+    const db = pgDb(url, { max: 1 });
+    try {
+      await db.query({ text: 'ALTER TABLE skiplock.jobs SET (autovacuum_enabled = off)', params: [] });
+      await db.query({
+        text: `DO $$ BEGIN
+                 FOR i IN 1..20 LOOP
+                   PERFORM skiplock.complete_jobs(
+                     (SELECT jsonb_agg(jsonb_build_object('id', id, 'leaseToken', "leaseToken"))
+                      FROM skiplock.claim_batch(500, NULL, NULL, NULL, NULL, 'before')), false);
+                 END LOOP;
+               END $$`,
+        params: [],
+      });
+    } finally {
+      await db.close();
+    }
+    const statements = await explainClaim(url, null, { max: 1, buffers: true });
+    const probe = statements.find(({ query }) => query.includes('INTO first_tenant') || (query.includes('LIMIT 1') && !query.includes('>')));
+    const scan = statements.find(({ query }) => query.includes('FOR UPDATE SKIP LOCKED') && query.includes('first_rank'));
+    expect(probe, statements.map(({ query }) => query).join('\n---\n')).toBeDefined();
+    expect(scan).toBeDefined();
+    // The 10,000 claimed jobs' entries fill dozens of index pages; the probe reads them, the scan does not.
+    expect(indexBuffers(probe!.plan, 'jobs_waiting_idx')).toBeGreaterThan(30);
+    expect(indexBuffers(scan!.plan, 'jobs_waiting_idx')).toBeLessThanOrEqual(5);
+  });
 
   for (const analyzed of [true, false]) {
     const statistics = analyzed ? 'with planner statistics' : 'on a table never analyzed';
