@@ -854,6 +854,94 @@ BEGIN
 END
 $$;
 
+FUNCTION enqueue_jobs(jobs jsonb) RETURNS TABLE(job json, deduplicated boolean, "heldBy" uuid) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+#variable_conflict use_column
+BEGIN
+  IF NOT jobs @? '$[*] ? (@.dedupKey != null)' THEN
+    -- Ids ascend in input order, so they put the results back in it.
+    RETURN QUERY
+    WITH written AS (
+      INSERT INTO skiplock.jobs AS j
+        (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+         backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
+         callback_url, failure_callback_url)
+      SELECT i.id, i.queue, i.type, i.tenant, i.payload, i.priority,
+             CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'queued' END,
+             i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
+             i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url
+      FROM skiplock.enqueue_rows(jobs) i
+      RETURNING j.id, skiplock.job_json(j) AS job
+    )
+    SELECT w.job, false, NULL::uuid FROM written w ORDER BY w.id;
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH input AS MATERIALIZED (SELECT * FROM skiplock.enqueue_rows(jobs)),
+  keys AS (
+    INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
+    SELECT tenant, queue, dedup_key, id FROM input WHERE dedup_key IS NOT NULL
+    ORDER BY ordinal
+    ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
+      SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
+          expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END
+    RETURNING k.tenant, k.queue, k.dedup_key, k.job_id
+  ),
+  written AS (
+    INSERT INTO skiplock.jobs AS j
+      (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
+       callback_url, failure_callback_url)
+    SELECT id, queue, type, tenant, payload, priority,
+           CASE WHEN run_at > now() THEN 'scheduled' ELSE 'queued' END,
+           run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
+           expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url
+    FROM input
+    WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
+    ORDER BY ordinal
+    RETURNING j.id, skiplock.job_json(j) AS job
+  )
+  -- Each input finds its new row by the id it was given, or else (deduplicated)
+  -- the job that holds its key: equality joins the planner can hash, and a
+  -- lookup by id for each dedup hit only.
+  SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
+           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END) AS job,
+         inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy"
+  FROM input i
+  LEFT JOIN written inserted ON inserted.id = i.id
+  LEFT JOIN keys key
+    ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
+  ORDER BY i.ordinal;
+END
+$$;
+
+FUNCTION enqueue_rows(jobs jsonb) RETURNS TABLE(ordinal bigint, id uuid, queue text, type text, tenant text, payload jsonb, priority smallint, run_at timestamp with time zone, max_attempts smallint, lease_seconds integer, backoff_base_seconds real, backoff_max_seconds real, expires_at timestamp with time zone, dedup_key text, dedup_window_seconds integer, callback_url text, failure_callback_url text) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
+         i.job->>'queue' AS queue,
+         coalesce(i.job->>'type', i.job->>'queue') AS type,
+         coalesce(i.job->>'tenant', 'default') AS tenant,
+         coalesce(i.job->'payload', 'null') AS payload,
+         coalesce((i.job->>'priority')::smallint, 0::smallint) AS priority,
+         coalesce((i.job->>'runAt')::timestamptz,
+                  now() + make_interval(secs => coalesce((i.job->>'delaySeconds')::float8, 0))) AS run_at,
+         coalesce((i.job->>'maxAttempts')::smallint, 5::smallint) AS max_attempts,
+         coalesce((i.job->>'leaseSeconds')::integer, 60) AS lease_seconds,
+         coalesce((i.job->>'backoffBaseSeconds')::real, 1) AS backoff_base_seconds,
+         coalesce((i.job->>'backoffMaxSeconds')::real, 3600) AS backoff_max_seconds,
+         coalesce((i.job->>'expiresAt')::timestamptz,
+                  now() + make_interval(secs => (i.job->>'ttlSeconds')::float8)) AS expires_at,
+         i.job->>'dedupKey' AS dedup_key,
+         coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds,
+         i.job->>'callbackUrl' AS callback_url,
+         i.job->>'failureCallbackUrl' AS failure_callback_url
+  FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
+  -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
+  CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock;
+END
+$$;
+
 FUNCTION fail(job_id uuid, lease_token uuid, error jsonb, retry_in_seconds double precision DEFAULT NULL::double precision, for_good boolean DEFAULT false) RETURNS json LANGUAGE sql VOLATILE AS $$
   SELECT f.job FROM skiplock.fail_jobs(jsonb_build_array(jsonb_build_object(
     'id', job_id, 'leaseToken', lease_token, 'error', error, 'retryInSeconds', retry_in_seconds,

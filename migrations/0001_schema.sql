@@ -1247,6 +1247,125 @@ BEGIN
 END
 $$;
 
+-- The jobs of an enqueue, from the JSON array the engine sends (the
+-- camelCase fields of its EnqueueInput), with every default filled in: one
+-- clock reading for the batch, and ids in input order (see uuid_v7).
+CREATE FUNCTION skiplock.enqueue_rows(jobs jsonb)
+RETURNS TABLE (
+  ordinal bigint, id uuid, queue text, type text, tenant text, payload jsonb, priority smallint,
+  run_at timestamptz, max_attempts smallint, lease_seconds integer, backoff_base_seconds real,
+  backoff_max_seconds real, expires_at timestamptz, dedup_key text, dedup_window_seconds integer,
+  callback_url text, failure_callback_url text)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
+         i.job->>'queue' AS queue,
+         coalesce(i.job->>'type', i.job->>'queue') AS type,
+         coalesce(i.job->>'tenant', 'default') AS tenant,
+         coalesce(i.job->'payload', 'null') AS payload,
+         coalesce((i.job->>'priority')::smallint, 0::smallint) AS priority,
+         coalesce((i.job->>'runAt')::timestamptz,
+                  now() + make_interval(secs => coalesce((i.job->>'delaySeconds')::float8, 0))) AS run_at,
+         coalesce((i.job->>'maxAttempts')::smallint, 5::smallint) AS max_attempts,
+         coalesce((i.job->>'leaseSeconds')::integer, 60) AS lease_seconds,
+         coalesce((i.job->>'backoffBaseSeconds')::real, 1) AS backoff_base_seconds,
+         coalesce((i.job->>'backoffMaxSeconds')::real, 3600) AS backoff_max_seconds,
+         coalesce((i.job->>'expiresAt')::timestamptz,
+                  now() + make_interval(secs => (i.job->>'ttlSeconds')::float8)) AS expires_at,
+         i.job->>'dedupKey' AS dedup_key,
+         coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds,
+         i.job->>'callbackUrl' AS callback_url,
+         i.job->>'failureCallbackUrl' AS failure_callback_url
+  FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
+  -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
+  CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock;
+END
+$$;
+
+-- Enqueues a batch of jobs (a single job is a batch of one): one
+-- statement, all or none, a result per job in input order (the job, or the
+-- job that holds its dedup key). The jobs table's insert trigger
+-- (jobs_inserted) makes the tenant rows the claim needs on first sight.
+-- A batch without dedup keys is one INSERT. Otherwise a job with a dedup
+-- key is stored only if it wins its key in skiplock.dedup_keys, whose
+-- unique key settles races between concurrent enqueues: a key in force
+-- stays with its job (the no-op DO UPDATE returns that job's id even when
+-- it committed after this statement's snapshot, and job is null then: the
+-- caller reads heldBy again), a lapsed one (its job finished longer ago
+-- than its dedup window) passes to the new job. A function so its plans
+-- are kept per connection, as claim_batch's are: over Neon's HTTP driver
+-- every statement is planned afresh, and planning this one cost more than
+-- running it.
+CREATE FUNCTION skiplock.enqueue_jobs(jobs jsonb)
+RETURNS TABLE (job json, deduplicated boolean, "heldBy" uuid)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET jit = off
+AS $$
+#variable_conflict use_column
+BEGIN
+  IF NOT jobs @? '$[*] ? (@.dedupKey != null)' THEN
+    -- Ids ascend in input order, so they put the results back in it.
+    RETURN QUERY
+    WITH written AS (
+      INSERT INTO skiplock.jobs AS j
+        (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+         backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
+         callback_url, failure_callback_url)
+      SELECT i.id, i.queue, i.type, i.tenant, i.payload, i.priority,
+             CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'queued' END,
+             i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
+             i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url
+      FROM skiplock.enqueue_rows(jobs) i
+      RETURNING j.id, skiplock.job_json(j) AS job
+    )
+    SELECT w.job, false, NULL::uuid FROM written w ORDER BY w.id;
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH input AS MATERIALIZED (SELECT * FROM skiplock.enqueue_rows(jobs)),
+  keys AS (
+    INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
+    SELECT tenant, queue, dedup_key, id FROM input WHERE dedup_key IS NOT NULL
+    ORDER BY ordinal
+    ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
+      SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
+          expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END
+    RETURNING k.tenant, k.queue, k.dedup_key, k.job_id
+  ),
+  written AS (
+    INSERT INTO skiplock.jobs AS j
+      (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
+       callback_url, failure_callback_url)
+    SELECT id, queue, type, tenant, payload, priority,
+           CASE WHEN run_at > now() THEN 'scheduled' ELSE 'queued' END,
+           run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
+           expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url
+    FROM input
+    WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
+    ORDER BY ordinal
+    RETURNING j.id, skiplock.job_json(j) AS job
+  )
+  -- Each input finds its new row by the id it was given, or else (deduplicated)
+  -- the job that holds its key: equality joins the planner can hash, and a
+  -- lookup by id for each dedup hit only.
+  SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
+           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END) AS job,
+         inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy"
+  FROM input i
+  LEFT JOIN written inserted ON inserted.id = i.id
+  LEFT JOIN keys key
+    ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
+  ORDER BY i.ordinal;
+END
+$$;
+
 -- Enqueues one job with every rule the engine applies (tenant row, dedup,
 -- wake-up) and returns it as the API shows it: for a dedup hit, the job
 -- that holds the key. A null argument takes the engine's default (5

@@ -53,74 +53,13 @@ export type TypedEnqueueOptions = Omit<EnqueueInput, 'type' | 'payload' | 'queue
 export const MAX_BATCH = 1000;
 
 /**
- * One statement enqueues a whole batch (a single job is a batch of one): the
- * jobs arrive as one JSON parameter; the jobs table's insert trigger
- * (jobs_inserted) makes the tenant rows the claim needs on first sight. A job with a dedup key is stored only if it wins its
- * key in skiplock.dedup_keys, whose unique key settles races between
- * concurrent enqueues: a key in force stays with its job (the no-op DO UPDATE
- * returns that job's id even when it committed after this statement's
- * snapshot), a lapsed one (its job finished longer ago than its dedup
- * window) passes to the new job.
+ * One statement enqueues a whole batch (a single job is a batch of one):
+ * skiplock.enqueue_jobs in migrations/0001_schema.sql, a function so its
+ * plan is kept per connection whichever driver sends it (planning the
+ * statement cost more than running it for a single job, and over Neon's
+ * HTTP driver nothing is prepared).
  */
-const enqueueSql = /* sql */ `
-WITH input AS MATERIALIZED (
-  -- One clock reading, and the position in the batch: ids in input order.
-  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
-         i.job->>'queue' AS queue,
-         coalesce(i.job->>'type', i.job->>'queue') AS type,
-         coalesce(i.job->>'tenant', 'default') AS tenant,
-         coalesce(i.job->'payload', 'null') AS payload,
-         coalesce((i.job->>'priority')::smallint, 0) AS priority,
-         coalesce((i.job->>'runAt')::timestamptz,
-                  now() + make_interval(secs => coalesce((i.job->>'delaySeconds')::float8, 0))) AS run_at,
-         coalesce((i.job->>'maxAttempts')::smallint, 5) AS max_attempts,
-         coalesce((i.job->>'leaseSeconds')::integer, 60) AS lease_seconds,
-         coalesce((i.job->>'backoffBaseSeconds')::real, 1) AS backoff_base_seconds,
-         coalesce((i.job->>'backoffMaxSeconds')::real, 3600) AS backoff_max_seconds,
-         coalesce((i.job->>'expiresAt')::timestamptz,
-                  now() + make_interval(secs => (i.job->>'ttlSeconds')::float8)) AS expires_at,
-         i.job->>'dedupKey' AS dedup_key,
-         coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds,
-         i.job->>'callbackUrl' AS callback_url,
-         i.job->>'failureCallbackUrl' AS failure_callback_url
-  FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal)
-  -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
-  CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock
-),
-keys AS (
-  INSERT INTO skiplock.dedup_keys AS k (tenant, queue, dedup_key, job_id)
-  SELECT tenant, queue, dedup_key, id FROM input WHERE dedup_key IS NOT NULL
-  ORDER BY ordinal
-  ON CONFLICT (tenant, queue, dedup_key) DO UPDATE
-    SET job_id = CASE WHEN k.expires_at <= now() THEN EXCLUDED.job_id ELSE k.job_id END,
-        expires_at = CASE WHEN k.expires_at <= now() THEN NULL ELSE k.expires_at END
-  RETURNING k.tenant, k.queue, k.dedup_key, k.job_id
-),
-written AS (
-  INSERT INTO skiplock.jobs AS j
-    (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
-     backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
-     callback_url, failure_callback_url)
-  SELECT id, queue, type, tenant, payload, priority,
-         CASE WHEN run_at > now() THEN 'scheduled' ELSE 'queued' END,
-         run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
-         expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url
-  FROM input
-  WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
-  ORDER BY ordinal
-  RETURNING j.id, skiplock.job_json(j) AS job
-)
--- Each input finds its new row by the id it was given, or else (deduplicated)
--- the job that holds its key: equality joins the planner can hash, and a
--- lookup by id for each dedup hit only.
-SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
-         (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END) AS job,
-       inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy"
-FROM input i
-LEFT JOIN written inserted ON inserted.id = i.id
-LEFT JOIN keys key
-  ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
-ORDER BY i.ordinal`;
+const enqueueSql = /* sql */ `SELECT * FROM skiplock.enqueue_jobs($1::jsonb)`;
 
 interface EnqueueRow {
   /** Null only for a dedup hit on a job that committed after the statement began: read again. */
