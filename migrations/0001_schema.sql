@@ -126,12 +126,14 @@ END
 $$;
 
 -- Whoever issues the UPDATE. A constraint trigger, so the error names a
--- constraint that exists; its WHEN clause keeps legal updates (every claim
--- and completion) from queueing anything.
+-- constraint that exists; its WHEN clause keeps legal updates from queueing
+-- anything, and settles a claim (a live job can only start from waiting)
+-- at its first test.
 CREATE CONSTRAINT TRIGGER jobs_legal_transition
   AFTER UPDATE OF state ON skiplock.jobs
   FOR EACH ROW
-  WHEN (OLD.state IS DISTINCT FROM NEW.state AND NOT skiplock.is_legal_transition(OLD.state, NEW.state))
+  WHEN (NEW.state <> 'running' AND OLD.state IS DISTINCT FROM NEW.state
+        AND NOT skiplock.is_legal_transition(OLD.state, NEW.state))
   EXECUTE FUNCTION skiplock.refuse_illegal_transition();
 
 -- ---------------------------------------------------------------------------
