@@ -60,8 +60,9 @@ export const burnDownWorkload: Workload = async (context) => {
     id: 'burn-down',
     title: '(b) Burn-down throughput',
     method: [
-      `${scale.burnDownJobs.toLocaleString('en-US')} jobs are loaded once per system through its batch API (1,000 per call); every ` +
-        'repetition starts from a fresh copy of that database (CREATE DATABASE ... TEMPLATE). One worker process starts with ' +
+      `${scale.burnDownJobs.toLocaleString('en-US')} jobs are loaded once per system through its batch API (1,000 per call) and analyzed, as ` +
+        'autovacuum would on a live system; every repetition starts from a fresh copy of that database (CREATE DATABASE ... ' +
+        'TEMPLATE). One worker process starts with ' +
         'the given concurrency (jobs running at once) and `concurrency + 2` database connections. ' +
         'Jobs per second run from the first handler start to the last.',
       `A run goes to the end of the backlog or stops after ${scale.burnDownCapSeconds} s of work; where that cap was hit the figure covers ` +
