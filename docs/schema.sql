@@ -382,6 +382,22 @@ TYPE job_shape AS (
 
 -- Functions
 
+FUNCTION anyone_listening() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  -- 't' or 'f', a space, and when it was seen (epoch seconds).
+  seen text := current_setting('skiplock.listening', true);
+  listening boolean;
+BEGIN
+  IF seen LIKE '_ %' AND substr(seen, 3)::float8 > extract(epoch FROM now()) - 1 THEN
+    RETURN left(seen, 1) = 't';
+  END IF;
+  listening := EXISTS (SELECT 1 FROM pg_stat_activity a
+                       WHERE a.datname = current_database() AND a.application_name = 'skiplock_listener');
+  PERFORM set_config('skiplock.listening', CASE WHEN listening THEN 't ' ELSE 'f ' END || extract(epoch FROM now()), false);
+  RETURN listening;
+END
+$$;
+
 FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb, held_ms double precision DEFAULT NULL::double precision) RETURNS skiplock.finished_jobs LANGUAGE sql VOLATILE AS $$
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, outcome, j.priority, j.run_at, j.attempts, j.max_attempts,
@@ -1197,7 +1213,9 @@ BEGIN
     END IF;
   END IF;
 
-  PERFORM pg_notify('skiplock_jobs', '');
+  IF skiplock.anyone_listening() THEN
+    PERFORM pg_notify('skiplock_jobs', '');
+  END IF;
   RETURN NULL;
 END
 $$;

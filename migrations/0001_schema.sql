@@ -1171,6 +1171,32 @@ $$;
 -- Enqueueing
 -- ---------------------------------------------------------------------------
 
+-- Whether a connection that LISTENs for enqueues is open on this database:
+-- one that names itself skiplock_listener (application_name), as a Node
+-- worker's does. A transaction that notifies holds a database-wide lock
+-- from its commit until the commit is flushed, so notifying enqueues commit
+-- one at a time; where nobody listens (a Worker drains from cron and
+-- fan-out, and cannot LISTEN) the notification would only cost that. The
+-- answer is kept in the session for a second, as reading pg_stat_activity
+-- costs more than the enqueue's insert. A listener that connects meanwhile
+-- loses nothing: it claims once when it starts listening, and polls.
+CREATE FUNCTION skiplock.anyone_listening() RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  -- 't' or 'f', a space, and when it was seen (epoch seconds).
+  seen text := current_setting('skiplock.listening', true);
+  listening boolean;
+BEGIN
+  IF seen LIKE '_ %' AND substr(seen, 3)::float8 > extract(epoch FROM now()) - 1 THEN
+    RETURN left(seen, 1) = 't';
+  END IF;
+  listening := EXISTS (SELECT 1 FROM pg_stat_activity a
+                       WHERE a.datname = current_database() AND a.application_name = 'skiplock_listener');
+  PERFORM set_config('skiplock.listening', CASE WHEN listening THEN 't ' ELSE 'f ' END || extract(epoch FROM now()), false);
+  RETURN listening;
+END
+$$;
+
 -- Runs once for every statement that inserts jobs, whoever issues it
 -- (the engine's enqueue, skiplock.enqueue, a schedule's tick, a retry, or an application's
 -- own INSERT INTO skiplock.jobs), over the rows it inserted, so a plain
@@ -1182,10 +1208,11 @@ $$;
 --   (skiplock.enqueue would have returned that job instead). Jobs the
 --   engine's enqueue inserted hold theirs already and change nothing here;
 -- - a job can only be inserted waiting: a claim starts it;
--- - it wakes workers that LISTEN: one NOTIFY on channel skiplock_jobs. Once
---   per statement, not per row: NOTIFY takes a global lock at commit, and
---   Postgres folds a transaction's identical notifications into one. Jobs
---   that become ready later (delays, retries, hand-backs) are found by polling.
+-- - it wakes workers that LISTEN: one NOTIFY on channel skiplock_jobs, once
+--   per statement, not per row (Postgres folds a transaction's identical
+--   notifications into one), and only while a listener is connected (see
+--   skiplock.anyone_listening). Jobs that become ready later (delays,
+--   retries, hand-backs) are found by polling.
 CREATE FUNCTION skiplock.on_jobs_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1226,7 +1253,9 @@ BEGIN
     END IF;
   END IF;
 
-  PERFORM pg_notify('skiplock_jobs', '');
+  IF skiplock.anyone_listening() THEN
+    PERFORM pg_notify('skiplock_jobs', '');
+  END IF;
   RETURN NULL;
 END
 $$;

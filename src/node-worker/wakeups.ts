@@ -3,6 +3,11 @@ import { errorFields, sleep, type Logger } from '../drain/index.js';
 
 /** The channel skiplock.on_jobs_inserted() notifies on every statement that inserts jobs. */
 export const JOBS_CHANNEL = 'skiplock_jobs';
+/**
+ * What the LISTEN connection calls itself: enqueues notify only while a
+ * connection of this name is open (skiplock.anyone_listening).
+ */
+export const LISTENER_NAME = 'skiplock_listener';
 /** A lost LISTEN connection is tried again at most this often. */
 const RECONNECT_EVERY_MS = 5_000;
 
@@ -82,6 +87,8 @@ export class JobWakeups {
     client.on('end', () => this.lose(client, new Error('the connection ended')));
     try {
       await client.connect();
+      // Enqueues notify only while a connection of this name is open.
+      await client.query(`SET application_name TO ${LISTENER_NAME}`);
       await client.query(`LISTEN ${JOBS_CHANNEL}`);
     } catch (error) {
       this.lastFailureAt = Date.now();

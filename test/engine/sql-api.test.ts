@@ -43,6 +43,7 @@ const countJobs = (sql: Session) => sql.value<string>('SELECT count(*) FROM skip
 describe('the SQL API', () => {
   it('a plain INSERT INTO skiplock.jobs enqueues as the engine does: tenant row, wake-up, claimable', async () => {
     await withSession(async (sql, { db }) => {
+      await sql.rows('SET application_name TO skiplock_listener');
       await sql.rows('LISTEN skiplock_jobs');
       const woken = new Promise((resolve) => sql.client.once('notification', resolve));
       const [inserted] = await sql.rows<{ id: string }>(
@@ -54,6 +55,25 @@ describe('the SQL API', () => {
       expect(claimed.map((job) => [job.id, job.tenant, job.payload])).toEqual([
         [inserted!.id, 'newco', { file: 'a.csv' }],
       ]);
+    });
+  });
+
+  it('notifies only while a listener (a connection named skiplock_listener) is connected: NOTIFY would serialize the commits', async () => {
+    await withSession(async (sql, { url }) => {
+      // LISTENing under another name: inserts see no listener and send nothing.
+      await sql.rows('LISTEN skiplock_jobs');
+      const heard: unknown[] = [];
+      sql.client.on('notification', (message) => heard.push(message));
+      const other = await psqlSession(url);
+      try {
+        await other.rows(`INSERT INTO skiplock.jobs (queue, type) VALUES ('imports', 'imports')`);
+        // A notification is sent at the insert's commit, before this round trip ends.
+        await sql.rows('SELECT 1');
+        expect(heard).toEqual([]);
+        expect(await other.value<string>(`SELECT current_setting('skiplock.listening')`)).toMatch(/^f /);
+      } finally {
+        await other.client.end();
+      }
     });
   });
 
