@@ -350,6 +350,24 @@ TYPE claimed_job AS (
   delivery jsonb
 );
 
+TYPE enqueued_job AS (
+  id uuid,
+  queue text,
+  type text,
+  tenant text,
+  status text,
+  priority integer,
+  payload jsonb,
+  maxAttempts integer,
+  leaseSeconds integer,
+  runAt json,
+  expiresAt json,
+  dedupKey text,
+  createdAt json,
+  callbackUrl text,
+  failureCallbackUrl text
+);
+
 TYPE job_shape AS (
   id uuid,
   queue text,
@@ -870,7 +888,7 @@ BEGIN
 END
 $$;
 
-FUNCTION enqueue_jobs(jobs jsonb) RETURNS TABLE(job json, deduplicated boolean, "heldBy" uuid) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+FUNCTION enqueue_jobs(jobs jsonb) RETURNS TABLE(id uuid, queue text, type text, tenant text, status text, priority integer, payload jsonb, "maxAttempts" integer, "leaseSeconds" integer, "runAt" json, "expiresAt" json, "dedupKey" text, "createdAt" json, "callbackUrl" text, "failureCallbackUrl" text, deduplicated boolean, "heldBy" uuid, "heldJob" json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
 BEGIN
   IF NOT jobs @? '$[*] ? (@.dedupKey != null)' THEN
@@ -886,9 +904,9 @@ BEGIN
              i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
              i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url
       FROM skiplock.enqueue_rows(jobs) i
-      RETURNING j.id, skiplock.job_json(j) AS job
+      RETURNING (skiplock.enqueued_job(j)).*
     )
-    SELECT w.job, false, NULL::uuid FROM written w ORDER BY w.id;
+    SELECT w.*, false, NULL::uuid, NULL::json FROM written w ORDER BY w.id;
     RETURN;
   END IF;
   RETURN QUERY
@@ -914,14 +932,14 @@ BEGIN
     FROM input
     WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
     ORDER BY ordinal
-    RETURNING j.id, skiplock.job_json(j) AS job
+    RETURNING (skiplock.enqueued_job(j)).*
   )
   -- Each input finds its new row by the id it was given, or else (deduplicated)
   -- the job that holds its key: equality joins the planner can hash, and a
   -- lookup by id for each dedup hit only.
-  SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
-           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END) AS job,
-         inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy"
+  SELECT inserted.*, inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy",
+         CASE WHEN inserted.id IS NULL AND key.job_id IS NOT NULL THEN
+           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END AS "heldJob"
   FROM input i
   LEFT JOIN written inserted ON inserted.id = i.id
   LEFT JOIN keys key
@@ -956,6 +974,12 @@ BEGIN
   -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
   CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock;
 END
+$$;
+
+FUNCTION enqueued_job(j skiplock.jobs) RETURNS skiplock.enqueued_job LANGUAGE sql STABLE AS $$
+  SELECT ROW(j.id, j.queue, j.type, j.tenant, skiplock.job_status(j.state, j.run_at), j.priority, j.payload,
+             j.max_attempts, j.lease_seconds, to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
+             to_json(j.created_at), j.callback_url, j.failure_callback_url)::skiplock.enqueued_job
 $$;
 
 FUNCTION fail(job_id uuid, lease_token uuid, error jsonb, retry_in_seconds double precision DEFAULT NULL::double precision, for_good boolean DEFAULT false) RETURNS json LANGUAGE sql VOLATILE AS $$

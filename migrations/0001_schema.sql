@@ -1318,6 +1318,35 @@ BEGIN
 END
 $$;
 
+-- A job just enqueued, as enqueue_jobs returns it: the columns an insert
+-- sets, as the API names them; everything else of a new job is known (no
+-- attempt yet). Building each job's JSON instead cost a third of a batch.
+-- Inlined where it is used, so it costs no more than naming the columns.
+CREATE TYPE skiplock.enqueued_job AS (
+  id                   uuid,
+  queue                text,
+  type                 text,
+  tenant               text,
+  status               text,
+  priority             integer,
+  payload              jsonb,
+  "maxAttempts"        integer,
+  "leaseSeconds"       integer,
+  "runAt"              json,
+  "expiresAt"          json,
+  "dedupKey"           text,
+  "createdAt"          json,
+  "callbackUrl"        text,
+  "failureCallbackUrl" text
+);
+
+CREATE FUNCTION skiplock.enqueued_job(j skiplock.jobs) RETURNS skiplock.enqueued_job
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT ROW(j.id, j.queue, j.type, j.tenant, skiplock.job_status(j.state, j.run_at), j.priority, j.payload,
+             j.max_attempts, j.lease_seconds, to_json(j.run_at), to_json(j.expires_at), j.dedup_key,
+             to_json(j.created_at), j.callback_url, j.failure_callback_url)::skiplock.enqueued_job
+$$;
+
 -- Enqueues a batch of jobs (a single job is a batch of one): one
 -- statement, all or none, a result per job in input order (the job, or the
 -- job that holds its dedup key). The jobs table's insert trigger
@@ -1333,7 +1362,13 @@ $$;
 -- every statement is planned afresh, and planning this one cost more than
 -- running it.
 CREATE FUNCTION skiplock.enqueue_jobs(jobs jsonb)
-RETURNS TABLE (job json, deduplicated boolean, "heldBy" uuid)
+RETURNS TABLE (
+  id uuid, queue text, type text, tenant text, status text, priority integer, payload jsonb,
+  "maxAttempts" integer, "leaseSeconds" integer, "runAt" json, "expiresAt" json, "dedupKey" text,
+  "createdAt" json, "callbackUrl" text, "failureCallbackUrl" text,
+  -- A dedup hit: no job was inserted, and this job holds the key (heldJob
+  -- is null when it committed after this statement began: read it again).
+  deduplicated boolean, "heldBy" uuid, "heldJob" json)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 SET jit = off
@@ -1353,9 +1388,9 @@ BEGIN
              i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
              i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url
       FROM skiplock.enqueue_rows(jobs) i
-      RETURNING j.id, skiplock.job_json(j) AS job
+      RETURNING (skiplock.enqueued_job(j)).*
     )
-    SELECT w.job, false, NULL::uuid FROM written w ORDER BY w.id;
+    SELECT w.*, false, NULL::uuid, NULL::json FROM written w ORDER BY w.id;
     RETURN;
   END IF;
   RETURN QUERY
@@ -1381,14 +1416,14 @@ BEGIN
     FROM input
     WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
     ORDER BY ordinal
-    RETURNING j.id, skiplock.job_json(j) AS job
+    RETURNING (skiplock.enqueued_job(j)).*
   )
   -- Each input finds its new row by the id it was given, or else (deduplicated)
   -- the job that holds its key: equality joins the planner can hash, and a
   -- lookup by id for each dedup hit only.
-  SELECT coalesce(inserted.job, CASE WHEN key.job_id IS NOT NULL THEN
-           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END) AS job,
-         inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy"
+  SELECT inserted.*, inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy",
+         CASE WHEN inserted.id IS NULL AND key.job_id IS NOT NULL THEN
+           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END AS "heldJob"
   FROM input i
   LEFT JOIN written inserted ON inserted.id = i.id
   LEFT JOIN keys key

@@ -61,12 +61,33 @@ export const MAX_BATCH = 1000;
  */
 const enqueueSql = /* sql */ `SELECT * FROM skiplock.enqueue_jobs($1::jsonb)`;
 
-interface EnqueueRow {
-  /** Null only for a dedup hit on a job that committed after the statement began: read again. */
-  job: Job | null;
+/** What skiplock.enqueued_job gives of a new job: the columns its insert set. */
+type EnqueuedColumns = Pick<
+  Job,
+  | 'id'
+  | 'queue'
+  | 'type'
+  | 'tenant'
+  | 'status'
+  | 'priority'
+  | 'payload'
+  | 'maxAttempts'
+  | 'leaseSeconds'
+  | 'runAt'
+  | 'expiresAt'
+  | 'dedupKey'
+  | 'createdAt'
+  | 'callbackUrl'
+  | 'failureCallbackUrl'
+>;
+
+/** A row of skiplock.enqueue_jobs: the new job's columns, or (deduplicated) nulls and the job holding the key. */
+type EnqueueRow = EnqueuedColumns & {
   deduplicated: boolean;
   heldBy: string | null;
-}
+  /** Null for a new job, and for a dedup hit on a job that committed after the statement began: read again. */
+  heldJob: Job | null;
+};
 
 /**
  * The enqueue statement as a query object, for a caller's own transaction:
@@ -131,7 +152,46 @@ export async function enqueueBatch(
 
 async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
   const rows = await db.query<EnqueueRow>(enqueueQuery(jobs));
-  return Promise.all(rows.map(async (row) => ({ job: toJob(row.job ?? (await heldJob(db, row))), deduplicated: row.deduplicated })));
+  return Promise.all(
+    rows.map(async (row) =>
+      row.deduplicated
+        ? { job: toJob(row.heldJob ?? (await heldJob(db, row))), deduplicated: true }
+        : { job: enqueuedJob(row), deduplicated: false },
+    ),
+  );
+}
+
+/** A job just enqueued: its columns, and what every new job has (no attempt yet), written out in the one shape all jobs share. */
+function enqueuedJob(row: EnqueuedColumns): Job {
+  return toJob({
+    id: row.id,
+    queue: row.queue,
+    type: row.type,
+    tenant: row.tenant,
+    status: row.status,
+    priority: row.priority,
+    payload: row.payload,
+    attempts: 0,
+    maxAttempts: row.maxAttempts,
+    leaseSeconds: row.leaseSeconds,
+    runAt: row.runAt,
+    expiresAt: row.expiresAt,
+    dedupKey: row.dedupKey,
+    createdAt: row.createdAt,
+    firstStartedAt: null,
+    startedAt: null,
+    finishedAt: null,
+    durationMs: null,
+    leaseExpiresAt: null,
+    workerId: null,
+    cancelRequested: false,
+    progress: null,
+    result: null,
+    lastError: null,
+    callbackUrl: row.callbackUrl,
+    failureCallbackUrl: row.failureCallbackUrl,
+    runMs: 0,
+  });
 }
 
 /**

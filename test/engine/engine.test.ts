@@ -47,6 +47,34 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect((await getJobEvents(db, job.id)).map((e) => e.kind)).toEqual(['enqueued']);
   });
 
+  it('answers an enqueue with the job exactly as a read gives it, every option set, with or without a dedup key', async () => {
+    const { db } = await open(driver);
+    const options = {
+      queue: 'reports',
+      type: 'render',
+      tenant: 'acme',
+      payload: { pages: [1, 2], title: 'Q3 "final"' },
+      priority: 7,
+      runAt: '2099-01-02T03:04:05.678Z',
+      maxAttempts: 9,
+      leaseSeconds: 120,
+      expiresAt: '2099-02-01T00:00:00.000Z',
+      backoffBaseSeconds: 2,
+      backoffMaxSeconds: 60,
+      callbackUrl: 'https://example.com/done',
+      failureCallbackUrl: 'https://example.com/failed',
+    };
+    const [plain, keyed] = await enqueueBatch(db, [options, { ...options, dedupKey: 'report-1', dedupWindowSeconds: 30 }]);
+    for (const { job, deduplicated } of [plain!, keyed!]) {
+      expect(deduplicated).toBe(false);
+      expect(job).toEqual(await getJob(db, job.id));
+    }
+    expect(keyed!.job).toMatchObject({ status: 'scheduled', dedupKey: 'report-1', runAt: options.runAt, priority: 7 });
+    // The dedup hit answers with the job that holds the key, as read.
+    const again = await enqueue(db, { ...options, dedupKey: 'report-1' });
+    expect(again).toEqual({ job: await getJob(db, keyed!.job.id), deduplicated: true });
+  });
+
   it('runs the claim, heartbeat, complete cycle and keeps the stats', async () => {
     const { db } = await open(driver);
     const { job } = await enqueue(db, { queue: 'q', type: 'resize', leaseSeconds: 30 });
