@@ -1076,11 +1076,13 @@ $$;
 
 FUNCTION histogram_sum(jsonb) RETURNS jsonb LANGUAGE internal IMMUTABLE AS $$aggregate_dummy$$;
 
-FUNCTION is_legal_transition(from_state text, to_state text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
-  SELECT (from_state, to_state) IN (
+FUNCTION is_legal_transition(from_state text, to_state text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RETURN (from_state, to_state) IN (
     ('scheduled', 'running'), ('queued', 'running'), ('retrying', 'running'),
     ('running', 'scheduled'), ('running', 'queued'), ('running', 'retrying'),
-    ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'))
+    ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'));
+END
 $$;
 
 FUNCTION iso(ts timestamp with time zone) RETURNS text LANGUAGE sql IMMUTABLE AS $$

@@ -109,12 +109,17 @@ CREATE INDEX jobs_expiring_idx ON skiplock.jobs (expires_at)
 -- Which changes of state a live job may make; finishing moves the row to
 -- finished_jobs instead. Waiting jobs only start; running ones end their
 -- attempt by waiting again (a retry, a hand-back, a reaped lease).
+-- plpgsql, which is never inlined: jobs_legal_transition's WHEN calls it,
+-- and a SQL function there would be parsed and inlined again for every
+-- statement that updates jobs, a fixed cost that weighs on a claim of one.
 CREATE FUNCTION skiplock.is_legal_transition(from_state text, to_state text) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT (from_state, to_state) IN (
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  RETURN (from_state, to_state) IN (
     ('scheduled', 'running'), ('queued', 'running'), ('retrying', 'running'),
     ('running', 'scheduled'), ('running', 'queued'), ('running', 'retrying'),
-    ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'))
+    ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'));
+END
 $$;
 
 CREATE FUNCTION skiplock.refuse_illegal_transition() RETURNS trigger
