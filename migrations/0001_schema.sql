@@ -1195,8 +1195,9 @@ BEGIN
   IF seen LIKE '_ %' AND substr(seen, 3)::float8 > extract(epoch FROM now()) - 1 THEN
     RETURN left(seen, 1) = 't';
   END IF;
-  listening := EXISTS (SELECT 1 FROM pg_stat_activity a
-                       WHERE a.datname = current_database() AND a.application_name = 'skiplock_listener');
+  listening := EXISTS (SELECT 1 FROM pg_stat_get_activity(NULL) a
+                       WHERE a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+                         AND a.application_name = 'skiplock_listener');
   PERFORM set_config('skiplock.listening', CASE WHEN listening THEN 't ' ELSE 'f ' END || extract(epoch FROM now()), false);
   RETURN listening;
 END
@@ -1324,9 +1325,11 @@ END
 $$;
 
 -- A job just enqueued, as enqueue_jobs returns it: the columns an insert
--- sets, as the API names them; everything else of a new job is known (no
--- attempt yet). Building each job's JSON instead cost a third of a batch.
--- Inlined where it is used, so it costs no more than naming the columns.
+-- sets, as the API names them, since everything else of a new job is known
+-- (no attempt yet). Far cheaper than building each job's JSON, which the
+-- caller would only parse again. Made whole and then taken apart, since
+-- (enqueued_job(j)).* would inline the function once per column whenever
+-- the statement is planned.
 CREATE TYPE skiplock.enqueued_job AS (
   id                   uuid,
   queue                text,
@@ -1393,9 +1396,9 @@ BEGIN
              i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
              i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url
       FROM skiplock.enqueue_rows(jobs) i
-      RETURNING (skiplock.enqueued_job(j)).*
+      RETURNING skiplock.enqueued_job(j) AS job
     )
-    SELECT w.*, false, NULL::uuid, NULL::json FROM written w ORDER BY w.id;
+    SELECT (w.job).*, false, NULL::uuid, NULL::json FROM written w ORDER BY (w.job).id;
     RETURN;
   END IF;
   RETURN QUERY
@@ -1421,18 +1424,18 @@ BEGIN
     FROM input
     WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
     ORDER BY ordinal
-    RETURNING (skiplock.enqueued_job(j)).*
+    RETURNING skiplock.enqueued_job(j) AS job
   )
   -- Each input finds its new row by the id it was given, or else (deduplicated)
   -- the job that holds its key: equality joins the planner can hash, and a
   -- lookup by id for each dedup hit only.
-  SELECT inserted.*, inserted.id IS NULL AS deduplicated, key.job_id AS "heldBy",
-         CASE WHEN inserted.id IS NULL AND key.job_id IS NOT NULL THEN
+  SELECT (inserted.job).*, inserted.job IS NULL AS deduplicated, key.job_id AS "heldBy",
+         CASE WHEN inserted.job IS NULL AND key.job_id IS NOT NULL THEN
            (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END AS "heldJob"
   FROM input i
-  LEFT JOIN written inserted ON inserted.id = i.id
+  LEFT JOIN written inserted ON (inserted.job).id = i.id
   LEFT JOIN keys key
-    ON inserted.id IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
+    ON inserted.job IS NULL AND key.tenant = i.tenant AND key.queue = i.queue AND key.dedup_key = i.dedup_key
   ORDER BY i.ordinal;
 END
 $$;
