@@ -370,7 +370,10 @@ $$;
 -- lease ends with the run. held_ms is given when the job's worker ends its
 -- attempt (see handler_started_at): the attempt's start moves to its
 -- handler's, and its run time is added to the job's. An expression the
--- planner inlines, so taking it apart again with (...).* costs nothing per column.
+-- planner inlines. Each statement makes it once, in its DELETE's RETURNING,
+-- and takes that row apart: (as_finished(...)).* would inline it once per
+-- column whenever the statement is planned, which took planning the
+-- completion many times longer than running it.
 CREATE FUNCTION skiplock.as_finished(
   j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb, held_ms double precision DEFAULT NULL)
 RETURNS skiplock.finished_jobs
@@ -1127,11 +1130,12 @@ BEGIN
     -- Each row by its key. A token matches only while its job runs
     -- (jobs_lease_while_running), so no condition on state.
     WHERE j.id = input.id AND j.lease_token = input."leaseToken"
-    RETURNING j AS live, j.id, input."leaseToken" AS lease_token, input.result, coalesce(input."heldMs", 0) AS held_ms
+    RETURNING skiplock.as_finished(j, 'succeeded', input.result, NULL, coalesce(input."heldMs", 0)) AS finished,
+              j.id, input."leaseToken" AS lease_token
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
-    SELECT (skiplock.as_finished(done.live, 'succeeded', done.result, NULL, done.held_ms)).* FROM done
+    SELECT (done.finished).* FROM done
     -- Only when asked (a single completion): building the job costs as much as moving it.
     RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   )
@@ -1598,11 +1602,11 @@ BEGIN
     DELETE FROM skiplock.jobs j
     USING attempt a
     WHERE j.id = a.id AND j.lease_token = a.lease_token AND a.outcome <> 'retrying'
-    RETURNING j AS live, a.outcome, a.error, a.held_ms
+    RETURNING skiplock.as_finished(j, a.outcome, NULL, a.error, a.held_ms) AS finished
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
-    SELECT (skiplock.as_finished(e.live, e.outcome, NULL, e.error, e.held_ms)).* FROM ended e
+    SELECT (e.finished).* FROM ended e
     RETURNING finished_jobs.id, finished_jobs.attempts, finished_jobs.worker_id, finished_jobs.started_at,
               finished_jobs.run_at AS due_at, finished_jobs.state AS outcome, NULL::timestamptz AS run_at,
               finished_jobs.last_error AS error, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job

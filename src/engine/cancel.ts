@@ -32,11 +32,11 @@ ended AS (
   DELETE FROM skiplock.jobs j
   USING target t
   WHERE j.id = t.id AND t.state <> 'running'
-  RETURNING j AS live
+  RETURNING skiplock.as_finished(j, 'cancelled', NULL, NULL) AS finished
 ),
 finished AS (
   INSERT INTO skiplock.finished_jobs
-  SELECT (skiplock.as_finished(ended.live, 'cancelled', NULL, NULL)).* FROM ended
+  SELECT (ended.finished).* FROM ended
   RETURNING finished_jobs.id, finished_jobs.attempts, 'cancelled' AS outcome, skiplock.job_json(finished_jobs) AS job
 ),
 changed AS (

@@ -9,11 +9,11 @@ const expireJobsSql = /* sql */ `WITH due AS MATERIALIZED (
   FOR UPDATE SKIP LOCKED
 ),
 ended AS (
-  DELETE FROM skiplock.jobs j USING due WHERE j.id = due.id RETURNING j AS live
+  DELETE FROM skiplock.jobs j USING due WHERE j.id = due.id RETURNING skiplock.as_finished(j, 'expired', NULL, NULL) AS finished
 ),
 finished AS (
   INSERT INTO skiplock.finished_jobs
-  SELECT (skiplock.as_finished(ended.live, 'expired', NULL, NULL)).* FROM ended
+  SELECT (ended.finished).* FROM ended
   RETURNING finished_jobs.id, finished_jobs.attempts
 ),
 events AS (

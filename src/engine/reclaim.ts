@@ -33,14 +33,12 @@ ended AS (
   DELETE FROM skiplock.jobs j
   USING abandoned a
   WHERE j.id = a.id AND a.next <> 'queued'
-  RETURNING j AS live, a.next
+  RETURNING skiplock.as_finished(j, a.next, NULL,
+              jsonb_build_object('message', $3::text, 'workerId', j.worker_id, 'attempt', j.attempts)) AS finished
 ),
 finished AS (
   INSERT INTO skiplock.finished_jobs
-  SELECT (skiplock.as_finished(ended.live, ended.next, NULL,
-            jsonb_build_object('message', $3::text, 'workerId', (ended.live).worker_id,
-                               'attempt', (ended.live).attempts))).*
-  FROM ended
+  SELECT (ended.finished).* FROM ended
   RETURNING finished_jobs.id, finished_jobs.attempts, finished_jobs.worker_id, finished_jobs.started_at,
             finished_jobs.state AS next, skiplock.job_json(finished_jobs) AS job
 ),

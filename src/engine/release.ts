@@ -34,11 +34,11 @@ cancelled AS (
   DELETE FROM skiplock.jobs j
   USING input
   WHERE j.id = input.id AND j.lease_token = input."leaseToken" AND j.cancel_requested_at IS NOT NULL
-  RETURNING j AS live
+  RETURNING skiplock.as_finished(j, 'cancelled', NULL, NULL) AS finished
 ),
 finished AS (
   INSERT INTO skiplock.finished_jobs
-  SELECT (skiplock.as_finished(cancelled.live, 'cancelled', NULL, NULL)).* FROM cancelled
+  SELECT (cancelled.finished).* FROM cancelled
   RETURNING finished_jobs.id, finished_jobs.attempts AS attempt, finished_jobs.worker_id, finished_jobs.started_at,
             'cancelled' AS kind, CASE WHEN $4::boolean THEN skiplock.job_json(finished_jobs) END AS job
 ),
