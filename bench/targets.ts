@@ -76,9 +76,15 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
     const figures = ['p50 ms', 'p99 ms'].map((metric) => [at('skiplock', metric), at('graphile-worker', metric)] as const);
     if (figures.some(([skiplock, graphile]) => skiplock === undefined || graphile === undefined)) continue;
     const [[p50, graphileP50], [p99, graphileP99]] = figures as [[number, number], [number, number]];
+    const [first, graphileFirst] = [at('skiplock', 'first job ms'), at('graphile-worker', 'first job ms')];
+    const firstJob =
+      first === undefined || graphileFirst === undefined
+        ? ''
+        : ` (The first job after start, not a sample: skiplock ${formatNumber(first)} ms, graphile-worker ${formatNumber(graphileFirst)} ms.)`;
     lines.push(
       `Idle pickup latency with LISTEN, ${setup}: skiplock p50 ${formatNumber(p50)} ms / p99 ${formatNumber(p99)} ms, graphile-worker ` +
-        `${formatNumber(graphileP50)} / ${formatNumber(graphileP99)} ms. No worse than graphile-worker's: ${verdict(p50 <= graphileP50 && p99 <= graphileP99)}.`,
+        `${formatNumber(graphileP50)} / ${formatNumber(graphileP99)} ms. No worse than graphile-worker's: ${verdict(p50 <= graphileP50 && p99 <= graphileP99)}.` +
+        firstJob,
     );
   }
 

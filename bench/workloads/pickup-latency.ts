@@ -32,19 +32,24 @@ export const latencyWorkload: Workload = async (context) => {
             const workers = await system.startWorkers({ concurrency: 1, handler: ledger.handler, wakeup });
             await sleep(SETTLE_MS);
             const gapMs = wakeup === 'poll' ? system.pollIntervalMs : LISTEN_GAP_MS;
-            const endBy = performance.now() + scale.latencyCapSeconds * 1000;
             let timedOut = 0;
-            for (let i = 0; i < scale.latencySamples && performance.now() < endBy; i++) {
+            /** One job from the enqueue call to its start; false when it did not start in time. */
+            const sample = async (started: number) => {
               await sleep(Math.random() * gapMs);
               const [job] = ledger.allocate(1);
               ledger.markEnqueueCall(job!.n);
               await system.enqueue(job!);
               ledger.recordEnqueued(1);
-              if (!(await ledger.whenStarted(i + 1, system.pollIntervalMs * 3 + 5000))) timedOut += 1;
-            }
+              if (!(await ledger.whenStarted(started, system.pollIntervalMs * 3 + 5000))) timedOut += 1;
+            };
+            // The first job is the first statement of its kind on each
+            // connection (plans, catalog caches): reported on its own, not among the samples.
+            await sample(1);
+            const endBy = performance.now() + scale.latencyCapSeconds * 1000;
+            for (let i = 0; i < scale.latencySamples && performance.now() < endBy; i++) await sample(i + 2);
             const gate = await stopAndGate(workers, system, ledger);
-            const latencies = ledger.pickups().map((pickup) => pickup.ms);
-            const figures = latencyFigures(latencies);
+            const [first, ...latencies] = ledger.pickups().map((pickup) => pickup.ms);
+            const figures = [...latencyFigures(latencies), { metric: 'first job ms', better: 'lower' as const, value: first ?? Number.NaN }];
             results.recordAll({ system: driver.name, setup, variant }, gate, figures, {
               samples: latencies.length,
               timedOut,
@@ -62,6 +67,8 @@ export const latencyWorkload: Workload = async (context) => {
     method: [
       'One worker (concurrency 1) waits on an empty queue. A job is enqueued, and the next only once its handler has started; ' +
         'latency runs from the enqueue call to the handler start, in the same process (performance.now()).',
+      'The first job after the workers start is the first enqueue and claim on their connections (statements planned, catalog caches filled): ' +
+        'its latency is reported on its own ("first job ms"), and the samples start with the second.',
       `Before each sample the harness pauses for a random time: up to one poll interval for polling setups, so jobs land at random ` +
         `points of the poll cycle, and up to ${LISTEN_GAP_MS} ms for setups woken by LISTEN/NOTIFY. ` +
         `Each repetition takes ${scale.latencySamples} samples or ${scale.latencyCapSeconds} s, whichever comes first.`,
