@@ -33,7 +33,7 @@ export const latencyWorkload: Workload = async (context) => {
             await sleep(SETTLE_MS);
             const gapMs = wakeup === 'poll' ? system.pollIntervalMs : LISTEN_GAP_MS;
             let timedOut = 0;
-            /** One job from the enqueue call to its start; false when it did not start in time. */
+            /** One job from the enqueue call to its start; counted in timedOut when it does not start in time. */
             const sample = async (started: number) => {
               await sleep(Math.random() * gapMs);
               const [job] = ledger.allocate(1);

@@ -155,7 +155,7 @@ async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Prom
   return Promise.all(
     rows.map(async (row) =>
       row.deduplicated
-        ? { job: toJob(row.heldJob ?? (await heldJob(db, row))), deduplicated: true }
+        ? { job: toJob(row.heldJob ?? (await readHeldJob(db, row))), deduplicated: true }
         : { job: enqueuedJob(row), deduplicated: false },
     ),
   );
@@ -198,7 +198,7 @@ function enqueuedJob(row: EnqueuedColumns): Job {
  * The job a dedup hit matched, when the enqueue's own snapshot could not see
  * it (a concurrent enqueue committed it meanwhile): a later statement can.
  */
-async function heldJob(db: Queryable, row: EnqueueRow): Promise<Job> {
+async function readHeldJob(db: Queryable, row: EnqueueRow): Promise<Job> {
   const [held] = await db.query<{ job: Job }>({ name: 'skiplock_get_job', text: getJobSql, params: [row.heldBy, null] });
   if (held === undefined) throw new Error(`the job holding a dedup key vanished: ${row.heldBy}`);
   return held.job;
