@@ -12,6 +12,11 @@ export interface PgDbOptions {
    * between transactions (PgBouncer before 1.21 in transaction mode).
    */
   preparedStatements?: boolean;
+  /**
+   * How long a connection may sit idle before the pool closes it; 0 keeps it
+   * open for the pool's life. Default 10,000 ms (node-postgres's).
+   */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -20,7 +25,7 @@ export interface PgDbOptions {
  * same as the Neon driver's, so rows look alike whichever driver read them.
  */
 export function pgDb(connectionString: string, options: PgDbOptions = {}): SessionDb {
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+  const pool = new pg.Pool({ connectionString, max: options.max ?? 10, idleTimeoutMillis: options.idleTimeoutMs ?? 10_000 });
   // An idle client whose server went away emits 'error'; without a listener Node exits.
   pool.on('error', () => {});
   return poolDb(pool, { preparedStatements: options.preparedStatements ?? true });

@@ -26,6 +26,19 @@ import type { WorkArrivals } from './work-arrivals.js';
  */
 const RECHECK_EMPTY_AFTER_MS = 10;
 
+/**
+ * Connections of their own for the loop's claims and for its completions
+ * (default: the loop's `db`, as every other statement). A connection plans a
+ * statement the first time it runs it, and the claim that finds jobs and the
+ * completion are the engine's costliest to plan: on a shared pool they land,
+ * now and then, on a connection new to them, and that job starts late. Each
+ * on a connection of one, each is planned once.
+ */
+export interface LoopConnections {
+  claims: Queryable;
+  completions: Queryable;
+}
+
 export interface JobLoopOptions {
   workerId: string;
   /** Attempts running at once; each holds at most one connection (its heartbeat or its handler's I/O). */
@@ -71,6 +84,8 @@ export interface JobLoopOptions {
    * than this loop holds (a Worker drain starts helpers then, see DRAIN_FANOUT).
    */
   onBacklog?: () => void;
+  /** Where the claims and the completions go; default `db`. */
+  pinned?: LoopConnections;
 }
 
 /** A claimed job not started yet, when the claim that leased it was sent, and when its answer came. */
@@ -108,7 +123,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   let anAttemptEnded = false;
   /** Claimed ahead, in claim order, waiting for a free slot. */
   const claimedAhead: ClaimedAt[] = [];
-  const completions = new CompletionBatch(db, counts, logger, (jobs) => subrequests?.release(jobs));
+  const completions = new CompletionBatch(options.pinned?.completions ?? db, counts, logger, (jobs) => subrequests?.release(jobs));
   const pace = new AttemptPace();
   const heartbeats = new HeartbeatSchedule();
   /** The attempts running now: the deadline interrupts them all. */
@@ -154,8 +169,9 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   );
   const likelySubrequestsPerJob = () => 1 + heartbeatsWithin(budget.msUntilAbort(), lastLeaseSeconds) + mostDeclared;
 
+  const claimsDb = options.pinned?.claims ?? db;
   const claim = (max: number) =>
-    claimBatch(db, { max, workerId: options.workerId, types: registry.types, deliveryTargets: deliveries?.targets });
+    claimBatch(claimsDb, { max, workerId: options.workerId, types: registry.types, deliveryTargets: deliveries?.targets });
 
   /** What runs a claimed job: its queue's delivery target when the claim gave one, else its type's handler. */
   function definitionOf(job: ClaimedJob): JobDefinition {

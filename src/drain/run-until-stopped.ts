@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { sleep } from '../engine/sleep.js';
 import { DrainBudget } from './budget.js';
 import { DEFAULT_RETENTION_SECONDS, DEFAULT_STATS_RETENTION_DAYS, runHousekeeping, type HousekeepingOptions } from './housekeeping.js';
-import { runJobs } from './job-loop.js';
+import { runJobs, type LoopConnections } from './job-loop.js';
 import { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
@@ -28,6 +28,12 @@ export interface RunUntilStoppedOptions {
   /** Delivers the jobs of queues with a delivery target it can reach (see QueueDeliveries); none when left out. */
   deliveries?: QueueDeliveries;
   logger?: Logger;
+  /**
+   * Connections of their own for the claims, the completions and the
+   * housekeeping (default: all on `db`; see LoopConnections). On its own,
+   * a housekeeping round never holds a connection a claim then opens anew.
+   */
+  pinned?: LoopConnections & { housekeeping: Queryable };
 }
 
 export interface RunningDrain {
@@ -60,8 +66,9 @@ export async function runUntilStopped(
     handBackDelaySeconds: 1,
     waitForWork: options.waitForWork,
     deliveries: options.deliveries,
+    pinned: options.pinned,
   });
-  const housekeeping = keepHouse(db, {
+  const housekeeping = keepHouse(options.pinned?.housekeeping ?? db, {
     intervalMs: options.housekeepingIntervalMs ?? 5000,
     retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
     statsRetentionDays: options.statsRetentionDays ?? DEFAULT_STATS_RETENTION_DAYS,

@@ -79,9 +79,15 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const logger = options.logger ?? jsonConsoleLogger;
   const workerId = options.workerId ?? `node-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 4)}`;
   const registry = createRegistry(options.handlers, options.schedules);
-  // At most one connection per running attempt (heartbeats, progress), one for
-  // claims, one for completions, one for housekeeping; LISTEN holds one more of its own.
-  const db = pgDb(options.databaseUrl, { max: concurrency + 3, preparedStatements: options.preparedStatements ?? true });
+  const preparedStatements = options.preparedStatements ?? true;
+  // At most one connection per running attempt (heartbeats, progress, failures).
+  const db = pgDb(options.databaseUrl, { max: concurrency, preparedStatements });
+  // The claims, the completions and the housekeeping each on a connection of
+  // its own, kept while the worker runs, so each keeps its statements planned
+  // (LoopConnections); LISTEN holds one more of its own.
+  const connectionOfOne = () => pgDb(options.databaseUrl, { max: 1, idleTimeoutMs: 0, preparedStatements });
+  const pinned = { claims: connectionOfOne(), completions: connectionOfOne(), housekeeping: connectionOfOne() };
+  const closeAll = () => Promise.all([db, ...Object.values(pinned)].map((each) => each.close()));
   let wakeups: JobWakeups | undefined;
   let drain: RunningDrain;
   try {
@@ -99,15 +105,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       ...(options.statsRetentionDays === undefined ? {} : { statsRetentionDays: options.statsRetentionDays }),
       ...(options.deliveries === undefined ? {} : { deliveries: options.deliveries }),
       logger,
+      pinned,
     });
   } catch (error) {
     await wakeups?.close();
-    await db.close();
+    await closeAll();
     throw error;
   }
   const done = drain.done.finally(async () => {
     await wakeups.close();
-    await db.close();
+    await closeAll();
   });
   return {
     workerId,
