@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { expireJobs, reapExpiredLeases, refreshStatistics, releaseLapsedDedupKeys } from '../engine/index.js';
+import { expireJobs, maintenanceDue, reapExpiredLeases, refreshStatistics, releaseLapsedDedupKeys } from '../engine/index.js';
 
 export interface MaintenanceCounts {
   /** Running jobs whose lease ran out, handed back to the queue (or failed). */
@@ -16,13 +16,15 @@ export interface MaintenanceCounts {
  * The housekeeping every drain does first, as one `runOnce` that returns
  * counts (River's maintenance services, called from `scheduled()` on Workers).
  * Each step is bounded; a backlog larger than one batch is finished by the
- * next drain.
+ * next drain. A step runs only when a probe finds it something to do
+ * (maintenanceDue); what becomes due meanwhile waits for the next round.
  */
 export async function runMaintenance(db: Queryable, options: { batch?: number } = {}): Promise<MaintenanceCounts> {
   const limit = options.batch ?? 1000;
-  const reaped = await reapExpiredLeases(db, { limit });
-  const expired = await expireJobs(db, { limit });
-  const dedupKeysReleased = await releaseLapsedDedupKeys(db, { limit });
+  const due = await maintenanceDue(db);
+  const reaped = due.leasesExpired ? (await reapExpiredLeases(db, { limit })).length : 0;
+  const expired = due.jobsExpired ? await expireJobs(db, { limit }) : 0;
+  const dedupKeysReleased = due.dedupKeysLapsed ? await releaseLapsedDedupKeys(db, { limit }) : 0;
   const statisticsRefreshed = (await refreshStatistics(db)) ? 1 : 0;
-  return { reaped: reaped.length, expired, dedupKeysReleased, statisticsRefreshed };
+  return { reaped, expired, dedupKeysReleased, statisticsRefreshed };
 }

@@ -32,6 +32,7 @@ export { fail, failMany, type Failure, type FailManyResult, type FailOutcome } f
 export { release, releaseMany, type ReleaseManyResult, type ReleaseOptions } from './release.js';
 export { reapExpiredLeases, releaseWorker, type ReclaimOptions, type ReleaseWorkerOptions } from './reclaim.js';
 export { expireJobs, releaseLapsedDedupKeys } from './expire-jobs.js';
+export { maintenanceDue, type MaintenanceDue } from './maintenance-due.js';
 export { cancel, type CancelOutcome, type CancelResult } from './cancel.js';
 export { retry, type RetryResult } from './retry.js';
 export { reschedule, type RescheduleChange, type RescheduleOutcome, type RescheduleResult } from './reschedule.js';

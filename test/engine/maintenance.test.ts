@@ -10,6 +10,7 @@ import {
   getJobEvents,
   fail,
   maintainHistory,
+  maintenanceDue,
   pruneEvents,
   reapExpiredLeases,
   refreshStatistics,
@@ -71,6 +72,28 @@ describe('maintenance', () => {
     const released = await releaseWorker(db, 'restarting');
     expect(released.map((job) => job.status)).toEqual(['queued', 'queued', 'queued']);
     expect(await claimBatch(db, { max: 10, workerId: 'w' })).toHaveLength(3);
+  });
+
+  it('probes for due maintenance: each kind is found when due, and nothing while nothing is', async () => {
+    const { db } = await open('pg');
+    const none = { leasesExpired: false, jobsExpired: false, dedupKeysLapsed: false };
+    const { job: leased } = await enqueue(db, { queue: 'leased' });
+    await claimBatch(db, { max: 1, workerId: 'w', queues: ['leased'] });
+    const { job: expiring } = await enqueue(db, { queue: 'waiting', ttlSeconds: 3600 });
+    const { job: keyed } = await enqueue(db, { queue: 'keyed', dedupKey: 'k', dedupWindowSeconds: 60 });
+    expect(await maintenanceDue(db)).toEqual(none);
+
+    await expireLease(db, leased.id);
+    expect(await maintenanceDue(db)).toEqual({ ...none, leasesExpired: true });
+    await db.query({ text: "UPDATE skiplock.jobs SET expires_at = now() - interval '1 second' WHERE id = $1", params: [expiring.id] });
+    expect(await maintenanceDue(db)).toEqual({ ...none, leasesExpired: true, jobsExpired: true });
+    await db.query({ text: "UPDATE skiplock.dedup_keys SET expires_at = now() - interval '1 second' WHERE job_id = $1", params: [keyed.id] });
+    expect(await maintenanceDue(db)).toEqual({ leasesExpired: true, jobsExpired: true, dedupKeysLapsed: true });
+
+    expect(await reapExpiredLeases(db)).toHaveLength(1);
+    expect(await expireJobs(db)).toBe(1);
+    expect(await releaseLapsedDedupKeys(db)).toBe(1);
+    expect(await maintenanceDue(db)).toEqual(none);
   });
 
   it('expires jobs not started by their expiry, which then never run', async () => {
