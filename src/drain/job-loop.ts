@@ -26,19 +26,6 @@ import type { WorkArrivals } from './work-arrivals.js';
  */
 const RECHECK_EMPTY_AFTER_MS = 10;
 
-/**
- * Connections of their own for the loop's claims and for its completions
- * (default: the loop's `db`, as every other statement). A connection plans a
- * statement the first time it runs it, and the claim that finds jobs and the
- * completion are the engine's costliest to plan: on a shared pool they land,
- * now and then, on a connection new to them, and that job starts late. Each
- * on a connection of one, each is planned once.
- */
-export interface LoopConnections {
-  claims: Queryable;
-  completions: Queryable;
-}
-
 export interface JobLoopOptions {
   workerId: string;
   /** Attempts running at once; each holds at most one connection (its heartbeat or its handler's I/O). */
@@ -84,8 +71,13 @@ export interface JobLoopOptions {
    * than this loop holds (a Worker drain starts helpers then, see DRAIN_FANOUT).
    */
   onBacklog?: () => void;
-  /** Where the claims and the completions go; default `db`. */
-  pinned?: LoopConnections;
+  /**
+   * A connection of its own for the claims (default `db`). A connection
+   * plans a statement the first time it runs it, and the claim that finds
+   * jobs is the engine's costliest to plan: from a pool it lands now and then
+   * on a connection new to it, and the jobs it finds start late.
+   */
+  claimsDb?: Queryable;
 }
 
 /** A claimed job not started yet, when the claim that leased it was sent, and when its answer came. */
@@ -123,7 +115,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   let anAttemptEnded = false;
   /** Claimed ahead, in claim order, waiting for a free slot. */
   const claimedAhead: ClaimedAt[] = [];
-  const completions = new CompletionBatch(options.pinned?.completions ?? db, counts, logger, (jobs) => subrequests?.release(jobs));
+  const completions = new CompletionBatch(db, counts, logger, (jobs) => subrequests?.release(jobs));
   const pace = new AttemptPace();
   const heartbeats = new HeartbeatSchedule();
   /** The attempts running now: the deadline interrupts them all. */
@@ -169,7 +161,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   );
   const likelySubrequestsPerJob = () => 1 + heartbeatsWithin(budget.msUntilAbort(), lastLeaseSeconds) + mostDeclared;
 
-  const claimsDb = options.pinned?.claims ?? db;
+  const claimsDb = options.claimsDb ?? db;
   const claim = (max: number) =>
     claimBatch(claimsDb, { max, workerId: options.workerId, types: registry.types, deliveryTargets: deliveries?.targets });
 

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { sleep } from '../engine/sleep.js';
 import { DrainBudget } from './budget.js';
 import { DEFAULT_RETENTION_SECONDS, DEFAULT_STATS_RETENTION_DAYS, runHousekeeping, type HousekeepingOptions } from './housekeeping.js';
-import { runJobs, type LoopConnections } from './job-loop.js';
+import { runJobs } from './job-loop.js';
 import { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
@@ -29,11 +29,14 @@ export interface RunUntilStoppedOptions {
   deliveries?: QueueDeliveries;
   logger?: Logger;
   /**
-   * Connections of their own for the claims, the completions and the
-   * housekeeping (default: all on `db`; see LoopConnections). On its own,
-   * a housekeeping round never holds a connection a claim then opens anew.
+   * A connection of its own for the housekeeping (default `db`). A round
+   * holds a connection for several statements; on the claims' pool, a claim
+   * meanwhile opens another, and a claim on a connection new to it is
+   * planned from scratch: the job it finds starts late.
    */
-  pinned?: LoopConnections & { housekeeping: Queryable };
+  housekeepingDb?: Queryable;
+  /** A connection of its own for the claims (see JobLoopOptions.claimsDb); default `db`. */
+  claimsDb?: Queryable;
 }
 
 export interface RunningDrain {
@@ -66,9 +69,9 @@ export async function runUntilStopped(
     handBackDelaySeconds: 1,
     waitForWork: options.waitForWork,
     deliveries: options.deliveries,
-    pinned: options.pinned,
+    claimsDb: options.claimsDb,
   });
-  const housekeeping = keepHouse(options.pinned?.housekeeping ?? db, {
+  const housekeeping = keepHouse(options.housekeepingDb ?? db, {
     intervalMs: options.housekeepingIntervalMs ?? 5000,
     retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
     statsRetentionDays: options.statsRetentionDays ?? DEFAULT_STATS_RETENTION_DAYS,

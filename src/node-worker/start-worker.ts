@@ -80,14 +80,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const workerId = options.workerId ?? `node-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 4)}`;
   const registry = createRegistry(options.handlers, options.schedules);
   const preparedStatements = options.preparedStatements ?? true;
-  // At most one connection per running attempt (heartbeats, progress, failures).
-  const db = pgDb(options.databaseUrl, { max: concurrency, preparedStatements });
-  // The claims, the completions and the housekeeping each on a connection of
-  // its own, kept while the worker runs, so each keeps its statements planned
-  // (LoopConnections); LISTEN holds one more of its own.
+  // At most one connection per running attempt (heartbeats, progress), and one
+  // for completions. A connection plans each statement the first time it runs
+  // it, so the pool keeps them for a minute idle (node-postgres closes them
+  // after 10 s), and the claims and the housekeeping each have one of their
+  // own, kept while the worker runs; LISTEN holds one more of its own.
+  const db = pgDb(options.databaseUrl, { max: concurrency + 1, idleTimeoutMs: 60_000, preparedStatements });
   const connectionOfOne = () => pgDb(options.databaseUrl, { max: 1, idleTimeoutMs: 0, preparedStatements });
-  const pinned = { claims: connectionOfOne(), completions: connectionOfOne(), housekeeping: connectionOfOne() };
-  const closeAll = () => Promise.all([db, ...Object.values(pinned)].map((each) => each.close()));
+  const claimsDb = connectionOfOne();
+  const housekeepingDb = connectionOfOne();
+  const closeAll = () => Promise.all([db, claimsDb, housekeepingDb].map((each) => each.close()));
   let wakeups: JobWakeups | undefined;
   let drain: RunningDrain;
   try {
@@ -105,7 +107,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       ...(options.statsRetentionDays === undefined ? {} : { statsRetentionDays: options.statsRetentionDays }),
       ...(options.deliveries === undefined ? {} : { deliveries: options.deliveries }),
       logger,
-      pinned,
+      housekeepingDb,
+      claimsDb,
     });
   } catch (error) {
     await wakeups?.close();
