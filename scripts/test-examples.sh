@@ -15,7 +15,10 @@ admin_url=${EXAMPLES_POSTGRES_URL:-postgres://postgres:postgres@127.0.0.1:5432/p
 export WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false
 
 work=$(mktemp -d)
-databases=()
+# Named here, not where they are made: database_for runs in a command
+# substitution, a subshell, whose changes to this list would be lost.
+database_name() { echo "skiplock_example_$1_$$"; }
+databases=("$(database_name worker)" "$(database_name node)")
 sql() { node -e "
   const { Client } = require('pg');
   const c = new Client({ connectionString: process.argv[1] });
@@ -42,9 +45,9 @@ if tar -tzf "$tarball" | grep -vE '^package/(dist/|migrations/|README.md$|LICENS
 fi
 
 database_for() {
-  local name="skiplock_example_$1_$$"
+  local name
+  name=$(database_name "$1")
   sql "CREATE DATABASE $name"
-  databases+=("$name")
   node -e "const u = new URL(process.argv[1]); u.pathname = '/' + process.argv[2]; console.log(u.href)" "$admin_url" "$name"
 }
 
