@@ -1187,8 +1187,9 @@ $$;
 -- one at a time; where nobody listens (a Worker drains from cron and
 -- fan-out, and cannot LISTEN) the notification would only cost that. The
 -- answer is kept in the session for a second, as reading the backends'
--- activity (pg_stat_get_activity) costs more than the enqueue's insert. A listener that connects meanwhile
--- loses nothing: it claims once when it starts listening, and polls.
+-- activity (pg_stat_get_activity) costs more than the enqueue's insert. A
+-- listener that connects meanwhile loses nothing: it claims once when it
+-- starts listening, and polls.
 CREATE FUNCTION skiplock.anyone_listening() RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -30,9 +30,8 @@ export interface RunUntilStoppedOptions {
   logger?: Logger;
   /**
    * A connection of its own for the housekeeping (default `db`). A round
-   * holds a connection for several statements; on the claims' pool, a claim
-   * meanwhile opens another, and a claim on a connection new to it is
-   * planned from scratch: the job it finds starts late.
+   * holds a connection for several statements; on a shared pool the
+   * statements meanwhile open another, new to them, and plan from scratch.
    */
   housekeepingDb?: Queryable;
   /** A connection of its own for the claims (see JobLoopOptions.claimsDb); default `db`. */
