@@ -782,7 +782,10 @@ CREATE TYPE skiplock.claimed_job AS (
   -- Not bigint, which drivers read as text.
   "runMs"            double precision,
   -- The queue's delivery target at the claim (skiplock.queues.delivery), if any.
-  delivery           jsonb
+  delivery           jsonb,
+  -- The job's place in the claim's order (1 first): rows come back in no
+  -- promised order, since ordering them would copy every row once more.
+  "position"         integer
 );
 
 -- Claims up to max_jobs ready jobs, fairly across tenants and, within each
@@ -835,9 +838,8 @@ DECLARE
   -- returned with each of its jobs, so the claimer routes them by the
   -- setting it claimed them under.
   deliveries jsonb;
-  -- The locked jobs to start, in claim order: their addresses and ids.
+  -- The locked jobs to start, by address, in claim order.
   locked_rows tid[];
-  locked_ids uuid[];
   -- The claim's fencing token, shared by the jobs it takes: a job's next
   -- claim gets another, and that is all fencing needs.
   token uuid := gen_random_uuid();
@@ -880,8 +882,8 @@ BEGIN
     -- From the first job on, within its tenant and queue: the two row
     -- comparisons bound the index scan, so it starts past the entries the
     -- probe stepped over.
-    SELECT array_agg(j.ctid ORDER BY j.rank, j.run_at, j.id), array_agg(j.id ORDER BY j.rank, j.run_at, j.id)
-    INTO locked_rows, locked_ids FROM (
+    SELECT array_agg(j.ctid ORDER BY j.rank, j.run_at, j.id)
+    INTO locked_rows FROM (
       SELECT j.ctid, j.id, -j.priority AS rank, j.run_at FROM skiplock.jobs j
       WHERE (j.tenant, j.queue, -j.priority, j.run_at, j.id) >= (first_tenant, first_queue, first_rank, first_run_at, first_id)
         AND (j.tenant, j.queue) <= (first_tenant, first_queue)
@@ -1068,38 +1070,34 @@ BEGIN
       UPDATE skiplock.queues q SET claim_seq = q.claim_seq + 1
       WHERE q.name IN (SELECT queue FROM locked) AND q.name IN (SELECT name FROM capped)
     )
-    SELECT array_agg(ctid ORDER BY position), array_agg(id ORDER BY position),
+    SELECT array_agg(ctid ORDER BY position),
            (SELECT jsonb_object_agg(d.queue, d.delivery)
             FROM (SELECT DISTINCT r.queue, r.delivery FROM ready_groups r WHERE r.delivery IS NOT NULL) d)
-    INTO locked_rows, locked_ids, deliveries FROM locked;
+    INTO locked_rows, deliveries FROM locked;
   END IF;
   IF locked_rows IS NULL THEN
     RETURN;
   END IF;
 
   -- Start the locked jobs, by the row's address: each is locked, so it stays
-  -- where the lock found it, and no index is searched again. Returned in
-  -- the order they were chosen.
+  -- where the lock found it, and no index is searched again. Each comes back
+  -- with its place in the claim's order.
   RETURN QUERY
-  WITH claimed AS (
-    UPDATE skiplock.jobs j
-    SET state = 'running', attempts = j.attempts + 1, worker_id = worker,
-        lease_token = token,
-        lease_expires_at = now() + make_interval(secs => coalesce(claim_batch.lease_seconds, j.lease_seconds)),
-        started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
-        cancel_requested_at = NULL
-    WHERE j.ctid = ANY(locked_rows)
-    RETURNING j.id, j.queue, j.type, j.tenant, j.priority::integer AS priority, j.payload,
-              j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds,
-              j.lease_token, to_json(j.lease_expires_at) AS lease_expires_at, to_json(j.run_at) AS run_at,
-              to_json(j.expires_at) AS expires_at, j.dedup_key, to_json(j.created_at) AS created_at,
-              to_json(j.first_started_at) AS first_started_at, to_json(j.started_at) AS started_at, j.progress,
-              j.last_error, j.callback_url, j.failure_callback_url, j.run_ms::float8 AS run_ms,
-              deliveries -> j.queue AS delivery
-  )
-  SELECT claimed.* FROM unnest(locked_ids) WITH ORDINALITY AS chosen(id, position)
-  JOIN claimed ON claimed.id = chosen.id
-  ORDER BY chosen.position;
+  UPDATE skiplock.jobs j
+  SET state = 'running', attempts = j.attempts + 1, worker_id = worker,
+      lease_token = token,
+      lease_expires_at = now() + make_interval(secs => coalesce(claim_batch.lease_seconds, j.lease_seconds)),
+      started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
+      cancel_requested_at = NULL
+  FROM unnest(locked_rows) WITH ORDINALITY AS chosen(address, position)
+  WHERE j.ctid = chosen.address
+  RETURNING j.id, j.queue, j.type, j.tenant, j.priority::integer AS priority, j.payload,
+            j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds,
+            j.lease_token, to_json(j.lease_expires_at) AS lease_expires_at, to_json(j.run_at) AS run_at,
+            to_json(j.expires_at) AS expires_at, j.dedup_key, to_json(j.created_at) AS created_at,
+            to_json(j.first_started_at) AS first_started_at, to_json(j.started_at) AS started_at, j.progress,
+            j.last_error, j.callback_url, j.failure_callback_url, j.run_ms::float8 AS run_ms,
+            deliveries -> j.queue AS delivery, chosen.position::integer AS position;
 END
 $$;
 

@@ -31,12 +31,15 @@ const claimBatchSql = /* sql */ `SELECT * FROM skiplock.claim_batch($1, $2, $3, 
 /** A row of skiplock.claim_batch: the job's own columns (skiplock.claimed_job). */
 type ClaimedRow = Omit<ClaimedJob, 'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result' | 'delivery'> & {
   delivery: DeliveryTarget | null;
+  /** The job's place in the claim's order, from 1: the rows come back unordered. */
+  position: number;
 };
 
 /**
  * Claims up to `max` ready jobs in one statement, fairly across tenants and
  * within every tenant's limits (how: skiplock.claim_batch in migrations/0001_schema.sql).
- * Each job comes with the fencing token its worker must present.
+ * Each job comes with the fencing token its worker must present; the jobs
+ * are in claim order (highest priority first, then fairness's turns).
  */
 export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<ClaimedJob[]> {
   if (!Number.isInteger(options.max) || options.max < 1 || options.max > MAX_CLAIM) {
@@ -56,7 +59,7 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
       options.deliveryTargets ?? null,
     ],
   });
-  return rows.map((row) => claimedJob(row, options.workerId));
+  return rows.sort((a, b) => a.position - b.position).map((row) => claimedJob(row, options.workerId));
 }
 
 /** A claimed row as the full job, every field written out so all jobs share one shape (and one hidden class). */

@@ -177,6 +177,24 @@ describe('the SQL API', () => {
     });
   });
 
+  it('a claim from SQL numbers its jobs in claim order: highest priority first, then first enqueued', async () => {
+    await withSession(async (sql) => {
+      await sql.rows(
+        `SELECT skiplock.enqueue('reports', '{"n": 1}'), skiplock.enqueue('reports', '{"n": 2}', priority => 5),
+                skiplock.enqueue('reports', '{"n": 3}', priority => 1), skiplock.enqueue('reports', '{"n": 4}')`,
+      );
+      const claimed = await sql.rows<{ position: number; payload: { n: number } }>(
+        `SELECT "position", payload FROM skiplock.claim_batch(4, NULL, NULL, NULL, NULL, 'psql') ORDER BY "position"`,
+      );
+      expect(claimed).toEqual([
+        { position: 1, payload: { n: 2 } },
+        { position: 2, payload: { n: 3 } },
+        { position: 3, payload: { n: 1 } },
+        { position: 4, payload: { n: 4 } },
+      ]);
+    });
+  });
+
   it('skiplock.complete and skiplock.fail end a claimed job from SQL; a stale token changes nothing', async () => {
     await withSession(async (sql) => {
       await sql.rows(`SELECT skiplock.enqueue('reports', '{"n": 1}'), skiplock.enqueue('reports', '{"n": 2}')`);
