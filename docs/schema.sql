@@ -481,6 +481,10 @@ DECLARE
   -- The claim's fencing token, shared by the jobs it takes: a job's next
   -- claim gets another, and that is all fencing needs.
   token uuid := gen_random_uuid();
+  -- When the claim started its jobs, one time for all of them, so its JSON
+  -- form is written once rather than per job.
+  claimed_at timestamptz;
+  claimed_at_json json;
 BEGIN
   -- The first waiting job: one probe of the waiting index. None waiting is
   -- the idle case, and it ends here.
@@ -720,12 +724,14 @@ BEGIN
   -- Start the locked jobs, by the row's address: each is locked, so it stays
   -- where the lock found it, and no index is searched again. Each comes back
   -- with its place in the claim's order.
+  claimed_at := clock_timestamp();
+  claimed_at_json := to_json(claimed_at);
   RETURN QUERY
   UPDATE skiplock.jobs j
   SET state = 'running', attempts = j.attempts + 1, worker_id = worker,
       lease_token = token,
       lease_expires_at = now() + make_interval(secs => coalesce(claim_batch.lease_seconds, j.lease_seconds)),
-      started_at = clock_timestamp(), first_started_at = coalesce(j.first_started_at, clock_timestamp()),
+      started_at = claimed_at, first_started_at = coalesce(j.first_started_at, claimed_at),
       cancel_requested_at = NULL
   FROM unnest(locked_rows) WITH ORDINALITY AS chosen(address, position)
   WHERE j.ctid = chosen.address
@@ -733,7 +739,9 @@ BEGIN
             j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds,
             j.lease_token, to_json(j.lease_expires_at) AS lease_expires_at, to_json(j.run_at) AS run_at,
             to_json(j.expires_at) AS expires_at, j.dedup_key, to_json(j.created_at) AS created_at,
-            to_json(j.first_started_at) AS first_started_at, to_json(j.started_at) AS started_at, j.progress,
+            CASE WHEN j.first_started_at = claimed_at THEN claimed_at_json ELSE to_json(j.first_started_at) END
+              AS first_started_at,
+            claimed_at_json AS started_at, j.progress,
             j.last_error, j.callback_url, j.failure_callback_url, j.run_ms::float8 AS run_ms,
             deliveries -> j.queue AS delivery, chosen.position::integer AS position;
 END
