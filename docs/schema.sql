@@ -750,10 +750,9 @@ $$;
 FUNCTION complete(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL::jsonb) RETURNS json LANGUAGE sql VOLATILE AS $$
   SELECT c.job FROM skiplock.complete_jobs(
     jsonb_build_array(jsonb_build_object('id', job_id, 'leaseToken', lease_token, 'result', result)), true) c
-  WHERE c.done
 $$;
 
-FUNCTION complete_jobs(completions jsonb, with_jobs boolean) RETURNS TABLE(id uuid, done boolean, job json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+FUNCTION complete_jobs(completions jsonb, with_jobs boolean) RETURNS TABLE(id uuid, "leaseToken" uuid, job json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
@@ -775,10 +774,9 @@ BEGIN
     -- Only when asked (a single completion): building the job costs as much as moving it.
     RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   )
-  SELECT input.id, done.id IS NOT NULL,
+  SELECT done.id, done.lease_token,
          CASE WHEN with_jobs THEN (SELECT finished.job FROM finished WHERE finished.id = done.id) END
-  FROM input
-  LEFT JOIN done ON done.id = input.id AND done.lease_token = input."leaseToken";
+  FROM done;
 END
 $$;
 

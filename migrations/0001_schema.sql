@@ -1118,8 +1118,10 @@ $$;
 -- took many times longer than the completion itself. Each completion is
 -- {id, leaseToken, result, heldMs}: heldMs, from a worker that held the job
 -- before starting its handler, dates the attempt's start (handler_started_at).
+-- Returns the jobs it completed, each with the token that completed it; a
+-- completion it does not return found its token stale and changed nothing.
 CREATE FUNCTION skiplock.complete_jobs(completions jsonb, with_jobs boolean)
-RETURNS TABLE (id uuid, done boolean, job json)
+RETURNS TABLE (id uuid, "leaseToken" uuid, job json)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 SET jit = off
@@ -1145,10 +1147,9 @@ BEGIN
     -- Only when asked (a single completion): building the job costs as much as moving it.
     RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   )
-  SELECT input.id, done.id IS NOT NULL,
+  SELECT done.id, done.lease_token,
          CASE WHEN with_jobs THEN (SELECT finished.job FROM finished WHERE finished.id = done.id) END
-  FROM input
-  LEFT JOIN done ON done.id = input.id AND done.lease_token = input."leaseToken";
+  FROM done;
 END
 $$;
 
@@ -1553,7 +1554,6 @@ CREATE FUNCTION skiplock.complete(job_id uuid, lease_token uuid, result jsonb DE
 LANGUAGE sql AS $$
   SELECT c.job FROM skiplock.complete_jobs(
     jsonb_build_array(jsonb_build_object('id', job_id, 'leaseToken', lease_token, 'result', result)), true) c
-  WHERE c.done
 $$;
 
 -- Ends attempts with an error, each while its lease token still owns the

@@ -22,8 +22,9 @@ export interface CompleteManyResult {
   stale: string[];
 }
 
+/** The completed jobs only, each with its token: a completion whose token was stale is not among them. */
 async function runCompletions(db: Queryable, completions: readonly Completion[], withJobs: boolean) {
-  return db.query<{ id: string; done: boolean; job: Job | null }>({
+  return db.query<Lease & { job: Job | null }>({
     name: 'skiplock_complete',
     text: completeSql,
     params: [
@@ -37,15 +38,21 @@ async function runCompletions(db: Queryable, completions: readonly Completion[],
 export async function completeMany(db: Queryable, completions: readonly Completion[]): Promise<CompleteManyResult> {
   if (completions.length === 0) return { completed: [], stale: [] };
   const rows = await runCompletions(db, completions, false);
+  const done = new Set(rows.map(leaseKey));
   return {
-    completed: rows.filter((row) => row.done).map((row) => row.id),
-    stale: rows.filter((row) => !row.done).map((row) => row.id),
+    completed: rows.map((row) => row.id),
+    stale: completions.filter((completion) => !done.has(leaseKey(completion))).map((completion) => completion.id),
   };
+}
+
+/** A lease as one string: the same job can appear under a stale token and its current one. */
+function leaseKey({ id, leaseToken }: Lease): string {
+  return `${id} ${leaseToken}`;
 }
 
 /** Completes one job and returns it; throws StaleLeaseError if its token no longer owns it. */
 export async function complete(db: Queryable, completion: Completion): Promise<Job> {
   const [row] = await runCompletions(db, [completion], true);
-  if (!row?.done) throw new StaleLeaseError([completion.id]);
+  if (row === undefined) throw new StaleLeaseError([completion.id]);
   return toJob(row.job!);
 }
