@@ -748,25 +748,25 @@ END
 $$;
 
 FUNCTION complete(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL::jsonb) RETURNS json LANGUAGE sql VOLATILE AS $$
-  SELECT c.job FROM skiplock.complete_jobs(
-    jsonb_build_array(jsonb_build_object('id', job_id, 'leaseToken', lease_token, 'result', result)), true) c
+  SELECT c.job FROM skiplock.complete_jobs(ARRAY[job_id], ARRAY[lease_token], NULL, jsonb_build_array(result), true) c
 $$;
 
-FUNCTION complete_jobs(completions jsonb, with_jobs boolean) RETURNS TABLE(id uuid, "leaseToken" uuid, job json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+FUNCTION complete_jobs(ids uuid[], lease_tokens uuid[], held_ms double precision[], results jsonb, with_jobs boolean) RETURNS TABLE(id uuid, "leaseToken" uuid, job json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
   WITH input AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset(completions) AS x(id uuid, "leaseToken" uuid, result jsonb, "heldMs" float8)
+    SELECT c.id, c.lease_token, nullif(results -> (c.n - 1)::integer, 'null') AS result, c.held_ms
+    FROM unnest(ids, lease_tokens, held_ms) WITH ORDINALITY AS c(id, lease_token, held_ms, n)
   ),
   done AS (
     DELETE FROM skiplock.jobs j
     USING input
     -- Each row by its key. A token matches only while its job runs
     -- (jobs_lease_while_running), so no condition on state.
-    WHERE j.id = input.id AND j.lease_token = input."leaseToken"
-    RETURNING skiplock.as_finished(j, 'succeeded', input.result, NULL, coalesce(input."heldMs", 0)) AS finished,
-              j.id, input."leaseToken" AS lease_token
+    WHERE j.id = input.id AND j.lease_token = input.lease_token
+    RETURNING skiplock.as_finished(j, 'succeeded', input.result, NULL, coalesce(input.held_ms, 0)) AS finished,
+              j.id, input.lease_token
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs

@@ -1115,12 +1115,16 @@ $$;
 -- prepared statement Postgres kept planning it afresh, and planning reads
 -- the ends of the jobs table's id index, where a drain leaves the entries of
 -- the jobs it just finished until vacuum removes them: on a deep queue that
--- took many times longer than the completion itself. Each completion is
--- {id, leaseToken, result, heldMs}: heldMs, from a worker that held the job
--- before starting its handler, dates the attempt's start (handler_started_at).
+-- took many times longer than the completion itself. The completions come
+-- as arrays, element n of each for the n-th job (a job's fields as JSON took
+-- longer to read than the job to move): its id, its lease token, and how long
+-- a worker that held the job before starting its handler held it (null for
+-- none), which dates the attempt's start (handler_started_at); results is a
+-- JSON array of the handlers' results, or null when none returned one.
 -- Returns the jobs it completed, each with the token that completed it; a
 -- completion it does not return found its token stale and changed nothing.
-CREATE FUNCTION skiplock.complete_jobs(completions jsonb, with_jobs boolean)
+CREATE FUNCTION skiplock.complete_jobs(
+  ids uuid[], lease_tokens uuid[], held_ms double precision[], results jsonb, with_jobs boolean)
 RETURNS TABLE (id uuid, "leaseToken" uuid, job json)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -1130,16 +1134,17 @@ AS $$
 BEGIN
   RETURN QUERY
   WITH input AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset(completions) AS x(id uuid, "leaseToken" uuid, result jsonb, "heldMs" float8)
+    SELECT c.id, c.lease_token, nullif(results -> (c.n - 1)::integer, 'null') AS result, c.held_ms
+    FROM unnest(ids, lease_tokens, held_ms) WITH ORDINALITY AS c(id, lease_token, held_ms, n)
   ),
   done AS (
     DELETE FROM skiplock.jobs j
     USING input
     -- Each row by its key. A token matches only while its job runs
     -- (jobs_lease_while_running), so no condition on state.
-    WHERE j.id = input.id AND j.lease_token = input."leaseToken"
-    RETURNING skiplock.as_finished(j, 'succeeded', input.result, NULL, coalesce(input."heldMs", 0)) AS finished,
-              j.id, input."leaseToken" AS lease_token
+    WHERE j.id = input.id AND j.lease_token = input.lease_token
+    RETURNING skiplock.as_finished(j, 'succeeded', input.result, NULL, coalesce(input.held_ms, 0)) AS finished,
+              j.id, input.lease_token
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
@@ -1552,8 +1557,7 @@ $$;
 -- no longer owns it (the lease was taken over, or the job already ended).
 CREATE FUNCTION skiplock.complete(job_id uuid, lease_token uuid, result jsonb DEFAULT NULL) RETURNS json
 LANGUAGE sql AS $$
-  SELECT c.job FROM skiplock.complete_jobs(
-    jsonb_build_array(jsonb_build_object('id', job_id, 'leaseToken', lease_token, 'result', result)), true) c
+  SELECT c.job FROM skiplock.complete_jobs(ARRAY[job_id], ARRAY[lease_token], NULL, jsonb_build_array(result), true) c
 $$;
 
 -- Ends attempts with an error, each while its lease token still owns the

@@ -13,7 +13,7 @@ export interface Completion extends Lease, AttemptTiming {
  * so a worker whose lease was taken over cannot complete it: exactly-once
  * completion on top of at-least-once delivery.
  */
-const completeSql = /* sql */ `SELECT * FROM skiplock.complete_jobs($1::jsonb, $2::boolean)`;
+const completeSql = /* sql */ `SELECT * FROM skiplock.complete_jobs($1::uuid[], $2::uuid[], $3::float8[], $4::jsonb, $5::boolean)`;
 
 export interface CompleteManyResult {
   /** Ids of the jobs this call completed. */
@@ -28,7 +28,13 @@ async function runCompletions(db: Queryable, completions: readonly Completion[],
     name: 'skiplock_complete',
     text: completeSql,
     params: [
-      JSON.stringify(completions.map(({ id, leaseToken, result, heldMs }) => ({ id, leaseToken, result: result ?? null, heldMs }))),
+      completions.map((completion) => completion.id),
+      completions.map((completion) => completion.leaseToken),
+      completions.map((completion) => completion.heldMs ?? null),
+      // Most handlers return nothing: then no results to send or read.
+      completions.some((completion) => completion.result !== undefined && completion.result !== null)
+        ? JSON.stringify(completions.map((completion) => completion.result ?? null))
+        : null,
       withJobs,
     ],
   });

@@ -148,9 +148,9 @@ describe('the claim plan', () => {
       await db.query({
         text: `DO $$ BEGIN
                  FOR i IN 1..20 LOOP
-                   PERFORM skiplock.complete_jobs(
-                     (SELECT jsonb_agg(jsonb_build_object('id', id, 'leaseToken', "leaseToken"))
-                      FROM skiplock.claim_batch(500, NULL, NULL, NULL, NULL, 'before')), false);
+                   PERFORM skiplock.complete_jobs(c.ids, c.tokens, NULL, NULL, false)
+                   FROM (SELECT array_agg(id) AS ids, array_agg("leaseToken") AS tokens
+                         FROM skiplock.claim_batch(500, NULL, NULL, NULL, NULL, 'before')) c;
                  END LOOP;
                END $$`,
         params: [],
