@@ -113,6 +113,17 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     await expect(complete(db, second!)).rejects.toBeInstanceOf(StaleLeaseError);
   });
 
+  it('completes a batch with each job keeping its own result, and none where its handler returned nothing', async () => {
+    const { db } = await open(driver);
+    await enqueueBatch(db, [{ queue: 'q' }, { queue: 'q' }, { queue: 'q' }, { queue: 'q' }]);
+    const claimed = await claimBatch(db, { max: 4, workerId: worker });
+    const results = [{ rows: 1 }, undefined, 'two', null];
+    const batch = await completeMany(db, claimed.map((job, index) => ({ ...job, result: results[index] })));
+    expect(batch).toEqual({ completed: claimed.map((job) => job.id), stale: [] });
+    const stored = await Promise.all(claimed.map(async (job) => (await getJob(db, job.id))?.result));
+    expect(stored).toEqual([{ rows: 1 }, null, 'two', null]);
+  });
+
   it('claims higher priority first, then FIFO, never before run_at, never an expired job', async () => {
     const { db } = await open(driver);
     const jobs = await enqueueBatch(db, [
