@@ -1,5 +1,6 @@
 import { translateErrors } from './errors.js';
 import type { Query, Queryable, Row, SessionDb } from './types.js';
+import { UuidArray } from './uuid-array.js';
 
 /** A statement as node-postgres and Neon's WebSocket driver take it. */
 export interface PgLikeQueryConfig {
@@ -33,8 +34,13 @@ export interface PgLikeOptions {
   preparedStatements?: boolean;
 }
 
+/** node-postgres and Neon's WebSocket driver send bytes as a binary parameter, read by the type's binary input. */
+function wireValue(param: unknown): unknown {
+  return param instanceof UuidArray ? (param.binary() ?? param) : param;
+}
+
 function statement({ text, params, name }: Query, options: PgLikeOptions): PgLikeQueryConfig {
-  const values = [...params];
+  const values = params.map(wireValue);
   return options.preparedStatements && name !== undefined ? { name, text, values } : { text, values };
 }
 

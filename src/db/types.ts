@@ -8,6 +8,7 @@
 /** A parameterized statement: SQL text with `$n` placeholders and its values. */
 export interface Query {
   readonly text: string;
+  /** Values as node-postgres takes them; a `UuidArray` a driver may send in binary. */
   readonly params: readonly unknown[];
   /**
    * The statement's name, one per text (the engine names its statements).

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/types.js';
+import { UuidArray } from '../db/uuid-array.js';
 import { StaleLeaseError } from './errors.js';
 import { toJob } from './job-json.js';
 import type { AttemptTiming, Job, Json, Lease } from './types.js';
@@ -28,8 +29,8 @@ async function runCompletions(db: Queryable, completions: readonly Completion[],
     name: 'skiplock_complete',
     text: completeSql,
     params: [
-      completions.map((completion) => completion.id),
-      completions.map((completion) => completion.leaseToken),
+      new UuidArray(completions.map((completion) => completion.id)),
+      new UuidArray(completions.map((completion) => completion.leaseToken)),
       completions.map((completion) => completion.heldMs ?? null),
       // Most handlers return nothing: then no results to send or read.
       completions.some((completion) => completion.result !== undefined && completion.result !== null)
