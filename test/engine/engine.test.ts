@@ -124,6 +124,39 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(stored).toEqual([{ rows: 1 }, null, 'two', null]);
   });
 
+  it('a completion writes the history row skiplock.as_finished defines, column for column', async () => {
+    const { db } = await open(driver);
+    await enqueue(db, { queue: 'q', payload: { n: 1 }, priority: 3, maxAttempts: 4, dedupKey: 'k' });
+    const [job] = await claimBatch(db, { max: 1, workerId: worker });
+    // Every column the claim leaves empty given a value, so a column swapped or dropped shows; and
+    // started a minute ago, so the handler's start (5 ms after it) is the same whenever it is read.
+    await db.query({
+      text: `UPDATE skiplock.jobs SET started_at = started_at - interval '1 minute',
+               progress = '{"done": 0.5}', last_error = '{"message": "earlier"}',
+               cancel_requested_at = now(), callback_url = 'https://example.com/ok',
+               failure_callback_url = 'https://example.com/failed', expires_at = now() + interval '1 day', run_ms = 7
+             WHERE id = $1`,
+      params: [job!.id],
+    });
+    type Row = Record<string, unknown> & { run_ms: number; finished_at: string };
+    const [expected] = await db.query<{ row: Row }>({
+      text: `SELECT to_jsonb(skiplock.as_finished(j, 'succeeded', '{"r": 1}', NULL, 5)) AS row FROM skiplock.jobs j WHERE j.id = $1`,
+      params: [job!.id],
+    });
+    await completeMany(db, [{ ...job!, result: { r: 1 }, heldMs: 5 }]);
+    const [actual] = await db.query<{ row: Row }>({
+      text: 'SELECT to_jsonb(f) AS row FROM skiplock.finished_jobs f WHERE f.id = $1',
+      params: [job!.id],
+    });
+    // Read at different times: the run time and the end can only have grown.
+    const { run_ms: expectedRunMs, finished_at: expectedEnd, ...expectedRest } = expected!.row;
+    const { run_ms: runMs, finished_at: end, ...rest } = actual!.row;
+    expect(rest).toEqual(expectedRest);
+    expect(rest).toMatchObject({ state: 'succeeded', result: { r: 1 }, progress: { done: 0.5 }, lease_token: null });
+    expect(runMs).toBeGreaterThanOrEqual(expectedRunMs);
+    expect(Date.parse(end)).toBeGreaterThanOrEqual(Date.parse(expectedEnd));
+  });
+
   it('claims higher priority first, then FIFO, never before run_at, never an expired job', async () => {
     const { db } = await open(driver);
     const jobs = await enqueueBatch(db, [

@@ -5,16 +5,18 @@ import { pgDb } from '../../src/db/pg';
 import { createTestDatabase } from '../support/database';
 
 /**
- * The claim's plans, read from inside skiplock.claim_batch with
- * auto_explain: whoever changes the claim is told here when a plan stops
- * reading the waiting index in order and starts sorting the jobs table (on a
- * deep backlog that is the difference between a millisecond and seconds).
- * Checked on a table with planner statistics and on a fresh one without.
+ * The plans of the claim and the completion, read from inside their
+ * functions with auto_explain: whoever changes them is told here when a plan
+ * stops reading the jobs table by its indexes (for the claim: the waiting
+ * index in order, sorting no jobs; on a deep backlog that is the difference
+ * between a millisecond and seconds). Checked on a table with planner
+ * statistics and on a fresh one without.
  */
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  'Index Cond'?: string;
   /** With buffers counted (explainClaim's `buffers`). */
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
@@ -50,8 +52,13 @@ function sortedJobScans(plan: PlanNode): PlanNode[] {
     });
 }
 
-/** Runs one claim and returns the plan of every statement it ran, as auto_explain logs them (with the buffers each node read when asked). */
-async function explainClaim(url: string, tenant: string | null, { max = 50, buffers = false } = {}): Promise<ExplainedStatement[]> {
+/**
+ * Runs a call to one of the engine's functions twice on a connection of its
+ * own, and returns the plan of every statement of the jobs table the second
+ * call ran (the plans the function keeps, generic ones), as auto_explain logs
+ * them (with the buffers each node read when asked).
+ */
+async function explainCall(url: string, call: string, params: unknown[], { buffers = false } = {}): Promise<ExplainedStatement[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const statements: ExplainedStatement[] = [];
@@ -73,15 +80,19 @@ async function explainClaim(url: string, tenant: string | null, { max = 50, buff
     ]) {
       await client.query(setting);
     }
-    // Twice: the second call runs the plans the function keeps (generic ones).
-    for (let call = 0; call < 2; call++) {
+    for (let time = 0; time < 2; time++) {
       statements.length = 0;
-      await client.query('SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [max, tenant, 'plan-test']);
+      await client.query(call, params);
     }
   } finally {
     await client.end();
   }
   return statements.filter((statement) => statement.query.includes('skiplock.jobs'));
+}
+
+/** Runs one claim and returns the plans of its statements (explainCall). */
+function explainClaim(url: string, tenant: string | null, { max = 50, buffers = false } = {}): Promise<ExplainedStatement[]> {
+  return explainCall(url, 'SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [max, tenant, 'plan-test'], { buffers });
 }
 
 /** Buffers the scans of an index read in a statement's plan. */
@@ -200,6 +211,51 @@ describe('the claim plan', () => {
       }
       const indexes = statements.flatMap(({ plan }) => nodes(plan).map((node) => node['Index Name']));
       expect(indexes).toContain('jobs_waiting_idx');
+    });
+  }
+});
+
+describe('the completion plan', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  /**
+   * A connection keeps the plan it made at its first completion. Made on an
+   * empty queue, whose statistics say the table holds nothing, the cheapest
+   * plan would read the whole table for the batch's jobs, and keep doing so
+   * once the queue has grown: the completion must find them by their ids.
+   */
+  for (const queue of ['empty', 'deep'] as const) {
+    it(`planned on ${queue === 'empty' ? 'an empty' : 'a deep'} queue, finds the batch's jobs by their ids and reads no other`, async () => {
+      const database = await createTestDatabase();
+      cleanups.push(database.drop);
+      const db = pgDb(database.url, { max: 1 });
+      try {
+        await db.query({ text: SEED, params: [1] });
+        if (queue === 'deep') {
+          await db.query({
+            text: `INSERT INTO skiplock.jobs (queue, type, tenant, payload) SELECT 'q', 'q', 't1', 'null' FROM generate_series(1, 20000)`,
+            params: [],
+          });
+        }
+        await db.query({ text: 'ANALYZE skiplock.jobs', params: [] });
+      } finally {
+        await db.close();
+      }
+      const statements = await explainCall(
+        database.url,
+        'SELECT * FROM skiplock.complete_jobs($1::uuid[], $2::uuid[], NULL, NULL, false)',
+        [[crypto.randomUUID(), crypto.randomUUID()], [crypto.randomUUID(), crypto.randomUUID()]],
+      );
+      const scans = statements.flatMap(({ plan }) =>
+        nodes(plan).filter((node) => node['Relation Name'] === 'jobs' && node['Node Type'] !== 'ModifyTable'),
+      );
+      expect(scans.length).toBeGreaterThan(0);
+      for (const scan of scans) {
+        expect(scan).toMatchObject({ 'Node Type': 'Index Scan', 'Index Name': 'jobs_pkey', 'Index Cond': expect.stringContaining('ANY') });
+      }
     });
   }
 });
