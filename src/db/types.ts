@@ -8,7 +8,11 @@
 /** A parameterized statement: SQL text with `$n` placeholders and its values. */
 export interface Query {
   readonly text: string;
-  /** Values as node-postgres takes them; a `UuidArray` a driver may send in binary. */
+  /**
+   * Values as node-postgres takes them. A `UuidArray` among them a driver may
+   * send in binary; a client that does not prepare values the node-postgres
+   * way (calling `toPostgres()`) sends `toPostgres()` in its place.
+   */
   readonly params: readonly unknown[];
   /**
    * The statement's name, one per text (the engine names its statements).

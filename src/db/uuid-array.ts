@@ -9,12 +9,12 @@ for (let digit = 0; digit < 16; digit++) {
 }
 
 /**
- * A `uuid[]` statement parameter. Postgres reads a uuid written as text one
- * digit pair at a time, which made reading a completion's ids and lease
- * tokens a tenth of its cost; in binary it copies 16 bytes. Drivers that
- * speak Postgres's wire protocol send `binary()`; any other client reads it
- * the node-postgres way (`toPostgres`) and gets a plain array, so the value
- * is safe to hand to a caller's own client too.
+ * A `uuid[]` statement parameter, for statements that take many uuids
+ * (a batch completion's ids and lease tokens). Postgres reads a uuid written
+ * as text one digit pair at a time; in binary it copies 16 bytes. Drivers
+ * that speak Postgres's wire protocol send `binary()`; any other client reads
+ * it the node-postgres way (`toPostgres`) and gets a plain array, so the
+ * value is safe to hand to a caller's own client too.
  */
 export class UuidArray {
   constructor(readonly uuids: readonly string[]) {}
