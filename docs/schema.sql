@@ -975,7 +975,7 @@ FUNCTION enqueue_rows(jobs jsonb) RETURNS TABLE(ordinal bigint, id uuid, queue t
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
-  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
+  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer, clock.seed) AS id,
          i.job->>'queue' AS queue,
          coalesce(i.job->>'type', i.job->>'queue') AS type,
          coalesce(i.job->>'tenant', 'default') AS tenant,
@@ -994,8 +994,9 @@ BEGIN
          i.job->>'callbackUrl' AS callback_url,
          i.job->>'failureCallbackUrl' AS failure_callback_url
   FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
-  -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
-  CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock;
+  -- OFFSET 0 keeps the planner from copying clock_timestamp() (and the
+  -- draw of the ids' seed) into every use of at.
+  CROSS JOIN (SELECT clock_timestamp() AS at, uuid_send(gen_random_uuid()) AS seed OFFSET 0) clock;
 END
 $$;
 
@@ -1435,12 +1436,13 @@ BEGIN
 END
 $$;
 
-FUNCTION uuid_v7(at timestamp with time zone, n integer DEFAULT 0) RETURNS uuid LANGUAGE sql VOLATILE AS $$
+FUNCTION uuid_v7(at timestamp with time zone, n integer DEFAULT 0, seed bytea DEFAULT NULL::bytea) RETURNS uuid LANGUAGE sql VOLATILE AS $$
   SELECT encode(
     substring(int8send(floor(extract(epoch FROM at) * 1000)::bigint) FROM 3)
     || substring(int4send(28672 + (floor(extract(epoch FROM at) * 1000000)::bigint % 1000 * 4096 / 1000)::integer) FROM 3)
     || substring(int4send(32768 + (n & 16383)) FROM 3)
-    || substring(uuid_send(gen_random_uuid()) FROM 11),
+    || CASE WHEN seed IS NULL THEN substring(uuid_send(gen_random_uuid()) FROM 11)
+            ELSE substring(sha256(seed || int4send(n)) FOR 6) END,
     'hex')::uuid
 $$;
 

@@ -22,14 +22,19 @@ CREATE SCHEMA IF NOT EXISTS skiplock;
 -- order they were made; `n` (14 bits, before the random ones) orders the ids
 -- one statement makes at one instant, such as a batch enqueue's jobs.
 -- Postgres 18's uuidv7() does the same from the one clock reading; this works
--- from 13 on.
-CREATE FUNCTION skiplock.uuid_v7(at timestamptz, n integer DEFAULT 0) RETURNS uuid
+-- from 13 on. The random bits come from the system's secure generator, which
+-- costs an enqueue more than the rest of making its id; a statement that
+-- makes many ids draws one secret `seed` (a random uuid's bytes) instead,
+-- and each id's bits are the start of sha256(seed || n): as unguessable, the
+-- seed never leaving the statement.
+CREATE FUNCTION skiplock.uuid_v7(at timestamptz, n integer DEFAULT 0, seed bytea DEFAULT NULL) RETURNS uuid
 LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
   SELECT encode(
     substring(int8send(floor(extract(epoch FROM at) * 1000)::bigint) FROM 3)
     || substring(int4send(28672 + (floor(extract(epoch FROM at) * 1000000)::bigint % 1000 * 4096 / 1000)::integer) FROM 3)
     || substring(int4send(32768 + (n & 16383)) FROM 3)
-    || substring(uuid_send(gen_random_uuid()) FROM 11),
+    || CASE WHEN seed IS NULL THEN substring(uuid_send(gen_random_uuid()) FROM 11)
+            ELSE substring(sha256(seed || int4send(n)) FOR 6) END,
     'hex')::uuid
 $$;
 
@@ -1343,7 +1348,7 @@ AS $$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
-  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer) AS id,
+  SELECT i.ordinal, skiplock.uuid_v7(clock.at, i.ordinal::integer, clock.seed) AS id,
          i.job->>'queue' AS queue,
          coalesce(i.job->>'type', i.job->>'queue') AS type,
          coalesce(i.job->>'tenant', 'default') AS tenant,
@@ -1362,8 +1367,9 @@ BEGIN
          i.job->>'callbackUrl' AS callback_url,
          i.job->>'failureCallbackUrl' AS failure_callback_url
   FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
-  -- OFFSET 0 keeps the planner from copying clock_timestamp() into every use of at.
-  CROSS JOIN (SELECT clock_timestamp() AS at OFFSET 0) clock;
+  -- OFFSET 0 keeps the planner from copying clock_timestamp() (and the
+  -- draw of the ids' seed) into every use of at.
+  CROSS JOIN (SELECT clock_timestamp() AS at, uuid_send(gen_random_uuid()) AS seed OFFSET 0) clock;
 END
 $$;
 

@@ -235,6 +235,13 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(results.map((r) => r.job.payload)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
     const claimed = await claimBatch(db, { max: 1000, workerId: worker });
     expect(claimed.map((j) => j.payload)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    // UUIDv7, in input order; the last 48 bits random, drawn for each job (one seed per batch, never one value).
+    const ids = results.map((r) => r.job.id);
+    expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id))).toBe(true);
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids.map((id) => id.slice(-12))).size).toBe(1000);
+    const [again] = await enqueueBatch(db, [{ queue: 'bulk' }, { queue: 'bulk' }]);
+    expect(ids.map((id) => id.slice(-12))).not.toContain(again!.job.id.slice(-12));
   });
 
   it('retries with backoff, then fails for good when attempts are spent', async () => {
