@@ -37,8 +37,10 @@ export interface JobLoopOptions {
    * half run out by then is handed back unstarted. Worth it for many short
    * jobs: one claim statement serves hundreds. The next batch is claimed
    * while half of this one still waits, so the loop holds up to one and a
-   * half batches. Jobs waiting here count against their tenant's
-   * concurrency like running ones.
+   * half batches. Without a subrequest cap (the Node worker) a batch is
+   * claimed in halves, two claims out at once while the queue has a backlog
+   * (see CLAIMS_AHEAD_AT_ONCE). Jobs waiting here count against their
+   * tenant's concurrency like running ones.
    */
   claimBatchSize?: number;
   budget: DrainBudget;
@@ -72,10 +74,12 @@ export interface JobLoopOptions {
    */
   onBacklog?: () => void;
   /**
-   * A connection of its own for the claims (default `db`). A connection
+   * Connections of their own for the claims (default `db`). A connection
    * plans a statement the first time it runs it, and the claim that finds
    * jobs is the engine's costliest to plan: from a pool it lands now and then
-   * on a connection new to it, and the jobs it finds start late.
+   * on a connection new to it, and the jobs it finds start late. Claiming
+   * ahead, the loop sends up to CLAIMS_AHEAD_AT_ONCE claims at once: give
+   * it that many connections.
    */
   claimsDb?: Queryable;
 }
@@ -90,6 +94,16 @@ interface ClaimedAt {
 /** How often a loop with free slots looks for enqueues announced to it (WorkArrivals). */
 const ARRIVALS_LOOK_EVERY_MS = 20;
 
+/**
+ * Claims a loop that claims ahead keeps out at once while the queue has a
+ * backlog, each of half a batch. One claim's statement runs while the
+ * other's rows travel and are read, so the database is never idle between
+ * claims, and a busy worker's rate is not one claim's round trip per batch.
+ * Each claim steps over the rows the other holds (SKIP LOCKED); a third
+ * would mostly add that.
+ */
+export const CLAIMS_AHEAD_AT_ONCE = 2;
+
 /** The lease a job gets when its enqueue names none (the jobs table's default). */
 const DEFAULT_LEASE_SECONDS = 60;
 
@@ -97,12 +111,13 @@ const DEFAULT_LEASE_SECONDS = 60;
  * Claims jobs of the registry's types and runs them, at most `concurrency` at
  * a time, until the budget stops claiming and what runs has finished.
  *
- * The loop alone claims, one statement at a time, in the background while it
- * starts the jobs it holds; successes are completed beside it in group
- * commits (CompletionBatch), so a busy queue costs two statements per batch
- * of jobs, an idle one answers at once, and no job waits for another's
- * completion, or for a claim, to start. The loop and the completions hold at
- * most two connections beside the running attempts.
+ * The loop alone claims, in the background while it starts the jobs it
+ * holds; successes are completed beside it in group commits
+ * (CompletionBatch), so a busy queue costs a few statements per batch of
+ * jobs, an idle one answers at once, and no job waits for another's
+ * completion, or for a claim, to start. The claims and the completions hold
+ * at most three connections beside the running attempts (one claim at a
+ * time unless claiming ahead: CLAIMS_AHEAD_AT_ONCE).
  */
 export async function runJobs(db: Queryable, registry: JobRegistry, options: JobLoopOptions): Promise<JobCounts> {
   const { budget, concurrency, logger, waitForWork, arrivals, subrequests, deliveries } = options;
@@ -253,55 +268,78 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     await handBack(unstarted);
   }
 
-  /** The claim on its way, if any: one at a time, running beside the attempts. */
-  let claiming: Promise<void> | undefined;
+  /** The claims on their way, running beside the attempts, and how many jobs they may bring. */
+  const claimsOut = new Set<Promise<void>>();
+  let jobsBeingClaimed = 0;
 
   /**
    * Claims in the background, so the loop keeps starting the jobs it holds
    * while the claim is out; the answer wakes the loop.
    */
   function claimInBackground(max: number): void {
-    claiming = (async () => {
-      try {
-        let claimSentAt = Date.now();
-        let jobs = await claim(max);
-        if (jobs.length === 0 && lastClaimFound) {
-          await pause(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()), waitForWork, budget.stopped);
-          claimSentAt = Date.now();
-          jobs = await claim(max);
-        }
-        counts.claimed += jobs.length;
-        const claimAnsweredAt = Date.now();
-        for (const job of jobs) claimedAhead.push({ job, claimSentAt, claimAnsweredAt });
-        if (jobs.length > 0) lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
-        lastClaimFound = jobs.length > 0;
-        lastClaimFull = jobs.length === max;
-        if (lastClaimFull && !backlogReported) {
-          backlogReported = true;
-          options.onBacklog?.();
-        }
-      } catch (error) {
-        logger.error('claiming jobs failed', errorFields(error));
-        // A drain lets what runs finish and leaves the rest to the next one; a worker waits a poll and tries again.
-        if (waitForWork === undefined) claimFailed = true;
-        lastClaimFound = false;
-        lastClaimFull = false;
-      } finally {
-        claiming = undefined;
-        wake.notify();
+    jobsBeingClaimed += max;
+    const claiming: Promise<void> = claimJobs(max).finally(() => {
+      claimsOut.delete(claiming);
+      jobsBeingClaimed -= max;
+      wake.notify();
+    });
+    claimsOut.add(claiming);
+  }
+
+  /** One claim, its jobs put in line to start; never rejects. */
+  async function claimJobs(max: number): Promise<void> {
+    try {
+      let claimSentAt = Date.now();
+      let jobs = await claim(max);
+      if (jobs.length === 0 && lastClaimFound) {
+        await pause(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()), waitForWork, budget.stopped);
+        claimSentAt = Date.now();
+        jobs = await claim(max);
       }
-    })();
+      counts.claimed += jobs.length;
+      const claimAnsweredAt = Date.now();
+      for (const job of jobs) claimedAhead.push({ job, claimSentAt, claimAnsweredAt });
+      if (jobs.length > 0) lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
+      lastClaimFound = jobs.length > 0;
+      lastClaimFull = jobs.length === max;
+      if (lastClaimFull && !backlogReported) {
+        backlogReported = true;
+        options.onBacklog?.();
+      }
+    } catch (error) {
+      logger.error('claiming jobs failed', errorFields(error));
+      // A drain lets what runs finish and leaves the rest to the next one; a worker waits a poll and tries again.
+      if (waitForWork === undefined) claimFailed = true;
+      lastClaimFound = false;
+      lastClaimFull = false;
+    }
   }
 
   /**
-   * Claiming ahead starts again once the jobs on hand fall below half a
-   * batch (or one per slot), so the next batch arrives while these still keep
-   * the slots busy: no slot waits for a claim's round trip. That claim takes
-   * a whole batch: each claim costs a statement and a commit, whatever its size.
+   * Claiming ahead, the next jobs are claimed while those on hand still keep
+   * the slots busy: no slot waits for a claim's round trip. Under a
+   * subrequest cap the loop claims a whole batch once the jobs on hand fall
+   * below half a batch (one claim out at a time: each is sized to what the
+   * drain can still afford, which two claims out would both count as
+   * theirs). Otherwise it keeps a batch on hand or on its way, claimed half
+   * a batch at a time, up to CLAIMS_AHEAD_AT_ONCE claims out at once.
    */
-  const refillBelow = claimBatchSize > concurrency ? Math.max(concurrency, Math.floor(claimBatchSize / 2)) : 1;
+  const claimingAhead = claimBatchSize > concurrency;
+  const halfBatch = Math.max(concurrency, Math.floor(claimBatchSize / 2));
+  const claimsAtOnce = claimingAhead && subrequests === undefined ? CLAIMS_AHEAD_AT_ONCE : 1;
+  const claimSize = claimsAtOnce > 1 ? Math.max(concurrency, Math.ceil(claimBatchSize / claimsAtOnce)) : claimBatchSize;
+  const refillBelow = !claimingAhead ? 1 : claimsAtOnce > 1 ? claimBatchSize : halfBatch;
   /** Held at most: running, claimed ahead and being claimed. Without claiming ahead, the free slots. */
-  const holdAtMost = claimBatchSize > concurrency ? claimBatchSize + refillBelow : claimBatchSize;
+  const holdAtMost = claimingAhead ? claimBatchSize + halfBatch : claimBatchSize;
+
+  /** How many jobs the next claim may take: half a batch or a batch, within what the loop may hold and the drain afford. */
+  function roomToClaim(): number {
+    return Math.min(
+      claimSize,
+      holdAtMost - claimedAhead.length - running.size - jobsBeingClaimed,
+      subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
+    );
+  }
 
   for (;;) {
     await startClaimed();
@@ -311,22 +349,21 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     if (arrivals?.take()) somethingHappened = true;
     // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
     const worthClaiming = lastClaimFull || somethingHappened || (running.size === 0 && lastClaimFound);
-    const room = Math.min(
-      claimBatchSize,
-      holdAtMost - claimedAhead.length - running.size,
-      subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
-    );
     // An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it.
     if (subrequests !== undefined) {
       const affordable = subrequests.affordableJobs(likelySubrequestsPerJob()) - claimedAhead.length;
-      arrivals?.setRoom(Math.max(0, affordable - (claiming === undefined ? 0 : concurrency)));
+      arrivals?.setRoom(Math.max(0, affordable - (claimsOut.size === 0 ? 0 : concurrency)));
     }
-    if (mayClaim && claiming === undefined && worthClaiming && room > 0 && claimedAhead.length < refillBelow) {
+    // A second claim goes out only while the queue has a backlog: the last claim found jobs and came back full.
+    const claimsAllowed = lastClaimFound && lastClaimFull ? claimsAtOnce : 1;
+    while (mayClaim && worthClaiming && claimsOut.size < claimsAllowed && claimedAhead.length + jobsBeingClaimed < refillBelow) {
+      const room = roomToClaim();
+      if (room <= 0) break;
       claimInBackground(pace.claimSize(room, concurrency, budget.msUntilAbort()));
       somethingHappened = false;
     }
-    const waitsForWork = mayClaim && waitForWork !== undefined && claiming === undefined && running.size < concurrency;
-    if (running.size === 0 && claimedAhead.length === 0 && claiming === undefined && !waitsForWork) break;
+    const waitsForWork = mayClaim && waitForWork !== undefined && claimsOut.size === 0 && running.size < concurrency;
+    if (running.size === 0 && claimedAhead.length === 0 && claimsOut.size === 0 && !waitsForWork) break;
     // Announcements come from other requests, which must not touch this drain's I/O: it looks for them itself.
     const lookForArrivals =
       arrivals !== undefined && mayClaim && running.size < concurrency ? setTimeout(() => wake.notify(), ARRIVALS_LOOK_EVERY_MS) : undefined;
@@ -336,8 +373,8 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     anAttemptEnded = false;
   }
   arrivals?.close();
-  // A claim may still be out when the budget stops the loop: its jobs are handed back.
-  await claiming;
+  // Claims may still be out when the budget stops the loop: their jobs are handed back.
+  await Promise.all(claimsOut);
   await startClaimed();
   stopListening();
   heartbeats.stop();

@@ -34,7 +34,7 @@ export interface RunUntilStoppedOptions {
    * statements meanwhile open another, new to them, and plan from scratch.
    */
   housekeepingDb?: Queryable;
-  /** A connection of its own for the claims (see JobLoopOptions.claimsDb); default `db`. */
+  /** Connections of their own for the claims (see JobLoopOptions.claimsDb); default `db`. */
   claimsDb?: Queryable;
 }
 

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { pgDb } from '../db/pg.js';
 import { releaseWorker } from '../engine/index.js';
 import {
+  CLAIMS_AHEAD_AT_ONCE,
   createRegistry,
   jsonConsoleLogger,
   runUntilStopped,
@@ -83,12 +84,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   // At most one connection per running attempt (heartbeats, progress), and one
   // for completions. A connection plans each statement the first time it runs
   // it, so the pool keeps them for a minute idle (node-postgres closes them
-  // after 10 s), and the claims and the housekeeping each have one of their
-  // own, kept while the worker runs; LISTEN holds one more of its own.
+  // after 10 s), and the claims (two when claiming ahead) and the
+  // housekeeping have their own, kept while the worker runs; LISTEN holds
+  // one more of its own.
   const db = pgDb(options.databaseUrl, { max: concurrency + 1, idleTimeoutMs: 60_000, preparedStatements });
-  const connectionOfOne = () => pgDb(options.databaseUrl, { max: 1, idleTimeoutMs: 0, preparedStatements });
-  const claimsDb = connectionOfOne();
-  const housekeepingDb = connectionOfOne();
+  const keptConnections = (max: number) => pgDb(options.databaseUrl, { max, idleTimeoutMs: 0, preparedStatements });
+  const claimsDb = keptConnections(CLAIMS_AHEAD_AT_ONCE);
+  const housekeepingDb = keptConnections(1);
   const closeAll = () => Promise.all([db, claimsDb, housekeepingDb].map((each) => each.close()));
   let wakeups: JobWakeups | undefined;
   let drain: RunningDrain;

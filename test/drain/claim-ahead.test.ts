@@ -3,30 +3,39 @@ import { z } from 'zod';
 import type { Db, Query, Row } from '../../src/db/types';
 import { defineJob } from '../../src/drain/define-job';
 import { sleep } from '../../src/engine/sleep';
-import { enqueueBatch, getJobEvents } from '../../src/engine';
+import { enqueueBatch, getJobEvents, setTenant } from '../../src/engine';
+import { pgDb } from '../../src/db/pg';
+import { SubrequestBudget } from '../../src/drain/subrequest-budget';
 import { engineDatabases } from '../support/engine-db';
 import { drain, eventKinds, jobById } from './support/drain';
 
 const open = engineDatabases();
 
-/** The same database, counting the claim statements sent through it. */
-function countingClaims(db: Db): { db: Db; claims: () => number } {
-  let claims = 0;
+/** The same database, counting the claim statements sent through it: how many, how large, and how many out at once. */
+function countingClaims(db: Db): { db: Db; claims: () => number; sizes: number[]; peakOut: () => number } {
+  const sizes: number[] = [];
+  let out = 0;
+  let peakOut = 0;
   const counted: Db = {
     query<R = Row>(query: Query) {
-      if (query.name === 'skiplock_claim_batch') claims += 1;
-      return db.query<R>(query);
+      if (query.name !== 'skiplock_claim_batch') return db.query<R>(query);
+      sizes.push(query.params[0] as number);
+      out += 1;
+      peakOut = Math.max(peakOut, out);
+      return db.query<R>(query).finally(() => {
+        out -= 1;
+      });
     },
     transaction: (queries) => db.transaction(queries),
     close: () => db.close(),
   };
-  return { db: counted, claims: () => claims };
+  return { db: counted, claims: () => sizes.length, sizes, peakOut: () => peakOut };
 }
 
 describe('claiming ahead (claimBatchSize above the concurrency)', () => {
-  it('takes many jobs per claim, still runs no more at once than its concurrency, and runs each once', async () => {
+  it('takes many jobs per claim, half a batch each with two claims out at once, runs no more at once than its concurrency, and runs each once', async () => {
     const { db } = await open('pg');
-    const { db: counted, claims } = countingClaims(db);
+    const { db: counted, claims, sizes, peakOut } = countingClaims(db);
     let inFlight = 0;
     let peak = 0;
     const runs = new Map<string, number>();
@@ -45,10 +54,58 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     expect(peak).toBe(2);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect(runs.size).toBe(60);
-    // 60 jobs in claims of at most 25, the next sent once fewer than half a batch is left
-    // (so each takes about half a batch), and one or two that find the queue empty.
-    expect(claims()).toBeGreaterThanOrEqual(3);
-    expect(claims()).toBeLessThanOrEqual(8);
+    // The first claim alone (the queue may be idle); after it came back full, two at once, none larger than half a batch.
+    expect(sizes[0]).toBe(13);
+    expect(Math.max(...sizes)).toBe(13);
+    expect(peakOut()).toBe(2);
+    // 60 jobs in claims of at most 13, and a few that find the queue empty or come back short.
+    expect(claims()).toBeGreaterThanOrEqual(5);
+    expect(claims()).toBeLessThanOrEqual(14);
+  });
+
+  it('claims a whole batch, one claim at a time, under a subrequest cap', async () => {
+    const { db } = await open('pg');
+    const { db: counted, sizes, peakOut } = countingClaims(db);
+    const short = defineJob('short', z.unknown(), async () => {
+      await sleep(1);
+    });
+    await enqueueBatch(db, Array.from({ length: 60 }, () => ({ queue: 'short' })));
+
+    const counts = await drain(counted, [short], { concurrency: 2, claimBatchSize: 25, subrequests: new SubrequestBudget(1000) });
+
+    expect(counts).toMatchObject({ claimed: 60, succeeded: 60, handedBack: 0 });
+    expect(peakOut()).toBe(1);
+    expect(sizes[0]).toBe(25);
+  });
+
+  it('runs each job once and keeps a tenant limit when several loops claim ahead, each with two claims out', async () => {
+    const { db, url } = await open('pg');
+    await setTenant(db, 'limited', { concurrency: 4, rateLimit: null, weight: 1 });
+    const runs = new Map<string, number>();
+    let limitedRunning = 0;
+    let limitedPeak = 0;
+    const counted = defineJob('counted', z.unknown(), async (_payload, context) => {
+      runs.set(context.job.id, (runs.get(context.job.id) ?? 0) + 1);
+      const limited = context.job.tenant === 'limited';
+      if (limited) limitedPeak = Math.max(limitedPeak, ++limitedRunning);
+      await sleep(Math.random() * 2);
+      if (limited) limitedRunning -= 1;
+    });
+    const tenants = ['a', 'b', 'limited'];
+    for (let start = 0; start < 1500; start += 750) {
+      await enqueueBatch(db, Array.from({ length: 750 }, (_, n) => ({ queue: 'counted', tenant: tenants[(start + n) % 3]! })));
+    }
+    const loops = Array.from({ length: 3 }, () => countingClaims(pgDb(url, { max: 8 })));
+
+    const results = await Promise.all(loops.map((loop) => drain(loop.db, [counted], { concurrency: 8, claimBatchSize: 100 })));
+    await Promise.all(loops.map((loop) => loop.db.close()));
+
+    expect(results.reduce((sum, result) => sum + result.succeeded, 0)).toBe(1500);
+    expect(runs.size).toBe(1500);
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+    expect(limitedPeak).toBeLessThanOrEqual(4);
+    expect(limitedPeak).toBeGreaterThan(0);
+    expect(Math.max(...loops.map((loop) => loop.peakOut()))).toBe(2);
   });
 
   it("dates each attempt from its handler's start, not the claim: time held for a slot is waiting, not running", async () => {
