@@ -20,8 +20,9 @@ const QUEUE = 'bench';
  * skiplock's knobs for a Node worker: how it waits for work, and how many
  * jobs one claim takes. By default a claim takes as many jobs as there are
  * free slots; tuned, as the README advises for many short jobs, it claims
- * 500 ahead (like graphile-worker's local queue of 500). Successes are
- * completed in group commits beside the loop in both.
+ * 500 ahead (like graphile-worker's local queue of 500), in claims of 250,
+ * two out at once. Successes are completed in group commits beside the loop
+ * in both.
  */
 const SETUPS: Record<SetupName, { pollIntervalMs: number; housekeepingIntervalMs: number; claimBatchSize?: number }> = {
   defaults: { pollIntervalMs: 1000, housekeepingIntervalMs: 5000 },
