@@ -26,7 +26,7 @@ export interface DrainOptions {
   budgetSeconds?: number;
   /** Attempts running at once. Default 5: on Workers each may hold one of the 6 connections, the drain the last. */
   concurrency?: number;
-  /** The most jobs one claim takes; default the free slots (see JobLoopOptions.claimBatchSize). */
+  /** The jobs a drain claims at a time; default the free slots (see JobLoopOptions.claimBatchSize). */
   claimBatchSize?: number;
   /** Recorded on every claim. Default `drain-<random>`. */
   workerId?: string;

@@ -31,8 +31,8 @@ export interface JobLoopOptions {
   /** Attempts running at once; each holds at most one connection (its heartbeat or its handler's I/O). */
   concurrency: number;
   /**
-   * The most jobs one claim takes. Default (and never less than) the free
-   * slots. A larger batch claims ahead: jobs that find no free slot wait in
+   * The jobs the loop claims at a time. Default (and never less than) the
+   * free slots. A larger batch claims ahead: jobs that find no free slot wait in
    * this loop, their leases running, until one frees; one whose lease has
    * half run out by then is handed back unstarted. Worth it for many short
    * jobs: one claim statement serves hundreds. The next batch is claimed

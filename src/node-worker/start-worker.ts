@@ -22,8 +22,9 @@ export interface WorkerOptions {
   /** Jobs running at once. Default 10. */
   concurrency?: number;
   /**
-   * The most jobs one claim takes; default the free slots. Larger claims
-   * ahead, for many short jobs (see JobLoopOptions.claimBatchSize).
+   * The jobs the worker claims at a time; default the free slots. Larger
+   * claims ahead, in two claims of half a batch out at once, for many short
+   * jobs (see JobLoopOptions.claimBatchSize).
    */
   claimBatchSize?: number;
   /**
