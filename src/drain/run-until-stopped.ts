@@ -12,7 +12,7 @@ export interface RunUntilStoppedOptions {
   workerId: string;
   /** Attempts running at once. */
   concurrency: number;
-  /** The most jobs one claim takes; default the free slots. */
+  /** The jobs the loop claims at a time; default the free slots (see JobLoopOptions.claimBatchSize). */
   claimBatchSize?: number;
   /**
    * Resolves when there may be work: a notification, a poll interval, or
