@@ -35,12 +35,12 @@ export interface JobLoopOptions {
    * free slots. A larger batch claims ahead: jobs that find no free slot wait in
    * this loop, their leases running, until one frees; one whose lease has
    * half run out by then is handed back unstarted. Worth it for many short
-   * jobs: one claim statement serves hundreds. The next batch is claimed
-   * while half of this one still waits, so the loop holds up to one and a
-   * half batches. Without a subrequest cap (the Node worker) a batch is
-   * claimed in halves, two claims out at once while the queue has a backlog
-   * (see CLAIMS_AHEAD_AT_ONCE). Jobs waiting here count against their
-   * tenant's concurrency like running ones.
+   * jobs: one claim statement serves hundreds. The loop holds up to one and
+   * a half batches. Under a subrequest cap (a Worker's drain) the next batch
+   * is claimed whole while half of this one still waits; without one (the
+   * Node worker) it is claimed in halves, two claims out at once while the
+   * queue has a backlog (see CLAIMS_AHEAD_AT_ONCE). Jobs waiting here count
+   * against their tenant's concurrency like running ones.
    */
   claimBatchSize?: number;
   budget: DrainBudget;
