@@ -462,12 +462,22 @@ DECLARE
   -- place in the waiting index, where the scans below start. A drain
   -- leaves the index entries of the jobs it claimed at the front of their
   -- queue until vacuum removes them; starting past them, every claim steps
-  -- over them once (in this probe) instead of once per scan.
+  -- over them once (in this probe) instead of once per scan, and a claim
+  -- that starts from its session's hint not at all.
   first_tenant text;
   first_queue text;
   first_rank smallint;
   first_run_at timestamptz;
   first_id uuid;
+  -- The session's claim hint (see skiplock.waiting_changes): the counter's
+  -- value it is good for, then the place of the first waiting job a probe
+  -- found. Only a claim of all tenants keeps one.
+  hint text[];
+  -- The counter when the probe found the first job: what a hint made from
+  -- it is good for (null: this probe makes none).
+  hint_changes bigint;
+  changes_after bigint;
+  probe_started timestamptz;
   -- That queue's settings (skiplock.queues), if it has any.
   first_cap integer;
   first_delivery jsonb;
@@ -486,13 +496,66 @@ DECLARE
   claimed_at timestamptz;
   claimed_at_json json;
 BEGIN
-  -- The first waiting job: one probe of the waiting index. None waiting is
-  -- the idle case, and it ends here.
-  SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id
-  INTO first_tenant, first_queue, first_rank, first_run_at, first_id FROM skiplock.jobs j
-  WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
-  ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
-  LIMIT 1;
+  -- The first waiting job: one probe of the waiting index. From the
+  -- session's hint when it has one: the counter, read after the probe's
+  -- snapshot was taken, must still read what the hint is good for, or a
+  -- change it did not see may have made a job waiting before that place.
+  IF only_tenant IS NULL THEN
+    hint := nullif(current_setting('skiplock.claim_hint', true), '')::text[];
+  END IF;
+  IF hint IS NOT NULL THEN
+    SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id, (SELECT c.last_value FROM skiplock.waiting_changes c)
+    INTO first_tenant, first_queue, first_rank, first_run_at, first_id, changes_after FROM skiplock.jobs j
+    WHERE (j.tenant, j.queue, -j.priority, j.run_at, j.id)
+            >= (hint[2], hint[3], hint[4]::smallint, hint[5]::timestamptz, hint[6]::uuid)
+      AND j.state IN ('scheduled', 'queued', 'retrying')
+    ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
+    LIMIT 1;
+    IF changes_after = hint[1]::bigint THEN
+      hint_changes := changes_after;
+    ELSE
+      -- Nothing past the hint is looked for from the front too, so that no
+      -- mistake in keeping hints can leave a job waiting for good.
+      first_tenant := NULL;
+    END IF;
+  END IF;
+
+  IF first_tenant IS NULL THEN
+    -- From the front. When this session's last walk from the front was slow
+    -- (longer than skiplock.claim_hint_after_ms, default 1), this probe
+    -- makes a hint, if no change that makes jobs waiting is in flight: each
+    -- change the counter has counted then has committed, and the probe's
+    -- snapshot, taken after, sees its jobs.
+    IF only_tenant IS NULL AND current_setting('skiplock.claim_probe_slow', true) = 'on' THEN
+      hint_changes := (SELECT c.last_value FROM skiplock.waiting_changes c);
+      IF EXISTS (SELECT 1 FROM pg_locks l
+                 WHERE l.locktype = 'advisory' AND l.classid = 1936419947 AND l.objid = 1 AND l.objsubid = 2) THEN
+        hint_changes := NULL;
+      END IF;
+    END IF;
+    probe_started := clock_timestamp();
+    SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id
+    INTO first_tenant, first_queue, first_rank, first_run_at, first_id FROM skiplock.jobs j
+    WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
+    ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
+    LIMIT 1;
+    IF only_tenant IS NULL THEN
+      PERFORM set_config('skiplock.claim_probe_slow',
+        CASE WHEN clock_timestamp() - probe_started
+                  >= make_interval(secs => coalesce(nullif(current_setting('skiplock.claim_hint_after_ms', true), '')::float8, 1) / 1000)
+             THEN 'on' ELSE 'off' END, false);
+    END IF;
+  END IF;
+  IF hint IS NOT NULL OR hint_changes IS NOT NULL THEN
+    -- The time in JSON's form, which reads back the same whatever the
+    -- session's DateStyle.
+    PERFORM set_config('skiplock.claim_hint',
+      CASE WHEN hint_changes IS NOT NULL AND first_tenant IS NOT NULL
+           THEN ARRAY[hint_changes::text, first_tenant, first_queue, first_rank::text, to_json(first_run_at) #>> '{}',
+                      first_id::text]::text
+           ELSE '' END, false);
+  END IF;
+  -- None waiting is the idle case, and it ends here.
   IF first_tenant IS NULL THEN
     RETURN;
   END IF;
@@ -1194,6 +1257,14 @@ FUNCTION ms_between(from_time timestamp with time zone, to_time timestamp with t
   SELECT (extract(epoch FROM to_time - from_time) * 1000)::bigint
 $$;
 
+FUNCTION note_waiting_change() RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  -- ('sklk', 1): claim_batch looks this lock up in pg_locks by these keys.
+  PERFORM pg_advisory_xact_lock_shared(1936419947, 1);
+  PERFORM nextval('skiplock.waiting_changes');
+END
+$$;
+
 FUNCTION on_job_finished_with_callback() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   url text := CASE WHEN NEW.state = 'succeeded' THEN NEW.callback_url ELSE NEW.failure_callback_url END;
@@ -1224,12 +1295,21 @@ BEGIN
 END
 $$;
 
+FUNCTION on_job_waiting_again() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM skiplock.note_waiting_change();
+  RETURN NEW;
+END
+$$;
+
 FUNCTION on_jobs_inserted() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   any_running boolean;
   any_keyed boolean;
   taken record;
 BEGIN
+  PERFORM skiplock.note_waiting_change();
+
   INSERT INTO skiplock.tenants (name)
   SELECT DISTINCT i.tenant FROM inserted i
   ON CONFLICT (name) DO NOTHING;
@@ -1456,3 +1536,4 @@ CREATE TRIGGER finished_jobs_release_dedup_key AFTER INSERT ON skiplock.finished
 CREATE TRIGGER job_events_append_only BEFORE UPDATE ON skiplock.job_events FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();
 CREATE TRIGGER jobs_inserted AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_jobs_inserted();
 CREATE CONSTRAINT TRIGGER jobs_legal_transition AFTER UPDATE OF state ON skiplock.jobs NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.state <> 'running'::text) AND (old.state IS DISTINCT FROM new.state) AND (NOT skiplock.is_legal_transition(old.state, new.state)))) EXECUTE FUNCTION skiplock.refuse_illegal_transition();
+CREATE TRIGGER jobs_waiting_again BEFORE UPDATE ON skiplock.jobs FOR EACH ROW WHEN ((new.state <> 'running'::text)) EXECUTE FUNCTION skiplock.on_job_waiting_again();

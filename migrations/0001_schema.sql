@@ -146,6 +146,50 @@ CREATE CONSTRAINT TRIGGER jobs_legal_transition
         AND NOT skiplock.is_legal_transition(OLD.state, NEW.state))
   EXECUTE FUNCTION skiplock.refuse_illegal_transition();
 
+-- Changes that make a job waiting: a counter, and a lock that says one is
+-- in flight. A claim's first probe walks the waiting index from its front,
+-- over the entries of every job claimed since vacuum last removed them: many
+-- on a deep queue, and while any transaction holds a snapshot each costs a
+-- visit to its row. So a session that found the walk slow keeps where its
+-- probe found the first waiting job (the claim hint, see claim_batch), and
+-- its next claim starts there. That is safe while no job has become waiting
+-- since: every change that makes one (an insert; an update that leaves a
+-- job waiting: a retry, a hand-back, a reaped lease, a reschedule, an
+-- application's own UPDATE) first takes this lock, shared, until it commits,
+-- then counts itself. A claim keeps a hint only from a probe started after
+-- it read the counter and saw the lock free, so every change it counted was
+-- committed and seen, and it uses a hint only while the counter still reads
+-- the same after its probe. A sequence, not a row: counting takes no row
+-- lock and writes no row version, and its value is read at once by every
+-- session, committed or not. Its cache must stay 1: a session's cached
+-- values would count changes no other session sees.
+CREATE SEQUENCE skiplock.waiting_changes CACHE 1;
+
+CREATE FUNCTION skiplock.note_waiting_change() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  -- ('sklk', 1): claim_batch looks this lock up in pg_locks by these keys.
+  PERFORM pg_advisory_xact_lock_shared(1936419947, 1);
+  PERFORM nextval('skiplock.waiting_changes');
+END
+$$;
+
+CREATE FUNCTION skiplock.on_job_waiting_again() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM skiplock.note_waiting_change();
+  RETURN NEW;
+END
+$$;
+
+-- Inserts count once per statement (skiplock.on_jobs_inserted). A claim,
+-- which only starts jobs, is settled by the WHEN clause at its first test.
+CREATE TRIGGER jobs_waiting_again
+  BEFORE UPDATE ON skiplock.jobs
+  FOR EACH ROW
+  WHEN (NEW.state <> 'running')
+  EXECUTE FUNCTION skiplock.on_job_waiting_again();
+
 -- ---------------------------------------------------------------------------
 -- The history
 -- ---------------------------------------------------------------------------
@@ -830,12 +874,22 @@ DECLARE
   -- place in the waiting index, where the scans below start. A drain
   -- leaves the index entries of the jobs it claimed at the front of their
   -- queue until vacuum removes them; starting past them, every claim steps
-  -- over them once (in this probe) instead of once per scan.
+  -- over them once (in this probe) instead of once per scan, and a claim
+  -- that starts from its session's hint not at all.
   first_tenant text;
   first_queue text;
   first_rank smallint;
   first_run_at timestamptz;
   first_id uuid;
+  -- The session's claim hint (see skiplock.waiting_changes): the counter's
+  -- value it is good for, then the place of the first waiting job a probe
+  -- found. Only a claim of all tenants keeps one.
+  hint text[];
+  -- The counter when the probe found the first job: what a hint made from
+  -- it is good for (null: this probe makes none).
+  hint_changes bigint;
+  changes_after bigint;
+  probe_started timestamptz;
   -- That queue's settings (skiplock.queues), if it has any.
   first_cap integer;
   first_delivery jsonb;
@@ -854,13 +908,66 @@ DECLARE
   claimed_at timestamptz;
   claimed_at_json json;
 BEGIN
-  -- The first waiting job: one probe of the waiting index. None waiting is
-  -- the idle case, and it ends here.
-  SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id
-  INTO first_tenant, first_queue, first_rank, first_run_at, first_id FROM skiplock.jobs j
-  WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
-  ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
-  LIMIT 1;
+  -- The first waiting job: one probe of the waiting index. From the
+  -- session's hint when it has one: the counter, read after the probe's
+  -- snapshot was taken, must still read what the hint is good for, or a
+  -- change it did not see may have made a job waiting before that place.
+  IF only_tenant IS NULL THEN
+    hint := nullif(current_setting('skiplock.claim_hint', true), '')::text[];
+  END IF;
+  IF hint IS NOT NULL THEN
+    SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id, (SELECT c.last_value FROM skiplock.waiting_changes c)
+    INTO first_tenant, first_queue, first_rank, first_run_at, first_id, changes_after FROM skiplock.jobs j
+    WHERE (j.tenant, j.queue, -j.priority, j.run_at, j.id)
+            >= (hint[2], hint[3], hint[4]::smallint, hint[5]::timestamptz, hint[6]::uuid)
+      AND j.state IN ('scheduled', 'queued', 'retrying')
+    ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
+    LIMIT 1;
+    IF changes_after = hint[1]::bigint THEN
+      hint_changes := changes_after;
+    ELSE
+      -- Nothing past the hint is looked for from the front too, so that no
+      -- mistake in keeping hints can leave a job waiting for good.
+      first_tenant := NULL;
+    END IF;
+  END IF;
+
+  IF first_tenant IS NULL THEN
+    -- From the front. When this session's last walk from the front was slow
+    -- (longer than skiplock.claim_hint_after_ms, default 1), this probe
+    -- makes a hint, if no change that makes jobs waiting is in flight: each
+    -- change the counter has counted then has committed, and the probe's
+    -- snapshot, taken after, sees its jobs.
+    IF only_tenant IS NULL AND current_setting('skiplock.claim_probe_slow', true) = 'on' THEN
+      hint_changes := (SELECT c.last_value FROM skiplock.waiting_changes c);
+      IF EXISTS (SELECT 1 FROM pg_locks l
+                 WHERE l.locktype = 'advisory' AND l.classid = 1936419947 AND l.objid = 1 AND l.objsubid = 2) THEN
+        hint_changes := NULL;
+      END IF;
+    END IF;
+    probe_started := clock_timestamp();
+    SELECT j.tenant, j.queue, -j.priority, j.run_at, j.id
+    INTO first_tenant, first_queue, first_rank, first_run_at, first_id FROM skiplock.jobs j
+    WHERE j.state IN ('scheduled', 'queued', 'retrying') AND (only_tenant IS NULL OR j.tenant = only_tenant)
+    ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
+    LIMIT 1;
+    IF only_tenant IS NULL THEN
+      PERFORM set_config('skiplock.claim_probe_slow',
+        CASE WHEN clock_timestamp() - probe_started
+                  >= make_interval(secs => coalesce(nullif(current_setting('skiplock.claim_hint_after_ms', true), '')::float8, 1) / 1000)
+             THEN 'on' ELSE 'off' END, false);
+    END IF;
+  END IF;
+  IF hint IS NOT NULL OR hint_changes IS NOT NULL THEN
+    -- The time in JSON's form, which reads back the same whatever the
+    -- session's DateStyle.
+    PERFORM set_config('skiplock.claim_hint',
+      CASE WHEN hint_changes IS NOT NULL AND first_tenant IS NOT NULL
+           THEN ARRAY[hint_changes::text, first_tenant, first_queue, first_rank::text, to_json(first_run_at) #>> '{}',
+                      first_id::text]::text
+           ELSE '' END, false);
+  END IF;
+  -- None waiting is the idle case, and it ends here.
   IF first_tenant IS NULL THEN
     RETURN;
   END IF;
@@ -1255,6 +1362,8 @@ $$;
 -- (the engine's enqueue, skiplock.enqueue, a schedule's tick, a retry, or an application's
 -- own INSERT INTO skiplock.jobs), over the rows it inserted, so a plain
 -- insert enqueues as the engine does:
+-- - it counts a change that makes jobs waiting (skiplock.note_waiting_change),
+--   so no claim starts its probe past them;
 -- - it makes the tenant rows the claim needs (a job of a tenant without one
 --   would never be claimed);
 -- - a job inserted with a dedup key holds it, taking it when free or lapsed
@@ -1274,6 +1383,8 @@ DECLARE
   any_keyed boolean;
   taken record;
 BEGIN
+  PERFORM skiplock.note_waiting_change();
+
   INSERT INTO skiplock.tenants (name)
   SELECT DISTINCT i.tenant FROM inserted i
   ON CONFLICT (name) DO NOTHING;

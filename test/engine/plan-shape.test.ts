@@ -58,7 +58,12 @@ function sortedJobScans(plan: PlanNode): PlanNode[] {
  * call ran (the plans the function keeps, generic ones), as auto_explain logs
  * them (with the buffers each node read when asked).
  */
-async function explainCall(url: string, call: string, params: unknown[], { buffers = false } = {}): Promise<ExplainedStatement[]> {
+async function explainCall(
+  url: string,
+  call: string,
+  params: unknown[],
+  { buffers = false, calls = 2, settings = [] as string[] } = {},
+): Promise<ExplainedStatement[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const statements: ExplainedStatement[] = [];
@@ -77,10 +82,11 @@ async function explainCall(url: string, call: string, params: unknown[], { buffe
       "SET auto_explain.log_level = 'notice'",
       "SET client_min_messages = 'notice'",
       ...(buffers ? ['SET auto_explain.log_analyze = on', 'SET auto_explain.log_buffers = on', 'SET auto_explain.log_timing = off'] : []),
+      ...settings,
     ]) {
       await client.query(setting);
     }
-    for (let time = 0; time < 2; time++) {
+    for (let time = 0; time < calls; time++) {
       statements.length = 0;
       await client.query(call, params);
     }
@@ -90,9 +96,17 @@ async function explainCall(url: string, call: string, params: unknown[], { buffe
   return statements.filter((statement) => statement.query.includes('skiplock.jobs'));
 }
 
-/** Runs one claim and returns the plans of its statements (explainCall). */
-function explainClaim(url: string, tenant: string | null, { max = 50, buffers = false } = {}): Promise<ExplainedStatement[]> {
-  return explainCall(url, 'SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [max, tenant, 'plan-test'], { buffers });
+/** Runs claims and returns the plans of the last one's statements (explainCall). */
+function explainClaim(
+  url: string,
+  tenant: string | null,
+  { max = 50, buffers = false, calls = 2, settings = [] as string[] } = {},
+): Promise<ExplainedStatement[]> {
+  return explainCall(url, 'SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [max, tenant, 'plan-test'], {
+    buffers,
+    calls,
+    settings,
+  });
 }
 
 /** Buffers the scans of an index read in a statement's plan. */
@@ -149,9 +163,11 @@ describe('the claim plan', () => {
    * the first waiting job once, stepping over them, and starts its scan of
    * the queue there: a claim of one job after 10,000 others were claimed
    * reads a few index pages, where starting at the queue's front read the
-   * whole dead stretch again.
+   * whole dead stretch again. A session that found that walk slow keeps
+   * where it found the first job (the claim hint), and its next claim's
+   * probe starts there.
    */
-  it('steps over the entries of jobs claimed before it once, in its first probe, not in every scan', async () => {
+  it('steps over the entries of jobs claimed before it once, in its first probe, not in every scan nor from a hint', async () => {
     const url = await seededDatabase(1, true);
     const db = pgDb(url, { max: 1 });
     try {
@@ -177,6 +193,14 @@ describe('the claim plan', () => {
     // The 10,000 claimed jobs' entries fill dozens of index pages; the probe reads them, the scan does not.
     expect(indexBuffers(probe!.plan, 'jobs_waiting_idx')).toBeGreaterThan(30);
     expect(indexBuffers(scan!.plan, 'jobs_waiting_idx')).toBeLessThanOrEqual(5);
+
+    // A session that found the walk slow keeps where it found the first job, and its next probe starts there.
+    const hinted = await explainClaim(url, null, { max: 1, buffers: true, calls: 3, settings: ['SET skiplock.claim_hint_after_ms = 0'] });
+    const fromHint = hinted.filter(({ query }) => query.includes('hint[2]'));
+    const fromFront = hinted.filter(({ query }) => query.includes('LIMIT 1') && !query.includes('>'));
+    expect(fromHint, hinted.map(({ query }) => query).join('\n---\n')).toHaveLength(1);
+    expect(fromFront).toEqual([]);
+    expect(indexBuffers(fromHint[0]!.plan, 'jobs_waiting_idx')).toBeLessThanOrEqual(5);
   });
 
   for (const analyzed of [true, false]) {
