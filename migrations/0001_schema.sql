@@ -941,7 +941,8 @@ BEGIN
     IF only_tenant IS NULL AND current_setting('skiplock.claim_probe_slow', true) = 'on' THEN
       hint_changes := (SELECT c.last_value FROM skiplock.waiting_changes c);
       IF EXISTS (SELECT 1 FROM pg_locks l
-                 WHERE l.locktype = 'advisory' AND l.classid = 1936419947 AND l.objid = 1 AND l.objsubid = 2) THEN
+                 WHERE l.locktype = 'advisory' AND l.classid = 1936419947 AND l.objid = 1 AND l.objsubid = 2
+                   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())) THEN
         hint_changes := NULL;
       END IF;
     END IF;
