@@ -12,6 +12,14 @@ const TIMESTAMP_FIELDS = [
 ] as const satisfies readonly (keyof Job)[];
 
 /**
+ * The last value read for each timestamp field, and what it was written as:
+ * a claim's jobs share their start and lease times, and jobs enqueued in one
+ * batch their creation and run times, so most fields need no rewriting.
+ */
+const lastRead: Array<string | undefined> = TIMESTAMP_FIELDS.map(() => undefined);
+const lastWritten: string[] = TIMESTAMP_FIELDS.map(() => '');
+
+/**
  * A job as `skiplock.job_json()` returns it, with the API's timestamps.
  * Postgres writes timestamps in JSON with microseconds and the session's
  * offset (cheap, where to_char per field was a third of a claim's cost);
@@ -19,9 +27,15 @@ const TIMESTAMP_FIELDS = [
  * Date does. Changes the row in place: it is fresh from the driver.
  */
 export function toJob<T extends Job>(row: T): T {
-  for (const field of TIMESTAMP_FIELDS) {
+  for (let index = 0; index < TIMESTAMP_FIELDS.length; index++) {
+    const field = TIMESTAMP_FIELDS[index]!;
     const value = row[field];
-    if (value !== null) row[field] = utcIso(value);
+    if (value === null) continue;
+    if (value !== lastRead[index]) {
+      lastRead[index] = value;
+      lastWritten[index] = utcIso(value);
+    }
+    row[field] = lastWritten[index]!;
   }
   return row;
 }
