@@ -105,9 +105,13 @@ export class AttemptLease {
     return this.beating;
   }
 
-  /** Refuses further heartbeats, and waits for one still on its way: a handler that kept running changes nothing. */
-  async end(): Promise<void> {
+  /**
+   * Refuses further heartbeats; returns the one still on its way, if any, to
+   * wait for: a handler that kept running changes nothing. (Most attempts
+   * have none, and end without a promise.)
+   */
+  end(): Promise<void> | undefined {
     this.over = true;
-    await this.beating;
+    return this.beating;
   }
 }

@@ -49,7 +49,7 @@ export class Attempt implements JobContext, Beating {
   private onInterrupt: (() => void) | undefined;
   private fetches = 0;
   /** Connections its fetches still hold: released when the attempt ends, whatever the handler left unread. */
-  private readonly heldConnections = new Set<() => void>();
+  private heldConnections: Set<() => void> | undefined;
 
   constructor(
     db: Queryable,
@@ -86,9 +86,10 @@ export class Attempt implements JobContext, Beating {
     const withSignal = { ...init, signal: init?.signal ?? this.signal };
     if (this.io.connections === undefined) return fetch(input, withSignal);
     const release = await this.io.connections.enter(true);
-    this.heldConnections.add(release);
+    const held = (this.heldConnections ??= new Set());
+    held.add(release);
     const releaseOnce = () => {
-      this.heldConnections.delete(release);
+      held.delete(release);
       release();
     };
     try {
@@ -138,9 +139,12 @@ export class Attempt implements JobContext, Beating {
       return settledOutcome(settled!, this.job, this.definition);
     } finally {
       clearTimeout(timeout);
-      for (const release of this.heldConnections) release();
-      this.heldConnections.clear();
-      await this.lease.end();
+      if (this.heldConnections !== undefined) {
+        for (const release of this.heldConnections) release();
+        this.heldConnections.clear();
+      }
+      const heartbeat = this.lease.end();
+      if (heartbeat !== undefined) await heartbeat;
     }
   }
 
