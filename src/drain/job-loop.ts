@@ -123,7 +123,8 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   const { budget, concurrency, logger, waitForWork, arrivals, subrequests, deliveries } = options;
   const claimBatchSize = Math.max(concurrency, options.claimBatchSize ?? concurrency);
   const counts = noJobCounts();
-  const running = new Set<Promise<void>>();
+  /** Attempts started and not yet recorded. */
+  let running = 0;
   /** Wakes the loop: an attempt ended (or, below, a claim came back). */
   const wake = new WakeUp();
   /** An attempt ended since the loop last looked. */
@@ -230,27 +231,28 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     }
   }
 
-  function start(claimed: ClaimedAt, reserved: number): void {
-    const task: Promise<void> = run(claimed, reserved)
-      .catch((error: unknown) =>
-        logger.error('could not record how a job ended; it runs again once its lease expires', {
-          jobId: claimed.job.id,
-          ...errorFields(error),
-        }),
-      )
-      .finally(() => {
-        running.delete(task);
-        anAttemptEnded = true;
-        wake.notify();
+  /** Runs a claimed job in a slot and records how it ended; never rejects. */
+  async function start(claimed: ClaimedAt, reserved: number): Promise<void> {
+    running += 1;
+    try {
+      await run(claimed, reserved);
+    } catch (error) {
+      logger.error('could not record how a job ended; it runs again once its lease expires', {
+        jobId: claimed.job.id,
+        ...errorFields(error),
       });
-    running.add(task);
+    } finally {
+      running -= 1;
+      anAttemptEnded = true;
+      wake.notify();
+    }
   }
 
   /** Starts claimed jobs in the free slots; hands back those it must not start. */
   async function startClaimed(): Promise<void> {
     const stopping = budget.signal.aborted || budget.stopped.aborted;
     const unstarted: ClaimedJob[] = [];
-    while (claimedAhead.length > 0 && (stopping || running.size < concurrency)) {
+    while (claimedAhead.length > 0 && (stopping || running < concurrency)) {
       const claimed = claimedAhead.shift()!;
       // A job that waited here until half its lease ran out could be reaped while it runs.
       if (stopping || !hasHalfItsLease(claimed)) {
@@ -263,7 +265,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
         unstarted.push(claimed.job);
         continue;
       }
-      start(claimed, reserved);
+      void start(claimed, reserved);
     }
     await handBack(unstarted);
   }
@@ -336,7 +338,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   function roomToClaim(): number {
     return Math.min(
       claimSize,
-      holdAtMost - claimedAhead.length - running.size - jobsBeingClaimed,
+      holdAtMost - claimedAhead.length - running - jobsBeingClaimed,
       subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
     );
   }
@@ -348,7 +350,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     if (!mayClaim) arrivals?.close();
     if (arrivals?.take()) somethingHappened = true;
     // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
-    const worthClaiming = lastClaimFull || somethingHappened || (running.size === 0 && lastClaimFound);
+    const worthClaiming = lastClaimFull || somethingHappened || (running === 0 && lastClaimFound);
     // An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it.
     if (subrequests !== undefined) {
       const affordable = subrequests.affordableJobs(likelySubrequestsPerJob()) - claimedAhead.length;
@@ -362,11 +364,11 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       claimInBackground(pace.claimSize(room, concurrency, budget.msUntilAbort()));
       somethingHappened = false;
     }
-    const waitsForWork = mayClaim && waitForWork !== undefined && claimsOut.size === 0 && running.size < concurrency;
-    if (running.size === 0 && claimedAhead.length === 0 && claimsOut.size === 0 && !waitsForWork) break;
+    const waitsForWork = mayClaim && waitForWork !== undefined && claimsOut.size === 0 && running < concurrency;
+    if (running === 0 && claimedAhead.length === 0 && claimsOut.size === 0 && !waitsForWork) break;
     // Announcements come from other requests, which must not touch this drain's I/O: it looks for them itself.
     const lookForArrivals =
-      arrivals !== undefined && mayClaim && running.size < concurrency ? setTimeout(() => wake.notify(), ARRIVALS_LOOK_EVERY_MS) : undefined;
+      arrivals !== undefined && mayClaim && running < concurrency ? setTimeout(() => wake.notify(), ARRIVALS_LOOK_EVERY_MS) : undefined;
     const event = await nextEvent(wake, waitsForWork ? waitForWork : undefined, budget.stopped);
     clearTimeout(lookForArrivals);
     if (event === 'work' || anAttemptEnded) somethingHappened = true;
