@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { pgDb } from '../../src/db/pg';
-import { startEmbeddedPostgres } from '../../src/local/embedded-postgres';
+import { PostgresStartError, startEmbeddedPostgres, type LocalPostgres } from '../../src/local/embedded-postgres';
+import { anyFreePort } from '../../src/local/ports';
 import { randomSecret } from '../../src/local/random-secret';
 import { loadMigrations } from '../../src/migrate/load';
 import { migrate } from '../../src/migrate/runner';
@@ -58,8 +59,16 @@ async function startServer(): Promise<TestServer> {
   const container = await startContainer();
   if (container) return container;
   const dataDir = await mkdtemp(join(tmpdir(), 'skiplock-test-pg-'));
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const server = await startEmbeddedPostgres({ dataDir, port, persistent: false, password: randomSecret() });
+  const password = randomSecret();
+  // A port the system handed out; another process can still bind it before Postgres does: then another port.
+  let server: LocalPostgres | undefined;
+  for (let attempt = 1; server === undefined; attempt++) {
+    try {
+      server = await startEmbeddedPostgres({ dataDir, port: await anyFreePort(), persistent: false, password });
+    } catch (error) {
+      if (!(error instanceof PostgresStartError) || attempt === 3) throw error;
+    }
+  }
   return {
     adminUrl: server.url,
     stop: async () => {
