@@ -1,4 +1,5 @@
 import { createClient, skiplockClient, type JobClient, type SkiplockClient } from '../http/client.js';
+import { timeoutSignal } from '../drain/timeout-signal.js';
 import { usageFailure } from './cli-failure.js';
 
 /** The flags every operator command takes, besides its own. */
@@ -60,7 +61,11 @@ function parseUrl(url: string): URL | undefined {
   }
 }
 
-const fetchWithTimeout: typeof fetch = (input, init = {}) => {
-  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-  return fetch(input, { ...init, signal: init.signal ? AbortSignal.any([init.signal, timeout]) : timeout });
+const fetchWithTimeout: typeof fetch = async (input, init = {}) => {
+  const timeout = timeoutSignal(init.signal ?? undefined, REQUEST_TIMEOUT_MS);
+  try {
+    return await fetch(input, { ...init, signal: timeout.signal });
+  } finally {
+    timeout.clear();
+  }
 };

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { timeoutSignal } from '../drain/timeout-signal.js';
 import { fetchFailureReason } from './fetch-failure.js';
 
 export interface WaitForHealthyOptions {
@@ -20,12 +21,15 @@ export async function waitForHealthy(url: string, { timeoutMs, signal }: WaitFor
   let lastAnswer = 'no answer';
   for (;;) {
     signal.throwIfAborted();
+    const timeout = timeoutSignal(signal, REQUEST_TIMEOUT_MS);
     try {
-      const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) });
+      const response = await fetch(url, { signal: timeout.signal });
       if (response.status === 200) return;
       lastAnswer = `${response.status} ${(await response.text()).replace(/\s+/g, ' ').slice(0, 300)}`;
     } catch (error) {
       lastAnswer = fetchFailureReason(error);
+    } finally {
+      timeout.clear();
     }
     if (Date.now() >= deadline) {
       const waited = `${Math.round(timeoutMs / 1000)} s`;

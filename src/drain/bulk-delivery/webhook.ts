@@ -5,6 +5,7 @@ import { PermanentFailure, RetryAfter } from '../job-errors.js';
 import { WEBHOOK_HEADERS, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
 import { failedDelivery, readStart, sendOrExplain } from '../handlers/http-response.js';
 import type { DeliveryFetch } from '../handlers/http.js';
+import { timeoutSignal } from '../timeout-signal.js';
 import { deliveredJobs } from './delivered-job.js';
 
 export interface WebhookDeliveryOptions extends BatchJobOptions<WebhookDeliveryResult> {
@@ -90,13 +91,20 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
       if (key !== undefined) {
         for (const [name, value] of Object.entries(await signedHeaders(key, { id: batch, unixSeconds, body }))) headers.set(name, value);
       }
-      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
-      const response = await sendOrExplain(url, timeoutMs, () =>
-        send === undefined
-          ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
-          : send(url, { method: 'POST', headers, body, signal }),
-      );
-      const text = await readStart(response, ANSWER_BYTES);
+      const timeout = timeoutSignal(context.signal, timeoutMs);
+      const { signal } = timeout;
+      let response: Response;
+      let text: string;
+      try {
+        response = await sendOrExplain(url, timeoutMs, () =>
+          send === undefined
+            ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
+            : send(url, { method: 'POST', headers, body, signal }),
+        );
+        text = await readStart(response, ANSWER_BYTES);
+      } finally {
+        timeout.clear();
+      }
       if (response.status < 200 || response.status >= 300) throw failedDelivery(url, response, text);
 
       const rejected = rejections(url, text, new Set(jobs.map((job) => job.id)));

@@ -4,6 +4,7 @@ import { PermanentFailure } from '../job-errors.js';
 import { destinationProblem, parseAllowedHosts } from './http-destination.js';
 import { failedDelivery, readStart, sendOrExplain } from './http-response.js';
 import { WEBHOOK_HEADERS, webhookHeaders } from './http-signature.js';
+import { timeoutSignal } from '../timeout-signal.js';
 
 /** One delivery as the `http` job sends it. Redirects are never followed: they could leave the allow-list. */
 export interface DeliveryRequest {
@@ -100,12 +101,17 @@ export function httpJob(settings: HttpJobSettings): JobDefinition {
       for (const [name, value] of Object.entries(signed)) headers.set(name, value);
     }
 
-    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(request.timeoutMs)]);
-    const response = await sendOrExplain(url, request.timeoutMs, () => send(url, { method: request.method, headers, body, signal }));
-    const text = await readStart(response, RESULT_BODY_BYTES);
-    const { status } = response;
-    if (status >= 200 && status < 300) return { status, body: text };
-    throw failedDelivery(url, response, text);
+    const timeout = timeoutSignal(context.signal, request.timeoutMs);
+    try {
+      const { signal } = timeout;
+      const response = await sendOrExplain(url, request.timeoutMs, () => send(url, { method: request.method, headers, body, signal }));
+      const text = await readStart(response, RESULT_BODY_BYTES);
+      const { status } = response;
+      if (status >= 200 && status < 300) return { status, body: text };
+      throw failedDelivery(url, response, text);
+    } finally {
+      timeout.clear();
+    }
     // One delivery, never redirected: one subrequest.
   }, { subrequests: 1 });
 }
