@@ -3,9 +3,8 @@ import { defineBatchJob, type BatchJobOptions, type BatchOutcome } from '../defi
 import type { JobDefinition } from '../define-job.js';
 import { PermanentFailure, RetryAfter } from '../job-errors.js';
 import { WEBHOOK_HEADERS, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
-import { failedDelivery, readStart, sendOrExplain } from '../handlers/http-response.js';
+import { failedDelivery, sendAndRead } from '../handlers/http-response.js';
 import type { DeliveryFetch } from '../handlers/http.js';
-import { timeoutSignal } from '../timeout-signal.js';
 import { deliveredJobs } from './delivered-job.js';
 
 export interface WebhookDeliveryOptions extends BatchJobOptions<WebhookDeliveryResult> {
@@ -91,20 +90,11 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
       if (key !== undefined) {
         for (const [name, value] of Object.entries(await signedHeaders(key, { id: batch, unixSeconds, body }))) headers.set(name, value);
       }
-      const timeout = timeoutSignal(context.signal, timeoutMs);
-      const { signal } = timeout;
-      let response: Response;
-      let text: string;
-      try {
-        response = await sendOrExplain(url, timeoutMs, () =>
-          send === undefined
-            ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
-            : send(url, { method: 'POST', headers, body, signal }),
-        );
-        text = await readStart(response, ANSWER_BYTES);
-      } finally {
-        timeout.clear();
-      }
+      const { response, text } = await sendAndRead(url, { timeoutMs, attempt: context.signal, maxBytes: ANSWER_BYTES }, (signal) =>
+        send === undefined
+          ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
+          : send(url, { method: 'POST', headers, body, signal }),
+      );
       if (response.status < 200 || response.status >= 300) throw failedDelivery(url, response, text);
 
       const rejected = rejections(url, text, new Set(jobs.map((job) => job.id)));

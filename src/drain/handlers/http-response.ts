@@ -1,17 +1,26 @@
 import { PermanentFailure, RetryAfter } from '../job-errors.js';
+import { timeoutSignal } from '../timeout-signal.js';
 
 /** Longest Retry-After honoured; a longer one is someone's mistake, not a plan. */
 const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 
 /**
- * Sends a request, and turns a timeout or a network error into an error
- * that says where it went (the attempt retries); a PermanentFailure (a
- * refused address) passes through.
+ * Sends a delivery within `timeoutMs` (or until the attempt's signal fires),
+ * and reads the first `maxBytes` of its answer in that time too. A timeout
+ * or a network error becomes an error that says where it went (the attempt
+ * retries); a PermanentFailure (a refused address) passes through.
  */
-export async function sendOrExplain(url: URL, timeoutMs: number, send: () => Promise<Response>): Promise<Response> {
+export async function sendAndRead(
+  url: URL,
+  { timeoutMs, attempt, maxBytes }: { timeoutMs: number; attempt: AbortSignal; maxBytes: number },
+  send: (signal: AbortSignal) => Promise<Response>,
+): Promise<{ response: Response; text: string }> {
+  const timeout = timeoutSignal(attempt, timeoutMs);
+  let response: Response;
   try {
-    return await send();
+    response = await send(timeout.signal);
   } catch (error) {
+    timeout.clear();
     if (error instanceof PermanentFailure) throw error;
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
     throw new Error(
@@ -19,6 +28,11 @@ export async function sendOrExplain(url: URL, timeoutMs: number, send: () => Pro
         ? `${url.origin} did not answer within ${timeoutMs} ms`
         : `request to ${url.origin} failed: ${error instanceof Error ? error.message : String(error)}`,
     );
+  }
+  try {
+    return { response, text: await readStart(response, maxBytes) };
+  } finally {
+    timeout.clear();
   }
 }
 

@@ -2,9 +2,8 @@ import { z } from 'zod';
 import { defineJob, type JobContext, type JobDefinition } from '../define-job.js';
 import { PermanentFailure } from '../job-errors.js';
 import { destinationProblem, parseAllowedHosts } from './http-destination.js';
-import { failedDelivery, readStart, sendOrExplain } from './http-response.js';
+import { failedDelivery, sendAndRead } from './http-response.js';
 import { WEBHOOK_HEADERS, webhookHeaders } from './http-signature.js';
-import { timeoutSignal } from '../timeout-signal.js';
 
 /** One delivery as the `http` job sends it. Redirects are never followed: they could leave the allow-list. */
 export interface DeliveryRequest {
@@ -101,17 +100,14 @@ export function httpJob(settings: HttpJobSettings): JobDefinition {
       for (const [name, value] of Object.entries(signed)) headers.set(name, value);
     }
 
-    const timeout = timeoutSignal(context.signal, request.timeoutMs);
-    try {
-      const { signal } = timeout;
-      const response = await sendOrExplain(url, request.timeoutMs, () => send(url, { method: request.method, headers, body, signal }));
-      const text = await readStart(response, RESULT_BODY_BYTES);
-      const { status } = response;
-      if (status >= 200 && status < 300) return { status, body: text };
-      throw failedDelivery(url, response, text);
-    } finally {
-      timeout.clear();
-    }
+    const { response, text } = await sendAndRead(
+      url,
+      { timeoutMs: request.timeoutMs, attempt: context.signal, maxBytes: RESULT_BODY_BYTES },
+      (signal) => send(url, { method: request.method, headers, body, signal }),
+    );
+    const { status } = response;
+    if (status >= 200 && status < 300) return { status, body: text };
+    throw failedDelivery(url, response, text);
     // One delivery, never redirected: one subrequest.
   }, { subrequests: 1 });
 }
