@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { errorFields, sleep, type Logger } from '../drain/index.js';
+import { errorFields, type Logger } from '../drain/index.js';
 
 /** The channel skiplock.on_jobs_inserted() notifies on every statement that inserts jobs. */
 export const JOBS_CHANNEL = 'skiplock_jobs';
@@ -55,14 +55,20 @@ export class JobWakeups {
       return;
     }
     this.reconnectIfLost();
-    const notified = new AbortController();
-    const wake = () => notified.abort();
-    this.waiters.add(wake);
-    try {
-      await sleep(this.options.pollIntervalMs, AbortSignal.any([signal, notified.signal]));
-    } finally {
-      this.waiters.delete(wake);
-    }
+    if (signal.aborted) return;
+    // A plain callback rather than an AbortController combined with `signal`:
+    // this wait is on the way from every notification to its claim.
+    await new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', wake);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, this.options.pollIntervalMs);
+      signal.addEventListener('abort', wake, { once: true });
+      this.waiters.add(wake);
+    });
   }
 
   async close(): Promise<void> {
