@@ -83,15 +83,15 @@ TABLE job_events (
 
 TABLE jobs (
   id uuid NOT NULL DEFAULT skiplock.uuid_v7(clock_timestamp()),
-  queue text NOT NULL,
-  type text NOT NULL,
-  tenant text NOT NULL DEFAULT 'default'::text,
+  queue skiplock.short_name NOT NULL,
+  type skiplock.short_name NOT NULL,
+  tenant skiplock.short_name NOT NULL DEFAULT 'default'::text,
   state text NOT NULL DEFAULT 'queued'::text,
-  priority smallint NOT NULL DEFAULT 0,
+  priority skiplock.priority NOT NULL DEFAULT 0,
   run_at timestamp with time zone NOT NULL DEFAULT now(),
-  attempts smallint NOT NULL DEFAULT 0,
-  max_attempts smallint NOT NULL DEFAULT 5,
-  lease_seconds integer NOT NULL DEFAULT 60,
+  attempts skiplock.attempt_count NOT NULL DEFAULT 0,
+  max_attempts skiplock.attempts_allowed NOT NULL DEFAULT 5,
+  lease_seconds skiplock.lease_length NOT NULL DEFAULT 60,
   backoff_base_seconds real NOT NULL DEFAULT 1,
   backoff_max_seconds real NOT NULL DEFAULT 3600,
   expires_at timestamp with time zone,
@@ -107,8 +107,8 @@ TABLE jobs (
   payload jsonb NOT NULL DEFAULT 'null'::jsonb,
   progress jsonb,
   last_error jsonb,
-  callback_url text,
-  failure_callback_url text,
+  callback_url skiplock.callback_url,
+  failure_callback_url skiplock.callback_url,
   run_ms bigint NOT NULL DEFAULT 0
 ) WITH (fillfactor=80);
 
@@ -179,14 +179,8 @@ dedup_keys dedup_keys_pkey: PRIMARY KEY (tenant, queue, dedup_key);
 finished_jobs finished_jobs_state_final: CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'expired'::text])));
 job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text])));
 job_events job_events_pkey: PRIMARY KEY (id);
-jobs jobs_attempts_range: CHECK ((((max_attempts >= 1) AND (max_attempts <= 1000)) AND (attempts >= 0)));
-jobs jobs_callback_url_http: CHECK (((callback_url ~* '^https?://[^\s/?#]'::text) AND (length(callback_url) <= 2048)));
-jobs jobs_failure_callback_url_http: CHECK (((failure_callback_url ~* '^https?://[^\s/?#]'::text) AND (length(failure_callback_url) <= 2048)));
-jobs jobs_lease_range: CHECK (((lease_seconds >= 1) AND (lease_seconds <= 86400)));
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
-jobs jobs_names_length: CHECK ((((length(queue) >= 1) AND (length(queue) <= 128)) AND ((length(type) >= 1) AND (length(type) <= 128)) AND ((length(tenant) >= 1) AND (length(tenant) <= 128))));
 jobs jobs_pkey: PRIMARY KEY (id);
-jobs jobs_priority_range: CHECK (((priority >= '-1000'::integer) AND (priority <= 1000)));
 jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text])));
 migrations migrations_pkey: PRIMARY KEY (name);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
@@ -224,7 +218,7 @@ CREATE INDEX job_events_job_idx ON skiplock.job_events USING btree (job_id, id);
 CREATE UNIQUE INDEX job_events_pkey ON skiplock.job_events USING btree (id);
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])));
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
-CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- priority)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
+CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- (priority)::smallint)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
 CREATE UNIQUE INDEX jobs_pkey ON skiplock.jobs USING btree (id);
 CREATE UNIQUE INDEX migrations_pkey ON skiplock.migrations USING btree (name);
 CREATE UNIQUE INDEX queues_pkey ON skiplock.queues USING btree (name);
@@ -321,6 +315,15 @@ VIEW tenant_limits AS
         END AS weight
    FROM skiplock.tenants t
      CROSS JOIN skiplock.tenant_defaults d;;
+
+-- Domains
+
+DOMAIN attempt_count AS smallint CONSTRAINT attempt_count_range CHECK ((VALUE >= 0));
+DOMAIN attempts_allowed AS smallint CONSTRAINT attempts_allowed_range CHECK (((VALUE >= 1) AND (VALUE <= 1000)));
+DOMAIN callback_url AS text CONSTRAINT callback_url_http CHECK (((VALUE ~* '^https?://[^\s/?#]'::text) AND (length(VALUE) <= 2048)));
+DOMAIN lease_length AS integer CONSTRAINT lease_length_range CHECK (((VALUE >= 1) AND (VALUE <= 86400)));
+DOMAIN priority AS smallint CONSTRAINT priority_range CHECK (((VALUE >= '-1000'::integer) AND (VALUE <= 1000)));
+DOMAIN short_name AS text CONSTRAINT short_name_length CHECK (((length(VALUE) >= 1) AND (length(VALUE) <= 128)));
 
 -- Types
 
@@ -799,14 +802,14 @@ BEGIN
       cancel_requested_at = NULL
   FROM unnest(locked_rows) WITH ORDINALITY AS chosen(address, position)
   WHERE j.ctid = chosen.address
-  RETURNING j.id, j.queue, j.type, j.tenant, j.priority::integer AS priority, j.payload,
-            j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds,
+  RETURNING j.id, j.queue::text, j.type::text, j.tenant::text, j.priority::integer AS priority, j.payload,
+            j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds::integer,
             j.lease_token, to_json(j.lease_expires_at) AS lease_expires_at, to_json(j.run_at) AS run_at,
             to_json(j.expires_at) AS expires_at, j.dedup_key, to_json(j.created_at) AS created_at,
             CASE WHEN j.first_started_at = claimed_at THEN claimed_at_json ELSE to_json(j.first_started_at) END
               AS first_started_at,
             claimed_at_json AS started_at, j.progress,
-            j.last_error, j.callback_url, j.failure_callback_url, j.run_ms::float8 AS run_ms,
+            j.last_error, j.callback_url::text, j.failure_callback_url::text, j.run_ms::float8 AS run_ms,
             deliveries -> j.queue AS delivery, chosen.position::integer AS position;
 END
 $$;

@@ -42,21 +42,40 @@ $$;
 -- The queue
 -- ---------------------------------------------------------------------------
 
+-- What a job's names and settings may be, as domains rather than checks on
+-- the table: Postgres tests every check of a table on every UPDATE, each
+-- read again from its stored text per statement, a fixed cost a claim of one
+-- job felt almost as much as its row; a domain's checks are read once per
+-- connection and tested only where a statement writes the column.
+-- Names of queues, job types and tenants:
+CREATE DOMAIN skiplock.short_name AS text
+  CONSTRAINT short_name_length CHECK (length(VALUE) BETWEEN 1 AND 128);
+CREATE DOMAIN skiplock.priority AS smallint
+  CONSTRAINT priority_range CHECK (VALUE BETWEEN -1000 AND 1000);
+CREATE DOMAIN skiplock.attempts_allowed AS smallint
+  CONSTRAINT attempts_allowed_range CHECK (VALUE BETWEEN 1 AND 1000);
+CREATE DOMAIN skiplock.attempt_count AS smallint
+  CONSTRAINT attempt_count_range CHECK (VALUE >= 0);
+CREATE DOMAIN skiplock.lease_length AS integer
+  CONSTRAINT lease_length_range CHECK (VALUE BETWEEN 1 AND 86400);
+CREATE DOMAIN skiplock.callback_url AS text
+  CONSTRAINT callback_url_http CHECK (VALUE ~* '^https?://[^\s/?#]' AND length(VALUE) <= 2048);
+
 CREATE TABLE skiplock.jobs (
   -- Also the enqueue order (see skiplock.uuid_v7).
   id                   uuid        PRIMARY KEY DEFAULT skiplock.uuid_v7(clock_timestamp()),
-  queue                text        NOT NULL,
-  type                 text        NOT NULL,
-  tenant               text        NOT NULL DEFAULT 'default',
+  queue                skiplock.short_name NOT NULL,
+  type                 skiplock.short_name NOT NULL,
+  tenant               skiplock.short_name NOT NULL DEFAULT 'default',
   -- Waiting (scheduled, queued, retrying) or running. The API shows a waiting
   -- job as scheduled, queued or retrying by its run_at (skiplock.job_status).
   state                text        NOT NULL DEFAULT 'queued',
-  priority             smallint    NOT NULL DEFAULT 0,
+  priority             skiplock.priority NOT NULL DEFAULT 0,
   run_at               timestamptz NOT NULL DEFAULT now(),
-  attempts             smallint    NOT NULL DEFAULT 0,
-  max_attempts         smallint    NOT NULL DEFAULT 5,
+  attempts             skiplock.attempt_count NOT NULL DEFAULT 0,
+  max_attempts         skiplock.attempts_allowed NOT NULL DEFAULT 5,
   -- The per-job timeout: how long one claim owns the job without a heartbeat.
-  lease_seconds        integer     NOT NULL DEFAULT 60,
+  lease_seconds        skiplock.lease_length NOT NULL DEFAULT 60,
   backoff_base_seconds real        NOT NULL DEFAULT 1,
   backoff_max_seconds  real        NOT NULL DEFAULT 3600,
   expires_at           timestamptz,
@@ -80,22 +99,14 @@ CREATE TABLE skiplock.jobs (
   last_error           jsonb,
   -- Where the job's end is announced (see "Completion callbacks"): a success
   -- to callback_url, any other end to failure_callback_url.
-  callback_url         text,
-  failure_callback_url text,
+  callback_url         skiplock.callback_url,
+  failure_callback_url skiplock.callback_url,
   -- How long its handler ran, summed over the attempts ended so far.
   run_ms               bigint      NOT NULL DEFAULT 0,
   CONSTRAINT jobs_state_live CHECK (state IN ('scheduled', 'queued', 'retrying', 'running')),
   CONSTRAINT jobs_lease_while_running CHECK (
     (state = 'running') = (lease_token IS NOT NULL)
-    AND (state <> 'running' OR lease_expires_at IS NOT NULL)),
-  CONSTRAINT jobs_priority_range CHECK (priority BETWEEN -1000 AND 1000),
-  CONSTRAINT jobs_attempts_range CHECK (max_attempts BETWEEN 1 AND 1000 AND attempts >= 0),
-  CONSTRAINT jobs_lease_range CHECK (lease_seconds BETWEEN 1 AND 86400),
-  CONSTRAINT jobs_names_length CHECK (
-    length(queue) BETWEEN 1 AND 128 AND length(type) BETWEEN 1 AND 128 AND length(tenant) BETWEEN 1 AND 128),
-  CONSTRAINT jobs_callback_url_http CHECK (callback_url ~* '^https?://[^\s/?#]' AND length(callback_url) <= 2048),
-  CONSTRAINT jobs_failure_callback_url_http CHECK (
-    failure_callback_url ~* '^https?://[^\s/?#]' AND length(failure_callback_url) <= 2048)
+    AND (state <> 'running' OR lease_expires_at IS NOT NULL))
 -- Room on each page for a claimed row's new version next to its old one.
 ) WITH (fillfactor = 80);
 
@@ -1211,14 +1222,14 @@ BEGIN
       cancel_requested_at = NULL
   FROM unnest(locked_rows) WITH ORDINALITY AS chosen(address, position)
   WHERE j.ctid = chosen.address
-  RETURNING j.id, j.queue, j.type, j.tenant, j.priority::integer AS priority, j.payload,
-            j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds,
+  RETURNING j.id, j.queue::text, j.type::text, j.tenant::text, j.priority::integer AS priority, j.payload,
+            j.attempts::integer AS attempts, j.max_attempts::integer AS max_attempts, j.lease_seconds::integer,
             j.lease_token, to_json(j.lease_expires_at) AS lease_expires_at, to_json(j.run_at) AS run_at,
             to_json(j.expires_at) AS expires_at, j.dedup_key, to_json(j.created_at) AS created_at,
             CASE WHEN j.first_started_at = claimed_at THEN claimed_at_json ELSE to_json(j.first_started_at) END
               AS first_started_at,
             claimed_at_json AS started_at, j.progress,
-            j.last_error, j.callback_url, j.failure_callback_url, j.run_ms::float8 AS run_ms,
+            j.last_error, j.callback_url::text, j.failure_callback_url::text, j.run_ms::float8 AS run_ms,
             deliveries -> j.queue AS delivery, chosen.position::integer AS position;
 END
 $$;

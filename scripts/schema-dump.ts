@@ -66,6 +66,19 @@ WHERE n.nspname = 'skiplock' AND c.relkind = 'v'
 ORDER BY c.relname`,
   ],
   [
+    'Domains',
+    /* sql */ `
+SELECT format('DOMAIN %s AS %s%s', t.typname, format_type(t.typbasetype, t.typtypmod),
+              coalesce(' ' || string_agg(format('CONSTRAINT %s %s', k.conname, pg_get_constraintdef(k.oid)), ' '
+                                         ORDER BY k.conname), '')) AS definition
+FROM pg_type t
+JOIN pg_namespace n ON n.oid = t.typnamespace
+LEFT JOIN pg_constraint k ON k.contypid = t.oid
+WHERE n.nspname = 'skiplock' AND t.typtype = 'd'
+GROUP BY t.oid, t.typname, t.typbasetype, t.typtypmod
+ORDER BY t.typname`,
+  ],
+  [
     'Types',
     /* sql */ `
 SELECT format(E'TYPE %s AS (\\n%s\\n)', t.typname,

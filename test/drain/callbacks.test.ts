@@ -201,7 +201,7 @@ describe('completion callbacks', () => {
     // A raw insert is held to the same rule by the table's constraints.
     await expect(
       db.query({ text: `INSERT INTO skiplock.jobs (queue, type, callback_url) VALUES ('reports', 'report', 'javascript:alert(1)')`, params: [] }),
-    ).rejects.toMatchObject({ code: '23514', constraint: 'jobs_callback_url_http' });
+    ).rejects.toMatchObject({ code: '23514', constraint: 'callback_url_http' });
     expect(await db.query({ text: 'SELECT 1 FROM skiplock.all_jobs', params: [] })).toEqual([]);
   });
 });
