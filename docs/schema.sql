@@ -1368,6 +1368,18 @@ BEGIN
 END
 $$;
 
+FUNCTION prepare_claims() RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  BEGIN
+    INSERT INTO skiplock.jobs (queue, type, tenant) VALUES ('skiplock.prepare', 'skiplock.prepare', 'skiplock.prepare');
+    PERFORM FROM skiplock.claim_batch(1, NULL, NULL, NULL, 'skiplock.prepare', 'skiplock.prepare');
+    RAISE SQLSTATE 'SKPRE';
+  EXCEPTION WHEN SQLSTATE 'SKPRE' THEN
+    NULL;
+  END;
+END
+$$;
+
 FUNCTION refresh_statistics() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   stale boolean;

@@ -1234,6 +1234,26 @@ BEGIN
 END
 $$;
 
+-- Plans the claim on this connection without claiming anything. A claim
+-- plans each of its statements the first time it runs them on a connection,
+-- and one that finds a job runs several that an empty one does not: a
+-- connection's first claim to find a job took milliseconds longer than the
+-- rest, and an idle worker's pickup waited for it. So this claims a job of
+-- its own, of a tenant no job has, in a block that is then undone: the job
+-- and everything the claim changed roll back, its plans stay.
+CREATE FUNCTION skiplock.prepare_claims() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    INSERT INTO skiplock.jobs (queue, type, tenant) VALUES ('skiplock.prepare', 'skiplock.prepare', 'skiplock.prepare');
+    PERFORM FROM skiplock.claim_batch(1, NULL, NULL, NULL, 'skiplock.prepare', 'skiplock.prepare');
+    RAISE SQLSTATE 'SKPRE';
+  EXCEPTION WHEN SQLSTATE 'SKPRE' THEN
+    NULL;
+  END;
+END
+$$;
+
 -- Completes jobs, each while its lease token still owns it: the job leaves
 -- the queue for the history in this one statement. A function for the same
 -- reason as claim_batch: its plan is made once per connection. As a

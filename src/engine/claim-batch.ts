@@ -62,6 +62,16 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
   return rows.sort((a, b) => a.position - b.position).map((row) => claimedJob(row, options.workerId));
 }
 
+/**
+ * Plans the claim on one connection of `db` without claiming anything
+ * (skiplock.prepare_claims), so the first claim there that finds a job is as
+ * quick as the rest. For connections kept for claiming: a connection that
+ * answers an idle worker's pickup should not make it wait for planning.
+ */
+export async function prepareClaims(db: Queryable): Promise<void> {
+  await db.query({ name: 'skiplock_prepare_claims', text: 'SELECT skiplock.prepare_claims()', params: [] });
+}
+
 /** A claimed row as the full job, every field written out so all jobs share one shape (and one hidden class). */
 function claimedJob(row: ClaimedRow, workerId: string): ClaimedJob {
   const job: ClaimedJob = toJob({

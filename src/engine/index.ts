@@ -25,7 +25,7 @@ export {
   type JobHandle,
   type ResultOptions,
 } from './job-handle.js';
-export { claimBatch, MAX_CLAIM, type ClaimOptions } from './claim-batch.js';
+export { claimBatch, MAX_CLAIM, prepareClaims, type ClaimOptions } from './claim-batch.js';
 export { extendLease, type ExtendLeaseOptions, type ExtendedLease } from './extend-lease.js';
 export { complete, completeMany, type Completion, type CompleteManyResult } from './complete.js';
 export { fail, failMany, type Failure, type FailManyResult, type FailOutcome } from './fail.js';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { pgDb } from '../db/pg.js';
-import { releaseWorker } from '../engine/index.js';
+import { prepareClaims, releaseWorker } from '../engine/index.js';
 import {
   CLAIMS_AHEAD_AT_ONCE,
   createRegistry,
@@ -97,6 +97,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   let drain: RunningDrain;
   try {
     if (options.workerId !== undefined) await releaseWorker(db, workerId);
+    // Both claim connections opened and planned now (two statements at once take one each), not on their first job.
+    await Promise.all(Array.from({ length: CLAIMS_AHEAD_AT_ONCE }, () => prepareClaims(claimsDb)));
     const pollIntervalMs = options.pollIntervalMs ?? 1000;
     const started = await JobWakeups.start({ databaseUrl: options.databaseUrl, pollIntervalMs, listen: options.listen ?? true, logger });
     wakeups = started;

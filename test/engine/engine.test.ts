@@ -12,6 +12,7 @@ import {
   getJobEvents,
   InvalidInputError,
   listJobs,
+  prepareClaims,
   queueStats,
   release,
   releaseWorker,
@@ -169,6 +170,18 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(jobs.map((r) => r.job.status)).toEqual(['queued', 'queued', 'queued', 'scheduled', 'queued']);
     const claimed = await claimBatch(db, { max: 10, workerId: worker });
     expect(claimed.map((j) => j.payload)).toEqual([2, 1, 3]);
+  });
+
+  it('prepares a claim without claiming: the waiting job stays as it was, and nothing is left behind', async () => {
+    const { db } = await open(driver);
+    const { job } = await enqueue(db, { queue: 'q', payload: 1 });
+    const countsBefore = await db.query({ text: 'SELECT (SELECT count(*) FROM skiplock.all_jobs)::int AS jobs, (SELECT count(*) FROM skiplock.job_events)::int AS events', params: [] });
+    await prepareClaims(db);
+    await prepareClaims(db);
+    expect(await db.query({ text: 'SELECT (SELECT count(*) FROM skiplock.all_jobs)::int AS jobs, (SELECT count(*) FROM skiplock.job_events)::int AS events', params: [] })).toEqual(countsBefore);
+    expect(await getJob(db, job.id)).toEqual(job);
+    const claimed = await claimBatch(db, { max: 10, workerId: worker });
+    expect(claimed.map((j) => [j.id, j.attempts])).toEqual([[job.id, 1]]);
   });
 
   it('claims only the requested types and queues', async () => {
