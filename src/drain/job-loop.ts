@@ -152,6 +152,13 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   let lastClaimFull = true;
   /** An attempt ended or work arrived since the last claim. */
   let somethingHappened = false;
+  /**
+   * Work arrived while the loop's one claim was out. That claim may have
+   * looked before the work was there, so one more goes out at once rather
+   * than after its answer: on an idle worker, the pickup would otherwise
+   * wait for a claim that finds nothing.
+   */
+  let workArrivedWhileClaiming = false;
   let claimFailed = false;
   /** A claimed job did not fit in the subrequests left: claim no more. */
   let subrequestsSpent = false;
@@ -187,10 +194,10 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   }
 
   /** Gives back jobs claimed but never started: their attempt does not count. */
-  async function handBack(jobs: readonly ClaimedJob[]): Promise<void> {
+  async function handBack(jobs: readonly ClaimedJob[], delaySeconds = options.handBackDelaySeconds): Promise<void> {
     if (jobs.length === 0) return;
     try {
-      const { released, stale } = await releaseMany(db, jobs, { delaySeconds: options.handBackDelaySeconds });
+      const { released, stale } = await releaseMany(db, jobs, { delaySeconds });
       counts.handedBack += released.length;
       counts.leaseLost += stale.length;
     } catch (error) {
@@ -268,6 +275,11 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       void start(claimed, reserved);
     }
     await handBack(unstarted);
+    // Without claiming ahead the loop holds no job it has no slot for: one
+    // more comes only when a claim answering arrived work and the claim it
+    // went out beside both found one, and it goes back at once, for any
+    // worker to start.
+    if (!claimingAhead) await handBack(claimedAhead.splice(0).map(({ job }) => job), 0);
   }
 
   /** The claims on their way, running beside the attempts, and how many jobs they may bring. */
@@ -356,6 +368,12 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       const affordable = subrequests.affordableJobs(likelySubrequestsPerJob()) - claimedAhead.length;
       arrivals?.setRoom(Math.max(0, affordable - (claimsOut.size === 0 ? 0 : concurrency)));
     }
+    // Beside the claim out, for the job that arrived (workArrivedWhileClaiming).
+    if (mayClaim && workArrivedWhileClaiming && claimsOut.size === 1) {
+      claimInBackground(1);
+      somethingHappened = false;
+    }
+    workArrivedWhileClaiming = false;
     // A second claim goes out only while the queue has a backlog: the last claim found jobs and came back full.
     const claimsAllowed = lastClaimFound && lastClaimFull ? claimsAtOnce : 1;
     while (mayClaim && worthClaiming && claimsOut.size < claimsAllowed && claimedAhead.length + jobsBeingClaimed < refillBelow) {
@@ -364,14 +382,18 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       claimInBackground(pace.claimSize(room, concurrency, budget.msUntilAbort()));
       somethingHappened = false;
     }
-    const waitsForWork = mayClaim && waitForWork !== undefined && claimsOut.size === 0 && running < concurrency;
-    if (running === 0 && claimedAhead.length === 0 && claimsOut.size === 0 && !waitsForWork) break;
+    // Idle, with one claim out and no backlog, the loop still listens for work (workArrivedWhileClaiming).
+    const idle = running === 0 && claimedAhead.length === 0;
+    const waitsForWork =
+      mayClaim && waitForWork !== undefined && running < concurrency && (claimsOut.size === 0 || (idle && claimsOut.size === 1 && !lastClaimFull));
+    if (idle && claimsOut.size === 0 && !waitsForWork) break;
     // Announcements come from other requests, which must not touch this drain's I/O: it looks for them itself.
     const lookForArrivals =
       arrivals !== undefined && mayClaim && running < concurrency ? setTimeout(() => wake.notify(), ARRIVALS_LOOK_EVERY_MS) : undefined;
     const event = await nextEvent(wake, waitsForWork ? waitForWork : undefined, budget.stopped);
     clearTimeout(lookForArrivals);
     if (event === 'work' || anAttemptEnded) somethingHappened = true;
+    if (event === 'work' && claimsOut.size === 1) workArrivedWhileClaiming = true;
     anAttemptEnded = false;
   }
   arrivals?.close();
