@@ -175,10 +175,11 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
   it('prepares a claim without claiming: the waiting job stays as it was, and nothing is left behind', async () => {
     const { db } = await open(driver);
     const { job } = await enqueue(db, { queue: 'q', payload: 1 });
-    const countsBefore = await db.query({ text: 'SELECT (SELECT count(*) FROM skiplock.all_jobs)::int AS jobs, (SELECT count(*) FROM skiplock.job_events)::int AS events', params: [] });
+    const counts = { text: 'SELECT (SELECT count(*) FROM skiplock.all_jobs)::int AS jobs, (SELECT count(*) FROM skiplock.job_events)::int AS events', params: [] };
+    const countsBefore = await db.query(counts);
     await prepareClaims(db);
     await prepareClaims(db);
-    expect(await db.query({ text: 'SELECT (SELECT count(*) FROM skiplock.all_jobs)::int AS jobs, (SELECT count(*) FROM skiplock.job_events)::int AS events', params: [] })).toEqual(countsBefore);
+    expect(await db.query(counts)).toEqual(countsBefore);
     expect(await getJob(db, job.id)).toEqual(job);
     const claimed = await claimBatch(db, { max: 10, workerId: worker });
     expect(claimed.map((j) => [j.id, j.attempts])).toEqual([[job.id, 1]]);
