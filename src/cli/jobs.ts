@@ -66,7 +66,9 @@ const retry = operatorCommand({
   positionals: ['JOB_ID'],
   async run({ positionals: [id], connection }) {
     const job = await successBody(connection.api.v1.jobs[':id'].retry.$post({ param: { id: id! } }));
-    return { json: job, human: `job ${job.id} is queued again, with ${job.maxAttempts} fresh attempt${job.maxAttempts === 1 ? '' : 's'}` };
+    // A key without the read scope gets the job's id and status only.
+    const attempts = 'maxAttempts' in job ? `, with ${job.maxAttempts} fresh attempt${job.maxAttempts === 1 ? '' : 's'}` : '';
+    return { json: job, human: `job ${job.id} is queued again${attempts}` };
   },
 });
 
@@ -87,7 +89,8 @@ const reschedule = operatorCommand({
       ...(delay === undefined ? {} : { delaySeconds: seconds(delay, '--delay', { zero: true }) }),
     };
     const job = await successBody(connection.api.v1.jobs[':id'].$patch({ param: { id: id! }, json }));
-    return { json: job, human: `job ${job.id} is ${job.status}, priority ${job.priority}, to run at ${shortTime(job.runAt)}` };
+    const when = 'priority' in job ? `, priority ${job.priority}, to run at ${shortTime(job.runAt)}` : '';
+    return { json: job, human: `job ${job.id} is ${job.status}${when}` };
   },
 });
 

@@ -12,6 +12,7 @@ export {
   type FollowOptions,
   type EnqueuedJobReference,
   type JobClientOptions,
+  type JobReference,
 } from './job-client.js';
 export { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';
 export type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';

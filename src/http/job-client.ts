@@ -11,10 +11,14 @@ export interface EnqueuedJob extends Job {
   deduplicated: boolean;
 }
 
-/** A dedup hit answered to a key without the `read` scope: the matched job by id and status only. */
-export interface EnqueuedJobReference {
+/** A job answered to a key without the `read` scope (a dedup hit, a cancel): by id and status only. */
+export interface JobReference {
   id: string;
   status: JobStatus;
+}
+
+/** A dedup hit answered to a key without the `read` scope: the matched job by id and status only. */
+export interface EnqueuedJobReference extends JobReference {
   statusUrl: string | null;
   deduplicated: true;
 }
@@ -63,8 +67,11 @@ export interface ClientJobHandle<Result = unknown> {
   result(options?: ResultOptions): Promise<Result>;
   /** Follows the job until it ends, whatever the outcome, and answers it as it ended. */
   ended(options?: FollowOptions): Promise<Job>;
-  /** Cancels it: at once while it waits, at its next heartbeat while it runs. */
-  cancel(): Promise<Job>;
+  /**
+   * Cancels it: at once while it waits, at its next heartbeat while it runs.
+   * Answers the job, or only its id and status to a key without the `read` scope.
+   */
+  cancel(): Promise<Job | JobReference>;
 }
 
 export interface JobClientOptions {
@@ -147,7 +154,7 @@ export class JobClient {
         return ended.result as Result;
       },
       ended: (options = {}) => this.waitUntilFinal(path, options),
-      cancel: () => this.request<Job>('POST', `${path}/cancel`),
+      cancel: () => this.request<Job | JobReference>('POST', `${path}/cancel`),
     };
   }
 

@@ -1,15 +1,22 @@
 import { z } from '@hono/zod-openapi';
 import { cancel, listJobs, reschedule, retry, type Job } from '../../engine/index.js';
-import { tenantScope } from '../auth/principal.js';
+import { asKeyHolder, tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
-import { jobReader } from '../job-reader.js';
+import { changedJobFor, jobReader } from '../job-reader.js';
 import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions.js';
 import { LIMITS } from '../limits.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
 import { conflict, jobNotFound, tooManyRequests } from '../problem.js';
 import { NameSchema, queryNumberSchema } from '../schemas/common.js';
 import { RescheduleBodySchema } from '../schemas/enqueue.js';
-import { JobIdParamsSchema, JobPageSchema, JobSchema, JobStatusSchema, JobStatusViewSchema } from '../schemas/job.js';
+import {
+  ChangedJobSchema,
+  JobIdParamsSchema,
+  JobPageSchema,
+  JobSchema,
+  JobStatusSchema,
+  JobStatusViewSchema,
+} from '../schemas/job.js';
 import type { JobStatusView } from '../status-view.js';
 import { router } from '../validation.js';
 import { WatcherSlots } from '../watcher-slots.js';
@@ -35,6 +42,8 @@ const ListJobsQuerySchema = z.object({
     .optional()
     .describe(`Page size, 1 to ${LIMITS.maxPage}; default 50.`),
 });
+
+const WHOLE_JOB_NEEDS_READ = 'Answers the whole job to a key with the read scope, else its JobReference (id and status).';
 
 export function jobRoutes(deps: AppDeps) {
   const getJobRoute = authorizedRoute(deps, { scopes: ['read'], statusToken: true }, {
@@ -78,11 +87,12 @@ export function jobRoutes(deps: AppDeps) {
     summary: 'Cancel a job',
     description:
       'A waiting job is cancelled at once (200). A running one is marked (202): its worker sees ' +
-      '`cancelRequested` at its next heartbeat. A finished job answers 409.',
+      '`cancelRequested` at its next heartbeat. A finished job answers 409. ' +
+      WHOLE_JOB_NEEDS_READ,
     request: { params: JobIdParamsSchema },
     responses: {
-      200: jsonResponse(JobSchema, 'The job is cancelled'),
-      202: jsonResponse(JobSchema, 'The job is running; its cancellation is requested'),
+      200: jsonResponse(ChangedJobSchema, 'The job is cancelled'),
+      202: jsonResponse(ChangedJobSchema, 'The job is running; its cancellation is requested'),
       ...problemResponses(400, 401, 403, 404, 409, 503),
     },
   });
@@ -93,10 +103,10 @@ export function jobRoutes(deps: AppDeps) {
     operationId: 'retryJob',
     tags: ['jobs'],
     summary: 'Run a failed, cancelled or expired job again',
-    description: 'With a fresh set of attempts. Any other status answers 409.',
+    description: `With a fresh set of attempts. Any other status answers 409. ${WHOLE_JOB_NEEDS_READ}`,
     request: { params: JobIdParamsSchema },
     responses: {
-      200: jsonResponse(JobSchema, 'The job is queued again'),
+      200: jsonResponse(ChangedJobSchema, 'The job is queued again'),
       ...problemResponses(400, 401, 403, 404, 409, 503),
     },
   });
@@ -109,10 +119,11 @@ export function jobRoutes(deps: AppDeps) {
     summary: "Change a waiting job's priority or start time",
     description:
       'Only a waiting job (scheduled, queued or retrying) can be changed; a running or finished one answers 409, ' +
-      "as does a start time at or past the job's expiresAt. The change is recorded in the job's history as `rescheduled`.",
+      "as does a start time at or past the job's expiresAt. The change is recorded in the job's history as `rescheduled`. " +
+      WHOLE_JOB_NEEDS_READ,
     request: { params: JobIdParamsSchema, body: jsonBody(RescheduleBodySchema) },
     responses: {
-      200: jsonResponse(JobSchema, 'The job waits with its new priority and start time'),
+      200: jsonResponse(ChangedJobSchema, 'The job waits with its new priority and start time'),
       ...problemResponses(400, 401, 403, 404, 409, 503),
     },
   });
@@ -161,33 +172,36 @@ export function jobRoutes(deps: AppDeps) {
       return c.json(page, 200);
     })
     .openapi(cancelRoute, async (c) => {
-      const cancelled = await cancel(deps.database(c.env), c.req.valid('param').id, tenantScope(c.var.principal));
+      const holder = asKeyHolder(c.var.principal);
+      const cancelled = await cancel(deps.database(c.env), c.req.valid('param').id, tenantScope(holder));
       if (cancelled === undefined) throw jobNotFound();
       switch (cancelled.outcome) {
         case 'cancelled':
-          return c.json(cancelled.job, 200);
+          return c.json(changedJobFor(holder, cancelled.job), 200);
         case 'cancel_requested':
-          return c.json(cancelled.job, 202);
+          return c.json(changedJobFor(holder, cancelled.job), 202);
         case 'already_finished':
           throw conflict('already-finished', 'Already finished', `the job already ended ${cancelled.job.status}`);
       }
     })
     .openapi(retryRoute, async (c) => {
-      const retried = await retry(deps.database(c.env), c.req.valid('param').id, tenantScope(c.var.principal));
+      const holder = asKeyHolder(c.var.principal);
+      const retried = await retry(deps.database(c.env), c.req.valid('param').id, tenantScope(holder));
       if (retried === undefined) throw jobNotFound();
       if (!retried.retried) {
         const detail = `the job is ${retried.job.status}; only failed, cancelled or expired jobs can be retried`;
         throw conflict('not-retryable', 'Not retryable', detail);
       }
-      return c.json(retried.job, 200);
+      return c.json(changedJobFor(holder, retried.job), 200);
     })
     .openapi(rescheduleRoute, async (c) => {
       const { id } = c.req.valid('param');
-      const changed = await reschedule(deps.database(c.env), id, c.req.valid('json'), tenantScope(c.var.principal));
+      const holder = asKeyHolder(c.var.principal);
+      const changed = await reschedule(deps.database(c.env), id, c.req.valid('json'), tenantScope(holder));
       if (changed === undefined) throw jobNotFound();
       switch (changed.outcome) {
         case 'rescheduled':
-          return c.json(changed.job, 200);
+          return c.json(changedJobFor(holder, changed.job), 200);
         case 'not_waiting':
           throw conflict('not-waiting', 'Not waiting', `the job is ${changed.job.status}; only a waiting job can be rescheduled`);
         case 'after_expiry':

@@ -74,6 +74,19 @@ export const EnqueuedJobSchema = JobSchema.extend({
   deduplicated: z.boolean().describe('True when a dedup key or Idempotency-Key matched a job that already existed.'),
 }).openapi('EnqueuedJob');
 
+/**
+ * A job answered to a key without the `read` scope, by a route that changed
+ * it (cancel, retry, reschedule): by id and status only, never its payload,
+ * result or errors.
+ */
+export const JobReferenceSchema = z
+  .object({ id: UuidSchema, status: JobStatusSchema })
+  .describe("The job by id and status only: the key lacks the read scope, so it sees nothing else of the job.")
+  .openapi('JobReference');
+
+/** The whole job to a key that may read jobs; its reference to one that may not. */
+export const ChangedJobSchema = z.union([JobSchema, JobReferenceSchema]);
+
 /** A dedup hit answered to a key without the `read` scope: the job it matched, by id and status only. */
 export const EnqueuedJobReferenceSchema = z
   .object({

@@ -122,6 +122,43 @@ describe('scopes', async () => {
   });
 });
 
+describe('a key without the read scope', () => {
+  it('gets a job it changed by id and status only: reschedule, cancel and retry never show its payload or errors', async () => {
+    const queue = uniqueName('no-read-changes');
+    const enqueueOnly = await createKey(['enqueue']);
+    const secret = { secret: 'of another caller' };
+    const job = await enqueueJob(queue, { payload: secret, delaySeconds: 3600 });
+    const send = (path: string, method: string, body?: unknown) =>
+      request(path, {
+        method,
+        apiKey: enqueueOnly,
+        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      });
+
+    const patched = await send(`/v1/jobs/${job.id}`, 'PATCH', { priority: 3 });
+    const cancelled = await send(`/v1/jobs/${job.id}/cancel`, 'POST');
+    const retried = await send(`/v1/jobs/${job.id}/retry`, 'POST');
+    const whole = await success(api.v1.jobs[':id'].$get({ param: { id: job.id }, query: {} }));
+
+    expect([patched.status, cancelled.status, retried.status]).toEqual([200, 200, 200]);
+    expect(await patched.json()).toEqual({ id: job.id, status: 'scheduled' });
+    expect(await cancelled.json()).toEqual({ id: job.id, status: 'cancelled' });
+    expect(await retried.json()).toEqual({ id: job.id, status: 'queued' });
+    // The changes happened all the same, and an admin key still reads the whole job.
+    expect(whole).toMatchObject({ id: job.id, status: 'queued', priority: 3, payload: secret });
+  });
+
+  it('gets the whole job back with the read scope beside enqueue', async () => {
+    const queue = uniqueName('read-changes');
+    const job = await enqueueJob(queue, { payload: { mine: true } });
+    const both = await createKey(['enqueue', 'read']);
+
+    const cancelled = await request(`/v1/jobs/${job.id}/cancel`, { method: 'POST', apiKey: both });
+
+    expect(await cancelled.json()).toMatchObject({ id: job.id, status: 'cancelled', payload: { mine: true } });
+  });
+});
+
 describe('API keys', () => {
   it('shows the secret once, stores only a prefix of it, and lists keys without secrets', async () => {
     const name = uniqueName('key');

@@ -218,6 +218,7 @@ describe('PATCH /v1/jobs/{id}', () => {
     const later = await api.v1.jobs[':id'].$patch({ param: { id: job.id }, json: { priority: 7, delaySeconds: 3600 } });
     expectStatus(later, 200);
     const moved = await later.json();
+    if (!('runAt' in moved)) throw new Error('an admin key gets the whole job back');
     expect(moved).toMatchObject({ id: job.id, status: 'scheduled', priority: 7 });
     expect(Date.parse(moved.runAt) - Date.now()).toBeGreaterThan(3500_000);
     const back = await success(api.v1.jobs[':id'].$patch({ param: { id: job.id }, json: { runAt: new Date().toISOString() } }));

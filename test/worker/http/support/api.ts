@@ -49,7 +49,7 @@ export async function createKey(scopes: ApiKeyScope[], tenant?: string): Promise
 /** Enqueues a new job (201) and answers it. */
 export async function enqueueJob(
   queue: string,
-  json: { tenant?: string; payload?: unknown; type?: string; ttlSeconds?: number } = {},
+  json: { tenant?: string; payload?: unknown; type?: string; ttlSeconds?: number; delaySeconds?: number } = {},
   apiKey = ADMIN_TOKEN,
 ) {
   const response = await client(apiKey).v1.queues[':queue'].jobs.$post({ param: { queue }, json, header: {} });
