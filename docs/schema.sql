@@ -1439,7 +1439,8 @@ BEGIN
   WITH target AS MATERIALIZED (
     SELECT j.id, j.state, j.priority, j.run_at, j.expires_at,
            coalesce(reschedule.priority::smallint, j.priority) AS new_priority,
-           coalesce(greatest(coalesce(reschedule.run_at, now() + reschedule.delay), now()), j.run_at) AS new_run_at
+           CASE WHEN reschedule.run_at IS NULL AND reschedule.delay IS NULL THEN j.run_at
+                ELSE greatest(coalesce(reschedule.run_at, now() + reschedule.delay), now()) END AS new_run_at
     FROM skiplock.jobs j
     WHERE j.id = reschedule.job_id AND (only_tenant IS NULL OR j.tenant = only_tenant)
     FOR UPDATE

@@ -351,6 +351,21 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(await claimBatch(db, { max: 1, workerId: worker, queues: ['r'] })).toHaveLength(1);
   });
 
+  it("keeps a job's start time when only its priority changes: a scheduled job stays scheduled, a retrying one keeps its backoff", async () => {
+    const { db } = await open(driver);
+    const { job: scheduled } = await enqueue(db, { queue: 'later', delaySeconds: 7200 });
+    const { job: failing } = await enqueue(db, { queue: 'backoff' });
+    const [claimed] = await claimBatch(db, { max: 1, workerId: worker, queues: ['backoff'] });
+    const retrying = await fail(db, { ...claimed!, error: 'x', retryInSeconds: 600 });
+
+    const moved = await reschedule(db, scheduled.id, { priority: 3 });
+    const stillRetrying = await reschedule(db, failing.id, { priority: 4 });
+
+    expect(moved).toMatchObject({ outcome: 'rescheduled', job: { status: 'scheduled', priority: 3, runAt: scheduled.runAt } });
+    expect(stillRetrying).toMatchObject({ outcome: 'rescheduled', job: { status: 'retrying', priority: 4, runAt: retrying.runAt } });
+    expect(await claimBatch(db, { max: 2, workerId: worker, queues: ['later', 'backoff'] })).toEqual([]);
+  });
+
   it("hands back a worker's jobs, a tenant-bound caller's own only", async () => {
     const { db } = await open(driver);
     await enqueueBatch(db, [{ queue: 'q', tenant: 'acme' }, { queue: 'q', tenant: 'globex' }]);

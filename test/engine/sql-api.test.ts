@@ -293,6 +293,13 @@ describe('UPDATE skiplock.all_jobs', () => {
           message: expect.stringMatching(new RegExp(`^${field}: `)),
         });
       for (const [statement, field] of refusals) await refused(statement, field);
+
+      // A priority alone keeps the start time: a scheduled job stays scheduled.
+      const { job: later } = await enqueue(db, { queue: 'reports', delaySeconds: 3600 });
+      const [reprioritised] = await sql.rows<{ state: string; run_at: Date }>(
+        `UPDATE skiplock.all_jobs SET priority = 4 WHERE id = '${later.id}' RETURNING state, run_at`,
+      );
+      expect(reprioritised).toEqual({ state: 'scheduled', run_at: new Date(later.runAt) });
       await claimBatch(db, { max: 1, workerId: 'w' });
       await refused(`UPDATE skiplock.all_jobs SET priority = 1 WHERE id = '${job.id}'`, 'state');
       expect(await getJob(db, job.id)).toMatchObject({ status: 'running', priority: 9, queue: 'reports' });
