@@ -23,8 +23,9 @@ export interface WranglerDev extends ProcessGroup {
 /**
  * Runs the Worker under `wrangler dev`, offline: no login, no telemetry, no
  * request to Cloudflare for `request.cf`, and no interactive hotkeys since
- * its stdin is not ours to give. `--test-scheduled` adds `/__scheduled` for
- * people; the caller fires crons through `/cdn-cgi/handler/scheduled`.
+ * its stdin is not ours to give. The caller fires crons through
+ * `/cdn-cgi/handler/scheduled`, which refuses requests from web pages; no
+ * `--test-scheduled`, whose `/__scheduled` any page could fire.
  */
 export async function startWranglerDev(options: WranglerDevOptions): Promise<WranglerDev> {
   const logStart = await sizeOf(options.logFile);
@@ -38,7 +39,6 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
         ...['--ip', LOOPBACK, '--port', String(options.port)],
         ...['--env-file', options.envFile],
         ...['--persist-to', options.persistTo],
-        '--test-scheduled',
         '--show-interactive-dev-session=false',
       ],
       {

@@ -42,3 +42,15 @@ describe('5: a change of priority alone', () => {
     expect(changed).toMatchObject({ id: job.id, status: 'scheduled', priority: 3, runAt: job.runAt });
   });
 });
+
+describe('6: the local stack fires its drains, web pages cannot', () => {
+  it('answers a page 404 on /__scheduled (no --test-scheduled) and 403 on the handler route npm start fires through', async () => {
+    const origin = { Origin: 'http://evil.example' };
+
+    const testScheduled = await call('/__scheduled?cron=*+*+*+*+*', { headers: origin });
+    const handlerRoute = await call('/cdn-cgi/handler/scheduled?cron=*+*+*+*+*', { headers: origin });
+    await Promise.all([testScheduled.body?.cancel(), handlerRoute.body?.cancel()]);
+
+    expect([testScheduled.status, handlerRoute.status]).toEqual([404, 403]);
+  });
+});
