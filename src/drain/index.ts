@@ -42,4 +42,5 @@ export { builtInJobs } from './handlers/built-in.js';
 export { httpJob, type DeliveryFetch, type DeliveryRequest, type HttpJobPayload, type HttpJobSettings } from './handlers/http.js';
 export { httpEndpointSecret, WEBHOOK_HEADERS } from './handlers/http-signature.js';
 export { isPublicAddress } from './handlers/public-address.js';
+export { isFramingHeader } from './handlers/framing-headers.js';
 export { demoJobs, failJob, noopJob, sleepJob } from './handlers/demo.js';

@@ -3,7 +3,7 @@ import { request as httpRequest, type IncomingMessage, type RequestOptions } fro
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
-import { isPublicAddress, PermanentFailure, type DeliveryFetch } from '../drain/index.js';
+import { isFramingHeader, isPublicAddress, PermanentFailure, type DeliveryFetch } from '../drain/index.js';
 
 /** Resolves a name to its addresses, as `dns.lookup(name, { all: true })` does. */
 export type ResolveName = (hostname: string) => Promise<LookupAddress[]>;
@@ -57,7 +57,8 @@ export function publicAddressFetch(options: PublicAddressFetchOptions = {}): Del
       signal.throwIfAborted();
       const requestOptions: RequestOptions = {
         method,
-        headers: Object.fromEntries(headers),
+        // node:http frames the request by these when given: only it may set them.
+        headers: Object.fromEntries([...headers].filter(([name]) => !isFramingHeader(name))),
         lookup,
         // A fresh connection each time: a kept-alive one would skip the check.
         agent: false,

@@ -115,6 +115,18 @@ describe('the http job', () => {
     expect(request.headers['webhook-signature']).toBeUndefined();
   });
 
+  it('fails a payload that sets framing or hop-by-hop headers for good, naming them, and sends nothing', async () => {
+    const before = received.length;
+    const headers = { Host: 'internal.example', 'content-length': '2', 'Transfer-Encoding': 'chunked', 'proxy-authorization': 'x' };
+
+    const job = await deliver({ url: `${base}/status/200?framing`, headers, body: { a: 1 } });
+
+    expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayload' } });
+    const { message } = job.lastError as { message: string };
+    for (const name of Object.keys(headers)) expect(message).toContain(`headers.${name}`);
+    expect(received.length).toBe(before);
+  });
+
   it('fails for good on a 4xx other than 408 and 429', async () => {
     expect(await deliver({ url: `${base}/status/410` })).toMatchObject({
       status: 'failed',
@@ -207,6 +219,25 @@ describe("the Node worker's delivery (publicAddressFetch)", () => {
     expect(job).toMatchObject({ status: 'succeeded', result: { status: 200 } });
     expect(calls).toBe(1);
     expect(receivedAt('/status/200?checked').headers.host).toBe(`hooks.example.test:${port}`);
+  });
+
+  it('never sends framing headers it is given: no second request smuggled by a short Content-Length, no other Host', async () => {
+    const fetch = publicAddressFetch({ resolve: resolverOf('127.0.0.1'), allowAddress: () => true });
+    const body = `{}GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+    const headers = new Headers({ 'content-length': '2', host: 'internal.example', connection: 'keep-alive', 'x-kept': 'yes' });
+
+    const response = await fetch(new URL(`http://hooks.example.test:${port}/status/200?framed`), {
+      method: 'POST',
+      headers,
+      body,
+      signal: AbortSignal.timeout(5000),
+    });
+    await response.text();
+
+    const request = receivedAt('/status/200?framed');
+    expect(request.body).toBe(body);
+    expect(request.headers).toMatchObject({ host: `hooks.example.test:${port}`, 'x-kept': 'yes' });
+    expect(received.filter((r) => r.path === '/smuggled')).toEqual([]);
   });
 
   it('times out like the platform fetch', async () => {

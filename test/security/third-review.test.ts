@@ -33,6 +33,23 @@ describe('1: a key without read changes jobs but never reads them', () => {
   });
 });
 
+describe('4: framing headers in an http job', () => {
+  it('are refused at enqueue, naming each, with nothing stored', async () => {
+    const queue = uniqueName('sec-framing');
+    const headers = { host: 'internal.example', 'Content-Length': '2', 'transfer-encoding': 'chunked', 'proxy-connection': 'x' };
+
+    const refused = await call(`/v1/queues/${queue}/jobs`, {
+      key: admin,
+      body: { type: 'http', payload: { url: 'https://hooks.example.com/in', headers, body: { a: 1 } } },
+    });
+    const problem = await expectJson<{ errors: { path: string }[] }>(refused, 422);
+    const listed = await expectJson<{ jobs: unknown[] }>(await call(`/v1/jobs?queue=${queue}`, { key: admin }), 200);
+
+    expect(problem.errors.map((error) => error.path).sort()).toEqual(Object.keys(headers).map((name) => `payload.headers.${name}`).sort());
+    expect(listed.jobs).toEqual([]);
+  });
+});
+
 describe('5: a change of priority alone', () => {
   it("keeps the job's start time: a job due in two hours stays scheduled", async () => {
     const job = await enqueue(uniqueName('sec-priority'), { delaySeconds: 7200 });

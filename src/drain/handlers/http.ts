@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJob, type JobContext, type JobDefinition } from '../define-job.js';
 import { PermanentFailure } from '../job-errors.js';
+import { isFramingHeader } from './framing-headers.js';
 import { destinationProblem, parseAllowedHosts } from './http-destination.js';
 import { failedDelivery, sendAndRead } from './http-response.js';
 import { WEBHOOK_HEADERS, webhookHeaders } from './http-signature.js';
@@ -49,7 +50,14 @@ const httpPayload = z
   .object({
     url: z.url({ protocol: /^https?$/ }),
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST'),
-    headers: z.record(z.string(), z.string()).default({}),
+    headers: z
+      .record(z.string(), z.string())
+      .superRefine((headers, context) => {
+        for (const name of Object.keys(headers).filter(isFramingHeader)) {
+          context.addIssue({ code: 'custom', path: [name], message: 'the delivery sets this header itself: leave it out' });
+        }
+      })
+      .default({}),
     /** A string is sent as it is; anything else as JSON. */
     body: z.json().optional(),
     timeoutMs: z.number().int().min(1).max(300_000).default(10_000),
