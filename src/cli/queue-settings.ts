@@ -76,7 +76,10 @@ export const queueSettingsCommand = withSubcommands('queues', {
   set: { run: set, summary: "change a queue's concurrency cap, weight or delivery target (the others stay)" },
 });
 
-function describeQueue(queue: Queue): string {
+/** A queue as the API answers it; a tenant-bound key is not told its delivery target. */
+type QueueAnswer = Omit<Queue, 'delivery'> & { delivery?: DeliveryTarget | null };
+
+function describeQueue(queue: QueueAnswer): string {
   return fields([
     ['queue', `${queue.name}${queue.custom ? '' : ' (on the defaults)'}`],
     ['concurrency', queue.concurrency === null ? 'no cap' : `${queue.concurrency} running at once, over all tenants`],
@@ -87,11 +90,12 @@ function describeQueue(queue: Queue): string {
 }
 
 /** A delivery target in a few words: where, and how it is sent. */
-export function describeDelivery(delivery: DeliveryTarget | null): string {
+export function describeDelivery(delivery: DeliveryTarget | null | undefined): string {
+  if (delivery === undefined) return 'not shown to a tenant-bound key';
   if (delivery === null) return 'none (handlers run the jobs)';
   const batch = `batches of ${delivery.batchSize ?? 100}`;
   if (delivery.target === 'webhook') {
-    return `webhook ${delivery.url}, ${batch}, ${delivery.secretName === undefined ? 'unsigned' : `signed with ${delivery.secretName}`}`;
+      return `webhook ${delivery.url}, ${batch} of one tenant, ${delivery.secretName === undefined ? 'unsigned' : `signed with ${delivery.secretName}`}`;
   }
   const delay = delivery.delaySeconds === undefined ? '' : `, held ${delivery.delaySeconds} s`;
   return `Cloudflare queue ${delivery.binding}, ${batch}${delay}`;

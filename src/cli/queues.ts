@@ -19,7 +19,7 @@ const listQueues = operatorCommand({
       duration(queue.oldestWaitSeconds),
       queue.concurrency === null ? '-' : String(queue.concurrency),
       String(queue.weight),
-      queue.delivery === null ? '-' : queue.delivery.target,
+      queue.delivery?.target ?? '-',
     ]);
     const header = ['queue', ...JOB_STATUSES, 'oldest wait', 'cap', 'weight', 'delivery'];
     return { json: { queues }, human: `${table(header, rows)}\n(${FINISHED_NOTE})` };

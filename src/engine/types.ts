@@ -70,10 +70,16 @@ export interface WebhookTarget {
   target: 'webhook';
   /** http or https, on HTTP_ALLOWED_HOSTS for every tenant. */
   url: string;
-  /** The name (DELIVERY_SECRET_…) of the Worker secret or environment variable holding the receiver's `whsec_…` secret; unsigned without it. */
+  /**
+   * The name (DELIVERY_SECRET_…) of the Worker secret or environment variable
+   * that signs the POSTs: each tenant's with an endpoint secret derived from
+   * it for that tenant and this URL. Unsigned without it.
+   */
   secretName?: string;
   /** Jobs per POST, 1 to 1,000; default 100. */
   batchSize?: number;
+  /** Bytes of jobs per POST, 1,024 to 10,485,760; default 1,048,576. */
+  maxBatchBytes?: number;
   /** How long the receiver may take to answer; default 10,000 ms. */
   timeoutMs?: number;
 }

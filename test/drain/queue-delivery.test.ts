@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob, QueueDeliveries, type DeliveredJob } from '../../src/drain';
+import { defineJob, httpEndpointSecret, QueueDeliveries, type DeliveredJob } from '../../src/drain';
 import { enqueueBatch, getJobEvents, listJobs, setQueue, type EnqueueResult } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, jobById } from './support/drain';
@@ -51,13 +51,20 @@ describe('a queue delivered to a webhook, set over the API', () => {
     expect(counts).toMatchObject({ claimed: 45, succeeded: 45, failed: 0 });
     expect(handled).toBe(5);
 
-    const verifier = new Webhook(SECRET);
-    const posted = target.received.flatMap((request) => {
+    // Each POST holds one tenant's jobs, signed with that tenant's endpoint secret for this URL.
+    const secretOf = (tenant: string) => httpEndpointSecret(SECRET, { tenant, url: `${target.base}/orders` });
+    const posted: DeliveredJob[] = [];
+    for (const request of target.received) {
+      const jobs = deliveredIn(request);
+      const tenant = jobs[0]!.tenant;
       expect(request.path).toBe('/orders');
+      expect(new Set(jobs.map((job) => job.tenant))).toEqual(new Set([tenant]));
+      expect(() => new Webhook(SECRET).verify(request.body, request.headers as Record<string, string>)).toThrow();
+      const verifier = new Webhook(await secretOf(tenant));
       expect(() => verifier.verify(request.body, request.headers as Record<string, string>)).not.toThrow();
-      expect(deliveredIn(request).length).toBeLessThanOrEqual(20);
-      return deliveredIn(request);
-    });
+      expect(jobs.length).toBeLessThanOrEqual(20);
+      posted.push(...jobs);
+    }
     expect(posted).toHaveLength(40);
     expect(new Set(posted.map((job) => job.type))).toEqual(new Set(['order.created', 'email']));
     expect(posted.every((job) => job.queue === 'orders-out')).toBe(true);
@@ -106,8 +113,8 @@ describe('a queue delivered to a webhook, set over the API', () => {
     expect(jobs.map((job) => job.status)).toEqual(['queued', 'queued', 'queued']);
   });
 
-  it('refuses, naming the field, a URL off the allow-list, a private address, a secret not named for it or not a whsec_ one', () => {
-    const secrets: Record<string, string> = { DELIVERY_SECRET_GOOD: SECRET, DELIVERY_SECRET_PLAIN: 'not-a-webhook-secret', OTHER_SECRET: SECRET };
+  it('refuses, naming the field, a URL off the allow-list, a private address, a secret not named for it or shorter than 32 characters', () => {
+    const secrets: Record<string, string> = { DELIVERY_SECRET_GOOD: SECRET, DELIVERY_SECRET_PLAIN: 'short-signing-secret', OTHER_SECRET: SECRET };
     const deliveries = new QueueDeliveries({
       http: { allowedHosts: ['hooks.example.com', 'acme=acme.example.com'] },
       secret: (name) => secrets[name],

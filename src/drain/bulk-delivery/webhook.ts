@@ -1,17 +1,30 @@
 import { z } from 'zod';
-import { defineBatchJob, type BatchJobOptions, type BatchOutcome } from '../define-batch-job.js';
+import { defineBatchJob, type BatchContext, type BatchItem, type BatchJobOptions, type BatchOutcome } from '../define-batch-job.js';
 import type { JobDefinition } from '../define-job.js';
 import { PermanentFailure, RetryAfter } from '../job-errors.js';
-import { WEBHOOK_HEADERS, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
+import { WEBHOOK_HEADERS, endpointKey, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
 import { failedDelivery, sendAndRead } from '../handlers/http-response.js';
 import type { DeliveryFetch } from '../handlers/http.js';
-import { deliveredJobs } from './delivered-job.js';
+import { deliveredJobs, type DeliveredJob } from './delivered-job.js';
 
 export interface WebhookDeliveryOptions extends BatchJobOptions<WebhookDeliveryResult> {
   /** Where each batch is POSTed: http or https, set in code (not taken from payloads). */
   url: string | URL;
   /** The receiver's Standard Webhooks secret (`whsec_…`): every POST is signed with it. */
   secret?: string;
+  /**
+   * Instead of `secret`: a signing secret from which each tenant's POSTs get
+   * an endpoint secret of their own, bound to the tenant and to `url`'s
+   * origin and path (`httpEndpointSecret(signingSecret, { tenant, url })`
+   * gives a receiver its `whsec_…`), as the `http` job's deliveries are.
+   */
+  signingSecret?: string;
+  /**
+   * The most bytes of jobs one POST carries, 1,024 to 10,485,760; default
+   * 1,048,576. A batch over it goes in several POSTs; a job larger alone
+   * goes alone.
+   */
+  maxBatchBytes?: number;
   /** Extra request headers (an API key of the receiver's, say). */
   headers?: Readonly<Record<string, string>>;
   /** How long the receiver may take to answer; default 10,000 ms. */
@@ -50,62 +63,148 @@ const receiverAnswer = z.object({
 /** How much of the receiver's answer is read: a rejection list for a batch of 1,000. */
 const ANSWER_BYTES = 256 * 1024;
 
+const DEFAULT_MAX_BATCH_BYTES = 1024 * 1024;
+
+/**
+ * A receiver turned away a whole POST of several jobs with a 4xx that is not
+ * 408 or 429: a refusal that may be any one job's fault (a 413, a 422 on one
+ * entry). Each job retries with backoff, and its next delivery goes in a POST
+ * of its own, where such an answer fails it for good.
+ */
+export class BatchRefusedError extends Error {
+  override readonly name = 'BatchRefusedError';
+}
+
+const encoder = new TextEncoder();
+
 /**
  * Defines a job type whose jobs are delivered in batches to one webhook: a
- * single signed POST of up to `batchSize` jobs (default 100), in enqueue
- * order, as a Standard Webhooks event
- * `{"type": "skiplock.jobs", "timestamp", "data": {"jobs": [DeliveredJob, ...]}}`.
- * A 2xx accepts every job but those its body rejects (`{"rejected": [{"id",
- * "error", "retryAfterSeconds", "permanent"}]}`), and the accepted complete
- * together; any other answer, a timeout or a network error fails the whole
- * batch as the `http` job would (Retry-After honoured, a 4xx other than 408
- * and 429 for good, the rest retried with backoff). A job is delivered at
- * least once: a drain that dies after the POST and before the completions
- * commit delivers it again once its lease lapses, with the same `id`.
+ * signed POST of up to `batchSize` jobs (default 100) of one tenant, in
+ * enqueue order, as a Standard Webhooks event
+ * `{"type": "skiplock.jobs", "timestamp", "data": {"jobs": [DeliveredJob, ...]}}`
+ * with a `skiplock-tenant` header. Jobs of several tenants that start
+ * together go in a POST per tenant, and a POST keeps under `maxBatchBytes`,
+ * so one tenant's jobs never fail, delay or show in another's. A 2xx accepts
+ * every job but those its body rejects (`{"rejected": [{"id", "error",
+ * "retryAfterSeconds", "permanent"}]}`), and the accepted complete together;
+ * any other answer, a timeout or a network error fails the POST's jobs as
+ * the `http` job would (Retry-After honoured, the rest retried with backoff),
+ * except that a 4xx other than 408 and 429 fails for good only a job sent
+ * alone: a POST of several retries each job in a POST of its own
+ * (BatchRefusedError). A job is delivered at least once: a drain that dies
+ * after the POST and before the completions commit delivers it again once
+ * its lease lapses, with the same `id`.
  */
 export function defineWebhookDelivery<const Type extends string, Schema extends z.ZodType>(
   type: Type,
   schema: Schema,
   options: WebhookDeliveryOptions,
 ): JobDefinition<Type, z.input<Schema>, WebhookDeliveryResult> {
-  const { url: target, secret, headers: extraHeaders = {}, timeoutMs = 10_000, fetch: send, ...batchOptions } = options;
+  const {
+    url: target,
+    secret,
+    signingSecret,
+    maxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+    headers: extraHeaders = {},
+    timeoutMs = 10_000,
+    fetch: send,
+    ...batchOptions
+  } = options;
   const url = new URL(target);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new RangeError(`job type "${type}": url must be http or https`);
-  const key = secret === undefined ? undefined : endpointSecretKey(secret);
+  if (secret !== undefined && signingSecret !== undefined) throw new RangeError(`job type "${type}": give secret or signingSecret, not both`);
+  const fixedKey = secret === undefined ? undefined : endpointSecretKey(secret);
   if (!(Number.isInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= 300_000)) {
     throw new RangeError(`job type "${type}": timeoutMs must be a whole number from 1 to 300000`);
   }
+  if (!(Number.isInteger(maxBatchBytes) && maxBatchBytes >= 1024 && maxBatchBytes <= 10 * 1024 * 1024)) {
+    throw new RangeError(`job type "${type}": maxBatchBytes must be a whole number from 1024 to 10485760`);
+  }
   const signedNames = new Set<string>(WEBHOOK_HEADERS);
+  const keyFor = async (tenant: string) =>
+    signingSecret === undefined ? fixedKey : endpointKey(signingSecret, tenant, url);
 
-  return defineBatchJob(
-    type,
-    schema,
-    async (items, context) => {
-      const jobs = deliveredJobs(items);
-      const batch = await batchId(jobs.map((job) => job.id));
-      const unixSeconds = Math.floor(Date.now() / 1000);
-      const body = JSON.stringify({ type: 'skiplock.jobs', timestamp: new Date(unixSeconds * 1000).toISOString(), data: { jobs } });
-      const headers = new Headers(Object.entries(extraHeaders).filter(([name]) => !signedNames.has(name.toLowerCase())));
-      headers.set('content-type', 'application/json');
-      if (key !== undefined) {
-        for (const [name, value] of Object.entries(await signedHeaders(key, { id: batch, unixSeconds, body }))) headers.set(name, value);
-      }
+  /** POSTs one tenant's jobs and says how each ended. */
+  async function post(jobs: DeliveredJob[], context: BatchContext): Promise<Array<[string, BatchOutcome<WebhookDeliveryResult>]>> {
+    const tenant = jobs[0]!.tenant;
+    const batch = await batchId(jobs.map((job) => job.id));
+    const unixSeconds = Math.floor(Date.now() / 1000);
+    const body = JSON.stringify({ type: 'skiplock.jobs', timestamp: new Date(unixSeconds * 1000).toISOString(), data: { jobs } });
+    const headers = new Headers(Object.entries(extraHeaders).filter(([name]) => !signedNames.has(name.toLowerCase())));
+    headers.set('content-type', 'application/json');
+    headers.set('skiplock-tenant', encodeURIComponent(tenant));
+    const key = await keyFor(tenant);
+    if (key !== undefined) {
+      for (const [name, value] of Object.entries(await signedHeaders(key, { id: batch, unixSeconds, body }))) headers.set(name, value);
+    }
+    let outcomes: Map<string, BatchOutcome<WebhookDeliveryResult>>;
+    try {
       const { response, text } = await sendAndRead(url, { timeoutMs, attempt: context.signal, maxBytes: ANSWER_BYTES }, (signal) =>
         send === undefined
           ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
           : send(url, { method: 'POST', headers, body, signal }),
       );
-      if (response.status < 200 || response.status >= 300) throw failedDelivery(url, response, text);
-
+      if (response.status < 200 || response.status >= 300) throw refusal(url, response, text, jobs.length);
       const rejected = rejections(url, text, new Set(jobs.map((job) => job.id)));
       const delivered: WebhookDeliveryResult = { status: response.status, batch, size: jobs.length };
-      const outcomes = new Map<string, BatchOutcome<WebhookDeliveryResult>>();
-      for (const job of jobs) outcomes.set(job.id, rejected.get(job.id) ?? { result: delivered });
-      return outcomes;
+      outcomes = new Map(jobs.map((job) => [job.id, rejected.get(job.id) ?? { result: delivered }]));
+    } catch (error) {
+      outcomes = new Map(jobs.map((job) => [job.id, { error }]));
+    }
+    return [...outcomes];
+  }
+
+  return defineBatchJob(
+    type,
+    schema,
+    async (items, context) => {
+      const posts = postsOf(deliveredJobs(items), new Set(items.filter(refusedWithBatch).map((item) => item.id)), maxBatchBytes);
+      return new Map((await Promise.all(posts.map((jobs) => post(jobs, context)))).flat());
     },
-    // One POST per batch, never redirected.
+    // At most one POST per job, never redirected.
     { ...batchOptions, subrequests: batchOptions.subrequests ?? 1 },
   );
+}
+
+/**
+ * The POSTs a batch goes in: one tenant's jobs each, in enqueue order, each
+ * under `maxBytes` of jobs (a job larger alone goes alone), and a job whose
+ * last delivery was in a refused POST of several alone.
+ */
+function postsOf(jobs: readonly DeliveredJob[], alone: ReadonlySet<string>, maxBytes: number): DeliveredJob[][] {
+  const posts: DeliveredJob[][] = [];
+  const open = new Map<string, { jobs: DeliveredJob[]; bytes: number }>();
+  for (const job of jobs) {
+    if (alone.has(job.id)) {
+      posts.push([job]);
+      continue;
+    }
+    const bytes = encoder.encode(JSON.stringify(job)).byteLength;
+    let current = open.get(job.tenant);
+    if (current !== undefined && current.bytes + bytes > maxBytes) current = undefined;
+    if (current === undefined) {
+      current = { jobs: [], bytes: 0 };
+      open.set(job.tenant, current);
+      posts.push(current.jobs);
+    }
+    current.jobs.push(job);
+    current.bytes += bytes;
+  }
+  return posts;
+}
+
+/** Whether the job's last attempt ended in a refusal of a POST of several (see BatchRefusedError). */
+function refusedWithBatch(item: BatchItem<unknown>): boolean {
+  const lastError = item.context.job.lastError;
+  return typeof lastError === 'object' && lastError !== null && !Array.isArray(lastError) && lastError.name === 'BatchRefusedError';
+}
+
+/** The error a POST that was not answered 2xx fails its jobs with. */
+function refusal(url: URL, response: Response, text: string, size: number): Error {
+  const failure = failedDelivery(url, response, text);
+  return size > 1 && failure instanceof PermanentFailure
+    ? new BatchRefusedError(`${failure.message} (a POST of ${size} jobs: each retries alone)`)
+    : failure;
 }
 
 /** The jobs the receiver turned away, as outcomes; an answer naming jobs it was not sent fails the batch. */

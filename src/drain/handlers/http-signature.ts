@@ -32,8 +32,8 @@ function base64(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
-/** The endpoint's signing key: HMAC-SHA256 under HTTP_SIGNING_SECRET of the tenant, origin and path. */
-async function endpointKey(signingSecret: string, tenant: string, url: URL): Promise<Uint8Array> {
+/** The endpoint's signing key: HMAC-SHA256 under a signing secret (HTTP_SIGNING_SECRET, a DELIVERY_SECRET_…) of the tenant, origin and path. */
+export async function endpointKey(signingSecret: string, tenant: string, url: URL): Promise<Uint8Array> {
   // Line breaks cannot occur in an origin or a path, so the parts cannot run into each other.
   const endpoint = `skiplock http endpoint v1\n${tenant}\n${url.origin}${url.pathname}`;
   return hmacSha256(encoder.encode(signingSecret), endpoint);

@@ -25,6 +25,13 @@ async function visibleStats(database: Queryable, scope: TenantScope): Promise<Qu
   return scope.tenant === undefined ? rows : rows.filter((row) => row.tenant === scope.tenant);
 }
 
+/** A queue as a caller may see it: a tenant-bound key does not see where the queue's jobs go. */
+function withoutTargetFor<Queue extends { delivery?: unknown }>(scope: TenantScope, queue: Queue): Queue | Omit<Queue, 'delivery'> {
+  if (scope.tenant === undefined) return queue;
+  const { delivery: _operators, ...visible } = queue;
+  return visible;
+}
+
 /** Whether two targets say the same (the stored one comes back from jsonb, its keys in another order). */
 function sameTarget(stored: DeliveryTarget | null, given: DeliveryTarget): boolean {
   if (stored === null) return false;
@@ -101,13 +108,15 @@ export function queueRoutes(deps: AppDeps) {
       }
       return c.json(await setQueue(database, queue, settings), 200);
     })
-    .openapi(getQueueRoute, async (c) =>
-      c.json(await getQueue(deps.database(c.env), c.req.valid('param').queue, tenantScope(c.var.principal)), 200),
-    )
+    .openapi(getQueueRoute, async (c) => {
+      const scope = tenantScope(c.var.principal);
+      return c.json(withoutTargetFor(scope, await getQueue(deps.database(c.env), c.req.valid('param').queue, scope)), 200);
+    })
     .openapi(queuesRoute, async (c) => {
       const database = deps.database(c.env);
-      const [rows, settings] = await Promise.all([visibleStats(database, tenantScope(c.var.principal)), listQueueSettings(database)]);
-      return c.json({ queues: summarizeQueues(rows, settings) }, 200);
+      const scope = tenantScope(c.var.principal);
+      const [rows, settings] = await Promise.all([visibleStats(database, scope), listQueueSettings(database)]);
+      return c.json({ queues: summarizeQueues(rows, settings).map((queue) => withoutTargetFor(scope, queue)) }, 200);
     })
     .openapi(statsRoute, async (c) => {
       const database = deps.database(c.env);

@@ -22,10 +22,14 @@ export const DeliveryTargetSchema = z
         secretName: reachableName(DELIVERY_SECRET_PREFIX)
           .optional()
           .describe(
-            `The name of the Worker secret holding the receiver's Standard Webhooks secret (whsec_...), starting with ${DELIVERY_SECRET_PREFIX}: ` +
-              'every POST is signed with it.',
+            `The name of the Worker secret that signs the POSTs (32 characters or more), starting with ${DELIVERY_SECRET_PREFIX}: ` +
+              "each tenant's POSTs are signed (Standard Webhooks) with the endpoint secret httpEndpointSecret derives from it " +
+              'for that tenant and this URL.',
           ),
-        batchSize: intSchema(1, 1000).optional().describe('Jobs per POST; default 100.'),
+        batchSize: intSchema(1, 1000).optional().describe("Jobs per POST, all of one tenant; default 100."),
+        maxBatchBytes: intSchema(1024, 10 * 1024 * 1024)
+          .optional()
+          .describe('Bytes of jobs per POST; default 1048576. A job larger alone goes alone.'),
         timeoutMs: intSchema(1, 300_000).optional().describe('How long the receiver may take to answer; default 10000.'),
       })
       .openapi('WebhookTarget'),
@@ -40,6 +44,11 @@ export const DeliveryTargetSchema = z
   ])
   .describe("Where the queue's jobs go, whatever their type, instead of to handlers: each job once or more (at least once), with its id.")
   .openapi('DeliveryTarget') satisfies z.ZodType<DeliveryTarget>;
+
+/** A queue's delivery target as a read answers it. */
+export const QueueDeliverySchema = DeliveryTargetSchema.nullable()
+  .optional()
+  .describe("The queue's delivery target, null for none; left out for a tenant-bound key (where a queue's jobs go is its operator's).");
 
 /** PUT replaces every setting; one left out takes its default (no cap, weight 1, no delivery target). */
 export const QueueSettingsBodySchema = z
@@ -58,7 +67,7 @@ export const QueueSchema = z
     name: z.string(),
     concurrency: z.int().nullable(),
     weight: z.int(),
-    delivery: DeliveryTargetSchema.nullable(),
+    delivery: QueueDeliverySchema,
     custom: z.boolean().describe('False when the queue runs on the defaults.'),
     running: z.int().describe("Jobs of this queue running now (a tenant-bound key counts its own tenant's)."),
   })

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine/index.js';
 import { JobStatusSchema } from './job.js';
-import { DeliveryTargetSchema } from './queue.js';
+import { QueueDeliverySchema } from './queue.js';
 
 const FINISHED_WINDOW =
   'Final statuses (succeeded, failed, cancelled, expired) count the jobs that finished in the last hour.';
@@ -80,7 +80,7 @@ export const QueueSummarySchema = z
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited.'),
     concurrency: z.int().nullable().describe("The queue's cap on running jobs over all tenants; null for none."),
     weight: z.int().describe("The queue's share of each tenant's turns."),
-    delivery: DeliveryTargetSchema.nullable(),
+    delivery: QueueDeliverySchema,
   })
   .openapi('QueueSummary');
 

@@ -278,6 +278,24 @@ describe('a tenant-bound key', async () => {
     expect(listedTheirs.jobs).toEqual([]);
   });
 
+  it("does not see a queue's delivery target, which an admin key does", async () => {
+    const delivered = uniqueName('tenant-bound-target');
+    const target = { target: 'cloudflare-queue' as const, binding: 'DELIVERY_QUEUE_TEST' };
+    await success(api.v1.queues[':queue'].$put({ param: { queue: delivered }, json: { delivery: target } }));
+    await enqueueJob(delivered, { tenant: mine, payload: { run: false } });
+    // Nothing drains this queue here: the job stays queued, the queue listed.
+
+    const asTenant = await success(bound.v1.queues[':queue'].$get({ param: { queue: delivered } }));
+    const asAdmin = await success(api.v1.queues[':queue'].$get({ param: { queue: delivered } }));
+    const listed = (await success(bound.v1.queues.$get())).queues.find((queue) => queue.queue === delivered);
+
+    expect(asTenant).toMatchObject({ name: delivered, custom: true });
+    expect('delivery' in asTenant).toBe(false);
+    expect(asAdmin.delivery).toEqual(target);
+    expect(listed).toBeDefined();
+    expect('delivery' in listed!).toBe(false);
+  });
+
   it("counts only its own tenant's running jobs of a queue", async () => {
     const shared = uniqueName('tenant-bound-shared');
     await enqueueJob(shared, { tenant: theirs });
