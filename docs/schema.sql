@@ -11,7 +11,8 @@ TABLE api_keys (
   scopes text[] NOT NULL,
   tenant text,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
-  revoked_at timestamp with time zone
+  revoked_at timestamp with time zone,
+  worker_id text
 );
 
 TABLE attempt_stats_rollup (
@@ -172,6 +173,8 @@ api_keys api_keys_pkey: PRIMARY KEY (id);
 api_keys api_keys_scopes_known: CHECK (((cardinality(scopes) >= 1) AND (scopes <@ ARRAY['admin'::text, 'enqueue'::text, 'read'::text, 'worker'::text])));
 api_keys api_keys_secret_sha256_key: UNIQUE (secret_sha256);
 api_keys api_keys_tenant_length: CHECK (((tenant IS NULL) OR ((length(tenant) >= 1) AND (length(tenant) <= 128))));
+api_keys api_keys_worker_bound_worker: CHECK (((worker_id IS NULL) OR (('worker'::text = ANY (scopes)) AND (NOT ('admin'::text = ANY (scopes))))));
+api_keys api_keys_worker_id_length: CHECK (((length(worker_id) >= 1) AND (length(worker_id) <= 128)));
 attempt_stats_rollup attempt_stats_rollup_only_row_check: CHECK (only_row);
 attempt_stats_rollup attempt_stats_rollup_pkey: PRIMARY KEY (only_row);
 daily_attempt_stats daily_attempt_stats_pkey: PRIMARY KEY (day, queue, tenant);

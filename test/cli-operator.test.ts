@@ -166,16 +166,20 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', 'high']), 2, /--priority must be a whole number, not "high"$/);
     expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', '5000']), 1, /^skiplock jobs: 400 /);
 
+    // The worker's own key, bound to its id: it claims under that id, and it alone may hand back what the id holds.
+    const created = await skiplock(['keys', 'create', '--name', 'cli-crashed', '--scope', 'worker', '--worker-id', 'cli-crashed', '--json']);
+    const workerKey = (JSON.parse(created.stdout) as { secret: string }).secret;
     const claim = await fetch(`${url}/v1/queues/cli-moves/claim`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${workerKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ workerId: 'cli-crashed', types: ['cli-idle'] }),
     });
     expect(((await claim.json()) as { jobs: JobJson[] }).jobs.map((job) => job.id)).toEqual([idle.id]);
     expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', '1']), 1, /^skiplock jobs: 409 Not waiting: the job is running/);
-    const released = await skiplock(['workers', 'release', 'cli-crashed']);
+    expectOneLine(await skiplock(['workers', 'release', 'cli-crashed']), 4, /^skiplock workers: 403 Forbidden: only a key bound to worker cli-crashed /);
+    const released = await skiplock(['workers', 'release', 'cli-crashed'], { SKIPLOCK_API_KEY: workerKey });
     expect(released).toEqual({ code: 0, stdout: `handed back 1 job of worker cli-crashed: ${idle.id} queued\n`, stderr: '' });
-    expect((await skiplock(['workers', 'release', 'cli-crashed'])).stdout).toBe('worker cli-crashed holds no jobs\n');
+    expect((await skiplock(['workers', 'release', 'cli-crashed'], { SKIPLOCK_API_KEY: workerKey })).stdout).toBe('worker cli-crashed holds no jobs\n');
   });
 
   it('queues and stats count the jobs per queue, tenant and status', async () => {
@@ -252,7 +256,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     };
     expect(created.secret).toMatch(/^skiplock_/);
     const listed = await skiplock(['keys', 'list']);
-    expect(listed.stdout).toMatch(new RegExp(`\\n${created.id} +cli-reader +read +\\* +skiplock_\\S+ +\\d{4}-\\S+ +-\\n`));
+    expect(listed.stdout).toMatch(new RegExp(`\\n${created.id} +cli-reader +read +\\* +\\* +skiplock_\\S+ +\\d{4}-\\S+ +-\\n`));
 
     const idle = await enqueue('cli-keys', { type: 'cli-idle' });
     expect((await skiplock(['jobs', 'get', idle.id], { SKIPLOCK_API_KEY: created.secret })).code).toBe(0);

@@ -5,17 +5,23 @@ import { operatorCommand, withSubcommands } from './operator-command.js';
 import { fields, shortTime, table } from './table.js';
 
 const create = operatorCommand({
-  usage: 'skiplock keys create --name NAME --scope SCOPE[,SCOPE...] [--tenant TENANT]',
-  options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, tenant: { type: 'string' } },
-  async run({ values: { name, scope = [], tenant }, connection }) {
+  usage: 'skiplock keys create --name NAME --scope SCOPE[,SCOPE...] [--tenant TENANT] [--worker-id WORKER]',
+  options: {
+    name: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    tenant: { type: 'string' },
+    'worker-id': { type: 'string' },
+  },
+  async run({ values: { name, scope = [], tenant, 'worker-id': workerId }, connection }) {
     if (name === undefined || scope.length === 0) throw usageFailure('--name and at least one --scope (admin, enqueue, read, worker) are required');
     // The API checks the scopes and names the ones there are.
     const scopes = scope.flatMap((value) => value.split(',')).map((value) => value.trim()) as ApiKeyScope[];
-    const key = await successBody(connection.api.v1.keys.$post({ json: { name, scopes, tenant } }));
+    const key = await successBody(connection.api.v1.keys.$post({ json: { name, scopes, tenant, workerId } }));
     const human = fields([
       ['key', `${key.id} (${key.name})`],
       ['scopes', key.scopes.join(', ')],
       ['tenant', key.tenant ?? 'every tenant'],
+      ...(key.workerId === null ? [] : [['worker', `${key.workerId} only (it may hand back that worker's jobs)`] as [string, string]]),
       ['secret', `${key.secret}  (shown this once: only its hash is stored)`],
     ]);
     return { json: key, human };
@@ -32,11 +38,12 @@ const list = operatorCommand({
       key.name,
       key.scopes.join(','),
       key.tenant ?? '*',
+      key.workerId ?? '*',
       `${key.secretPrefix}…`,
       shortTime(key.createdAt),
       shortTime(key.revokedAt),
     ]);
-    const human = rows.length === 0 ? 'no API keys (the ADMIN_TOKEN is not one of them)' : table(['id', 'name', 'scopes', 'tenant', 'secret', 'created', 'revoked'], rows);
+    const human = rows.length === 0 ? 'no API keys (the ADMIN_TOKEN is not one of them)' : table(['id', 'name', 'scopes', 'tenant', 'worker', 'secret', 'created', 'revoked'], rows);
     return { json: answer, human };
   },
 });

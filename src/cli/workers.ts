@@ -17,5 +17,5 @@ const release = operatorCommand({
 });
 
 export const workersCommand = withSubcommands('workers', {
-  release: { run: release, summary: 'hand back every job a (crashed) worker holds, at once' },
+  release: { run: release, summary: "hand back every job a crashed worker held, at once (with that worker's own key)" },
 });

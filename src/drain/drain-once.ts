@@ -16,6 +16,7 @@ import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { ConnectionGate } from './connection-gate.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import type { WorkArrivals } from './work-arrivals.js';
+import { drainWorkerId } from './worker-id.js';
 
 export interface DrainOptions {
   /**
@@ -76,7 +77,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
       });
     }
     const jobs = await runJobs(db, registry, {
-      workerId: options.workerId ?? `drain-${crypto.randomUUID().slice(0, 8)}`,
+      workerId: options.workerId ?? drainWorkerId('drain'),
       concurrency: options.concurrency ?? DEFAULT_DRAIN_CONCURRENCY,
       ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
       budget,

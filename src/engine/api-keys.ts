@@ -11,6 +11,12 @@ export interface ApiKey {
   scopes: ApiKeyScope[];
   /** The tenant the key is bound to; null for a key that reaches every tenant. */
   tenant: string | null;
+  /**
+   * The worker id the key is bound to: it claims only under that id, and it
+   * alone may hand back everything that id holds (`releaseWorker`). Null for
+   * a key that claims under any id and hands back nothing wholesale.
+   */
+  workerId: string | null;
   /** The first characters of the secret, to tell keys apart. */
   secretPrefix: string;
   createdAt: string;
@@ -21,18 +27,19 @@ export interface NewApiKey {
   name: string;
   scopes: readonly ApiKeyScope[];
   tenant?: string | null;
+  workerId?: string | null;
   /** Lowercase hex SHA-256 of the secret; the secret itself never reaches the database. */
   secretSha256: string;
   secretPrefix: string;
 }
 
 const apiKeyColumns = /* sql */ `
-  id, name, scopes, tenant, secret_prefix AS "secretPrefix",
+  id, name, scopes, tenant, worker_id AS "workerId", secret_prefix AS "secretPrefix",
   skiplock.iso(created_at) AS "createdAt", skiplock.iso(revoked_at) AS "revokedAt"`;
 
 const createApiKeySql = /* sql */ `
-INSERT INTO skiplock.api_keys (name, scopes, tenant, secret_sha256, secret_prefix)
-VALUES ($1, $2::text[], $3, $4, $5)
+INSERT INTO skiplock.api_keys (name, scopes, tenant, worker_id, secret_sha256, secret_prefix)
+VALUES ($1, $2::text[], $3, $4, $5, $6)
 RETURNING ${apiKeyColumns}`;
 
 const findActiveApiKeySql = /* sql */ `
@@ -51,7 +58,7 @@ export async function createApiKey(db: Queryable, key: NewApiKey): Promise<ApiKe
   const [row] = await db.query<ApiKey>({
     name: 'skiplock_create_api_key',
     text: createApiKeySql,
-    params: [key.name, key.scopes, key.tenant ?? null, key.secretSha256, key.secretPrefix],
+    params: [key.name, key.scopes, key.tenant ?? null, key.workerId ?? null, key.secretSha256, key.secretPrefix],
   });
   return row!;
 }

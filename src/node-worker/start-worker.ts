@@ -4,6 +4,7 @@ import { prepareClaims, releaseWorker } from '../engine/index.js';
 import {
   CLAIMS_AHEAD_AT_ONCE,
   createRegistry,
+  drainWorkerId,
   jsonConsoleLogger,
   runUntilStopped,
   type JobDefinition,
@@ -79,7 +80,7 @@ export interface RunningWorker {
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const concurrency = options.concurrency ?? 10;
   const logger = options.logger ?? jsonConsoleLogger;
-  const workerId = options.workerId ?? `node-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 4)}`;
+  const workerId = options.workerId ?? drainWorkerId(`node-${hostname()}-${process.pid}`);
   const registry = createRegistry(options.handlers, options.schedules);
   const preparedStatements = options.preparedStatements ?? true;
   // At most one connection per running attempt (heartbeats, progress), and one

@@ -4,6 +4,7 @@ import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { JobRegistry } from '../drain/registry.js';
 import { SubrequestBudget } from '../drain/subrequest-budget.js';
 import { WorkArrivals } from '../drain/work-arrivals.js';
+import { drainWorkerId } from '../drain/worker-id.js';
 import type { WaitUntil } from '../http/context.js';
 import type { Queryable } from '../db/types.js';
 import { nextDueAt } from '../engine/next-due.js';
@@ -26,10 +27,6 @@ export interface DrainRuntime {
 
 /** An enqueue request's own statements before its fast path: its API key's lookup, the enqueue, one to spare. */
 const ENQUEUE_REQUEST_SUBREQUESTS = 3;
-
-function invocationId(kind: string): string {
-  return `${kind}-${crypto.randomUUID().slice(0, 8)}`;
-}
 
 /** What a cron tick did: nothing, when the queue clock said nothing is due; else the drain's counts. */
 export type ScheduledOutcome = ({ drained: true } & DrainCounts & Subrequests & Helpers) | ({ drained: false } & Subrequests);
@@ -90,7 +87,7 @@ export async function scheduledDrain(runtime: DrainRuntime, cron: string, clock?
       concurrency: settings.drain.concurrency,
       retentionSeconds: settings.jobs.retentionSeconds,
       statsRetentionDays: settings.jobs.statsRetentionDays,
-      workerId: invocationId('cron'),
+      workerId: drainWorkerId('cron'),
       subrequests,
       connections,
       onBacklog: fanOut?.onBacklog,
@@ -176,7 +173,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
       budgetSeconds: settings.drain.fastPathBudgetSeconds,
       concurrency: settings.drain.concurrency,
       housekeeping: false,
-      workerId: invocationId('fast'),
+      workerId: drainWorkerId('fast'),
       arrivals,
       subrequests,
       connections,
@@ -213,7 +210,7 @@ export async function helperDrain({ settings, registry, deliveries }: DrainRunti
       budgetSeconds: settings.drain.budgetSeconds,
       concurrency: settings.drain.concurrency,
       housekeeping: false,
-      workerId: invocationId(name),
+      workerId: drainWorkerId(name),
       subrequests,
       connections,
       deliveries,

@@ -4,7 +4,7 @@ import { looksLikeApiKey } from './api-key-secret.js';
 import { sameSecret, sha256Hex } from './crypto.js';
 import type { KeyHolder } from './principal.js';
 
-const ADMIN_TOKEN_HOLDER: KeyHolder = { kind: 'api-key', keyId: null, scopes: ['admin'], tenant: null };
+const ADMIN_TOKEN_HOLDER: KeyHolder = { kind: 'api-key', keyId: null, scopes: ['admin'], tenant: null, workerId: null };
 
 /**
  * Who holds this bearer token: the ADMIN_TOKEN (compared in constant time) or
@@ -20,5 +20,5 @@ export async function keyHolderFor(
   if (adminToken && (await sameSecret(bearer, adminToken))) return ADMIN_TOKEN_HOLDER;
   if (!looksLikeApiKey(bearer)) return undefined;
   const key = await findActiveApiKey(database(), await sha256Hex(bearer));
-  return key && { kind: 'api-key', keyId: key.id, scopes: key.scopes, tenant: key.tenant };
+  return key && { kind: 'api-key', keyId: key.id, scopes: key.scopes, tenant: key.tenant, workerId: key.workerId };
 }

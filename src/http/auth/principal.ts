@@ -9,6 +9,8 @@ export interface KeyHolder {
   scopes: readonly ApiKeyScope[];
   /** The only tenant this caller sees; null for every tenant. */
   tenant: string | null;
+  /** The only worker id this caller claims under, and the one whose jobs it may hand back; null for none. */
+  workerId: string | null;
 }
 
 /** A browser holding the signed status token of one job: it may read that job and nothing else. */

@@ -50,12 +50,13 @@ export function apiKeyRoutes(deps: AppDeps) {
 
   return router()
     .openapi(createKeyRoute, async (c) => {
-      const { name, scopes, tenant } = c.req.valid('json');
+      const { name, scopes, tenant, workerId } = c.req.valid('json');
       const secret = newApiKeySecret();
       const key = await createApiKey(deps.database(c.env), {
         name,
         scopes,
         tenant,
+        workerId,
         secretSha256: await sha256Hex(secret),
         secretPrefix: shownPrefixOf(secret),
       });

@@ -2,10 +2,10 @@ import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Queryable } from '../../db/types.js';
 import { acknowledge, claimBatch, complete, extendLease, fail, getJob, release, releaseWorker } from '../../engine/index.js';
-import { tenantScope } from '../auth/principal.js';
+import { asKeyHolder, tenantScope } from '../auth/principal.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
-import { jobNotFound } from '../problem.js';
+import { forbidden, jobNotFound } from '../problem.js';
 import { QueueParamsSchema } from '../schemas/enqueue.js';
 import { JobIdParamsSchema, JobSchema } from '../schemas/job.js';
 import {
@@ -80,7 +80,8 @@ export function pullRoutes(deps: AppDeps) {
     summary: 'Claim jobs to run (pull API)',
     description:
       'Claims up to `max` ready jobs of the queue, fairly across tenants and within their limits; each comes ' +
-      'with the `leaseToken` its worker must present. An empty list when none is ready.',
+      'with the `leaseToken` its worker must present. An empty list when none is ready. A key bound to a worker ' +
+      'id claims under that id only (403 for another).',
     request: { params: QueueParamsSchema, body: jsonBody(ClaimBodySchema) },
     responses: {
       200: jsonResponse(ClaimResponseSchema, 'The claimed jobs'),
@@ -146,8 +147,10 @@ export function pullRoutes(deps: AppDeps) {
     summary: 'Hand back every job a worker holds',
     description:
       'For a worker that knows it crashed and restarts under the same workerId: its jobs wait again at once ' +
-      "instead of when their leases end (the attempt counts; a job on its last attempt fails). A tenant-bound key " +
-      "hands back its own tenant's jobs only. At most 1,000 jobs an answer: call again while one comes back full.",
+      "instead of when their leases end (the attempt counts; a job on its last attempt fails). Only a key bound to " +
+      'that workerId may call it (403 for any other, admin included): handing back the jobs of a worker that still ' +
+      "runs them would run each twice at once. A tenant-bound key hands back its own tenant's jobs only. At most " +
+      '1,000 jobs an answer: call again while one comes back full.',
     request: { params: WorkerParamsSchema },
     responses: {
       200: jsonResponse(ReleasedJobsSchema, 'The jobs handed back'),
@@ -158,6 +161,10 @@ export function pullRoutes(deps: AppDeps) {
   return router()
     .openapi(claimRoute, async (c) => {
       const { max, leaseSeconds, workerId, types } = c.req.valid('json');
+      const { workerId: boundTo } = asKeyHolder(c.var.principal);
+      if (boundTo !== null && workerId !== boundTo) {
+        throw forbidden(`this key claims as worker ${boundTo} only`, [{ path: 'workerId', message: `must be ${boundTo} with this key` }]);
+      }
       const jobs = await claimBatch(deps.database(c.env), {
         max,
         leaseSeconds,
@@ -202,8 +209,16 @@ export function pullRoutes(deps: AppDeps) {
       return c.json(await acknowledge(deps.database(c.env), acknowledgements, tenantScope(c.var.principal)), 200);
     })
     .openapi(releaseWorkerRoute, async (c) => {
-      const options = { limit: RELEASE_PAGE, ...tenantScope(c.var.principal) };
-      const jobs = await releaseWorker(deps.database(c.env), c.req.valid('param').workerId, options);
+      const { workerId } = c.req.valid('param');
+      const holder = asKeyHolder(c.var.principal);
+      if (holder.workerId !== workerId) {
+        throw forbidden(
+          `only a key bound to worker ${workerId} may hand back its jobs: if that worker still ran them, each would run twice at ` +
+            'once. The worker itself calls this when it starts again after a crash, with a key made for it (POST /v1/keys with workerId).',
+        );
+      }
+      const options = { limit: RELEASE_PAGE, ...tenantScope(holder) };
+      const jobs = await releaseWorker(deps.database(c.env), workerId, options);
       return c.json({ jobs }, 200);
     });
 }

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { DRAIN_WORKER_ID_PREFIX } from '../../drain/worker-id.js';
 import { LIMITS } from '../limits.js';
 import {
   DelaySecondsSchema,
@@ -11,13 +12,19 @@ import {
 } from './common.js';
 import { ClaimedJobSchema, JobSchema } from './job.js';
 
+/** A pull worker's id: any name but those of skiplock's own drains. */
+export const WorkerIdSchema = NameSchema.refine(
+  (id) => !id.startsWith(DRAIN_WORKER_ID_PREFIX),
+  `must not begin with ${DRAIN_WORKER_ID_PREFIX}, which skiplock's own drains use`,
+);
+
 export const ClaimBodySchema = z
   .strictObject({
     max: intSchema(1, LIMITS.maxClaim)
       .default(1)
       .describe(`Jobs to claim at most, 1 to ${LIMITS.maxClaim}; default 1.`),
     leaseSeconds: LeaseSecondsSchema.optional().describe("Lease length; each job's own leaseSeconds when left out."),
-    workerId: NameSchema.describe('Recorded on the job and its events.'),
+    workerId: WorkerIdSchema.describe("Recorded on the job and its events; a key bound to a worker id claims under that id only."),
     types: z.array(NameSchema).max(100).optional().describe('The job types this worker can run; all when left out.'),
   })
   .openapi('ClaimRequest');
@@ -104,7 +111,7 @@ export const AcknowledgeResponseSchema = z
   .openapi('AcknowledgeResponse');
 
 export const WorkerParamsSchema = z.object({
-  workerId: NameSchema.openapi({ param: { name: 'workerId', in: 'path' } }).describe('The workerId its claims gave.'),
+  workerId: WorkerIdSchema.openapi({ param: { name: 'workerId', in: 'path' } }).describe('The workerId its claims gave.'),
 });
 
 export const ReleasedJobsSchema = z.object({ jobs: z.array(JobSchema) }).openapi('ReleasedJobs');

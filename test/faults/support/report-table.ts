@@ -7,8 +7,8 @@ export interface RunFacts {
   seconds: number;
 }
 
-/** Scenarios 1 to 8 of issue 7 and 9 of issue 16: the report is written when all of them ran. */
-export const SCENARIOS = 9;
+/** Scenarios 1 to 8 of issue 7, 9 of issue 16 and 10 of issue 37: the report is written when all of them ran. */
+export const SCENARIOS = 10;
 
 function cell(text: string | number): string {
   return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -25,9 +25,11 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     '',
     '- **jobs lost**: jobs (or acknowledged enqueues and completions) that did not end as they must;',
     '- **run twice at once**: jobs with two overlapping runs, a run being the interval from its claim',
-    '  (`started_at`) to the completion or the `released`, `failed`, `cancelled` or `lease_expired` event that ends it;',
+    '  (`started_at`) to the completion or the `released`, `failed`, `cancelled` or `lease_expired` event that ends it',
+    "  (scenario 10: from the handlers' own record of when their work began and stopped, which a hand-back cannot end);",
     '- **limit violations**: tenant concurrency above its limit (sampled from the database every few',
-    '  milliseconds and from the run intervals), jobs started beyond a rate limit, periodic ticks enqueued twice.',
+    '  milliseconds and from the run intervals), jobs started beyond a rate limit, periodic ticks enqueued twice,',
+    "  hand-backs of a worker's jobs by anyone but that worker.",
     '',
     `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
     'Loads are scaled down from the issue\'s figures so the suite fits in a few minutes on 2 cores.',

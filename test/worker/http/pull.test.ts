@@ -154,14 +154,15 @@ describe('complete, fail, extend, release', () => {
 });
 
 describe('POST /v1/workers/{workerId}/release', () => {
-  it("hands back every job the worker holds at once, and answers an empty list when it holds none", async () => {
+  it("hands back, to the worker's own key, every job the worker holds at once, and an empty list when it holds none", async () => {
     const queue = uniqueName('release-worker');
     for (let i = 0; i < 3; i++) await enqueueJob(queue);
     const workerId = uniqueName('crashed-worker');
-    await success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 2, workerId } }));
+    const own = client(await createKey(['worker'], undefined, workerId));
+    await success(own.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 2, workerId } }));
 
-    const released = await success(api.v1.workers[':workerId'].release.$post({ param: { workerId } }));
-    const again = await success(api.v1.workers[':workerId'].release.$post({ param: { workerId } }));
+    const released = await success(own.v1.workers[':workerId'].release.$post({ param: { workerId } }));
+    const again = await success(own.v1.workers[':workerId'].release.$post({ param: { workerId } }));
 
     expect(released.jobs.map((job) => [job.status, job.attempts])).toEqual([['queued', 1], ['queued', 1]]);
     expect(again.jobs).toEqual([]);
@@ -172,6 +173,57 @@ describe('POST /v1/workers/{workerId}/release', () => {
   it('refuses a worker id with control characters (400)', async () => {
     const problem = await problemOf(await postJson('/v1/workers/a%07b/release', {}));
     expect(problem).toMatchObject({ status: 400 });
+  });
+
+  it('refuses every key but the one bound to that worker id, admin included, and changes nothing: the worker may still run its jobs', async () => {
+    const queue = uniqueName('release-live');
+    await enqueueJob(queue);
+    const workerId = uniqueName('live-worker');
+    const own = await createKey(['worker'], undefined, workerId);
+    const [claimed] = (await success(client(own).v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId } }))).jobs;
+    const others = [
+      ADMIN_TOKEN,
+      await createKey(['worker']),
+      await createKey(['worker'], 'default'),
+      await createKey(['worker'], undefined, uniqueName('another-worker')),
+    ];
+
+    const statuses = [];
+    for (const key of others) {
+      const response = await request(`/v1/workers/${workerId}/release`, { method: 'POST', apiKey: key });
+      statuses.push((await problemOf(response)).status);
+    }
+
+    expect(statuses).toEqual([403, 403, 403, 403]);
+    expect(await success(api.v1.jobs[':id'].$get({ param: { id: claimed!.id }, query: {} }))).toMatchObject({
+      status: 'running',
+      workerId,
+    });
+  });
+
+  it("never reaches a drain's jobs: a worker id of skiplock's own drains is refused for claims, keys and releases (400)", async () => {
+    const drainId = 'skiplock:cron-1a2b3c4d';
+    const claim = await postJson(`/v1/queues/${uniqueName('q')}/claim`, { workerId: drainId });
+    const key = await postJson('/v1/keys', { name: 'k', scopes: ['worker'], workerId: drainId });
+    const release = await postJson(`/v1/workers/${encodeURIComponent(drainId)}/release`, {});
+
+    for (const [response, field] of [[claim, 'workerId'], [key, 'workerId'], [release, 'workerId']] as const) {
+      expect(await problemOf(response)).toMatchObject({ status: 400, errors: [{ path: field }] });
+    }
+  });
+
+  it('lets a bound key claim under its own worker id only (403 naming workerId)', async () => {
+    const workerId = uniqueName('bound-claimer');
+    const bound = await createKey(['worker'], undefined, workerId);
+
+    const refused = await request(`/v1/queues/${uniqueName('q')}/claim`, {
+      method: 'POST',
+      apiKey: bound,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ workerId: 'someone-else' }),
+    });
+
+    expect(await problemOf(refused)).toMatchObject({ status: 403, errors: [{ path: 'workerId', message: `must be ${workerId} with this key` }] });
   });
 });
 

@@ -42,8 +42,8 @@ export function uniqueName(prefix: string): string {
 export const success = successBody;
 
 /** Creates an API key through the API and returns its secret. */
-export async function createKey(scopes: ApiKeyScope[], tenant?: string): Promise<string> {
-  return (await success(client().v1.keys.$post({ json: { name: uniqueName('test-key'), scopes, tenant } }))).secret;
+export async function createKey(scopes: ApiKeyScope[], tenant?: string, workerId?: string): Promise<string> {
+  return (await success(client().v1.keys.$post({ json: { name: uniqueName('test-key'), scopes, tenant, workerId } }))).secret;
 }
 
 /** Enqueues a new job (201) and answers it. */
