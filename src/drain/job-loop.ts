@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/types.js';
-import { claimBatch, MAX_CLAIM } from '../engine/claim-batch.js';
+import { claimBatch } from '../engine/claim-batch.js';
 import { releaseMany } from '../engine/release.js';
 import type { ClaimedJob } from '../engine/types.js';
 import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { DrainBudget } from './budget.js';
+import { ClaimPolicy, type ClaimingState } from './claim-policy.js';
 import { CompletionBatch } from './completion-batch.js';
 import { noJobCounts, type JobCounts } from './job-counts.js';
 import { HeartbeatSchedule } from './heartbeat.js';
@@ -18,6 +19,9 @@ import type { JobDefinition } from './define-job.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import { WakeUp } from './wake-up.js';
 import type { WorkArrivals } from './work-arrivals.js';
+
+/** How many claims the loop keeps out at once, and so how many connections its `claimsDb` wants. */
+export { CLAIMS_AHEAD_AT_ONCE } from './claim-policy.js';
 
 /**
  * An empty claim right after one that found jobs is tried again after this
@@ -94,16 +98,6 @@ interface ClaimedAt {
 /** How often a loop with free slots looks for enqueues announced to it (WorkArrivals). */
 const ARRIVALS_LOOK_EVERY_MS = 20;
 
-/**
- * Claims a loop that claims ahead keeps out at once while the queue has a
- * backlog, each of half a batch. One claim's statement runs while the
- * other's rows travel and are read, so the database is never idle between
- * claims, and a busy worker's rate is not one claim's round trip per batch.
- * Each claim steps over the rows the other holds (SKIP LOCKED); a third
- * would mostly add that.
- */
-export const CLAIMS_AHEAD_AT_ONCE = 2;
-
 /** The lease a job gets when its enqueue names none (the jobs table's default). */
 const DEFAULT_LEASE_SECONDS = 60;
 
@@ -121,7 +115,7 @@ const DEFAULT_LEASE_SECONDS = 60;
  */
 export async function runJobs(db: Queryable, registry: JobRegistry, options: JobLoopOptions): Promise<JobCounts> {
   const { budget, concurrency, logger, waitForWork, arrivals, subrequests, deliveries } = options;
-  const claimBatchSize = Math.max(concurrency, options.claimBatchSize ?? concurrency);
+  const policy = new ClaimPolicy({ concurrency, claimBatchSize: options.claimBatchSize, capped: subrequests !== undefined });
   const counts = noJobCounts();
   /** Attempts started and not yet recorded. */
   let running = 0;
@@ -132,7 +126,6 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
   /** Claimed ahead, in claim order, waiting for a free slot. */
   const claimedAhead: ClaimedAt[] = [];
   const completions = new CompletionBatch(db, counts, logger, (jobs) => subrequests?.release(jobs));
-  const pace = new AttemptPace();
   const heartbeats = new HeartbeatSchedule();
   /** The attempts running now: the deadline interrupts them all. */
   const attempts = new Set<Attempt>();
@@ -223,7 +216,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       attempts.delete(attempt);
       heartbeats.delete(attempt);
     }
-    pace.record(Date.now() - startedAt);
+    policy.attemptTook(Date.now() - startedAt);
     // All but the outcome's own statement: heartbeats were counted as sent, the handler's declared ones are counted now.
     subrequests?.release(reserved - 1);
     subrequests?.countUnseen(Math.max(0, (definition.options.subrequests ?? 0) - attempt.fetchesSent));
@@ -279,7 +272,7 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     // more comes only when a claim answering arrived work and the claim it
     // went out beside both found one, and it goes back at once, for any
     // worker to start.
-    if (!claimingAhead) await handBack(claimedAhead.splice(0).map(({ job }) => job), 0);
+    if (!policy.claimsAhead) await handBack(claimedAhead.splice(0).map(({ job }) => job), 0);
   }
 
   /** The claims on their way, running beside the attempts, and how many jobs they may bring. */
@@ -329,30 +322,18 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     }
   }
 
-  /**
-   * Claiming ahead, the next jobs are claimed while those on hand still keep
-   * the slots busy: no slot waits for a claim's round trip. Under a
-   * subrequest cap the loop claims a whole batch once the jobs on hand fall
-   * below half a batch (one claim out at a time: each is sized to what the
-   * drain can still afford, which two claims out would both count as
-   * theirs). Otherwise it keeps a batch on hand or on its way, claimed half
-   * a batch at a time, up to CLAIMS_AHEAD_AT_ONCE claims out at once.
-   */
-  const claimingAhead = claimBatchSize > concurrency;
-  const halfBatch = Math.max(concurrency, Math.floor(claimBatchSize / 2));
-  const claimsAtOnce = claimingAhead && subrequests === undefined ? CLAIMS_AHEAD_AT_ONCE : 1;
-  const claimSize = claimsAtOnce > 1 ? Math.max(concurrency, Math.ceil(claimBatchSize / claimsAtOnce)) : claimBatchSize;
-  const refillBelow = !claimingAhead ? 1 : claimsAtOnce > 1 ? claimBatchSize : halfBatch;
-  /** Held at most: running, claimed ahead and being claimed. Without claiming ahead, the free slots. */
-  const holdAtMost = claimingAhead ? claimBatchSize + halfBatch : claimBatchSize;
-
-  /** How many jobs the next claim may take: half a batch or a batch, within what the loop may hold and the drain afford. */
-  function roomToClaim(): number {
-    return Math.min(
-      claimSize,
-      holdAtMost - claimedAhead.length - running - jobsBeingClaimed,
-      subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
-    );
+  /** What the claim policy reads: the loop's holdings and what it knows of the queue. */
+  function claimingState(): ClaimingState {
+    return {
+      lastClaim: { found: lastClaimFound, full: lastClaimFull },
+      somethingHappened,
+      running,
+      held: claimedAhead.length,
+      claimsOut: claimsOut.size,
+      beingClaimed: jobsBeingClaimed,
+      affordableJobs: subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
+      msLeft: budget.msUntilAbort(),
+    };
   }
 
   for (;;) {
@@ -361,12 +342,9 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     // Closed in the same turn as the last look, so an announcement after it starts a drain of its own.
     if (!mayClaim) arrivals?.close();
     if (arrivals?.take()) somethingHappened = true;
-    // After a short batch whose jobs have all ended, claiming again is how to find out whether more wait.
-    const worthClaiming = lastClaimFull || somethingHappened || (running === 0 && lastClaimFound);
     // An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it.
     if (subrequests !== undefined) {
-      const affordable = subrequests.affordableJobs(likelySubrequestsPerJob()) - claimedAhead.length;
-      arrivals?.setRoom(Math.max(0, affordable - (claimsOut.size === 0 ? 0 : concurrency)));
+      arrivals?.setRoom(policy.roomForArrivals(subrequests.affordableJobs(likelySubrequestsPerJob()), claimedAhead.length, claimsOut.size));
     }
     // Beside the claim out, for the job that arrived (workArrivedWhileClaiming).
     if (mayClaim && workArrivedWhileClaiming && claimsOut.size === 1) {
@@ -374,12 +352,9 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
       somethingHappened = false;
     }
     workArrivedWhileClaiming = false;
-    // A second claim goes out only while the queue has a backlog: the last claim found jobs and came back full.
-    const claimsAllowed = lastClaimFound && lastClaimFull ? claimsAtOnce : 1;
-    while (mayClaim && worthClaiming && claimsOut.size < claimsAllowed && claimedAhead.length + jobsBeingClaimed < refillBelow) {
-      const room = roomToClaim();
-      if (room <= 0) break;
-      claimInBackground(pace.claimSize(room, concurrency, budget.msUntilAbort()));
+    // Then the claims the policy asks for (the claim beside, if sent, leaves room for no other).
+    for (let size = mayClaim ? policy.nextClaim(claimingState()) : 0; size > 0; size = policy.nextClaim(claimingState())) {
+      claimInBackground(size);
       somethingHappened = false;
     }
     // Idle, with one claim out and no backlog, the loop still listens for work (workArrivedWhileClaiming).
@@ -466,23 +441,4 @@ function waitSignal(stopped: AbortSignal): { signal: AbortSignal; end(): void } 
       wait.abort(WAIT_OVER);
     },
   };
-}
-
-/**
- * Sizes claims to the time left: never more than asked, and, once attempts
- * have been timed, no more than `concurrency` slots can finish before the
- * deadline (at least one, so a long job still gets its turn).
- */
-class AttemptPace {
-  private meanMs: number | undefined;
-
-  record(ms: number): void {
-    this.meanMs = this.meanMs === undefined ? ms : 0.8 * this.meanMs + 0.2 * ms;
-  }
-
-  claimSize(wanted: number, concurrency: number, msLeft: number): number {
-    const size = Math.min(wanted, MAX_CLAIM);
-    if (this.meanMs === undefined || this.meanMs <= 0 || !Number.isFinite(msLeft)) return size;
-    return Math.max(1, Math.min(size, Math.floor((concurrency * msLeft) / this.meanMs)));
-  }
 }
