@@ -4,14 +4,14 @@ import { releaseMany } from '../engine/release.js';
 import type { ClaimedJob } from '../engine/types.js';
 import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { DrainBudget } from './budget.js';
-import { ClaimPolicy, type ClaimingState } from './claim-policy.js';
+import { BEFORE_THE_FIRST_CLAIM, ClaimPolicy, type ClaimingState, type LastClaim } from './claim-policy.js';
 import { CompletionBatch } from './completion-batch.js';
 import { noJobCounts, type JobCounts } from './job-counts.js';
 import { HeartbeatSchedule } from './heartbeat.js';
 import { errorFields, type Logger } from './logger.js';
 import { recordOutcome } from './record-outcome.js';
 import type { JobRegistry } from './registry.js';
-import { Attempt } from './run-attempt.js';
+import { Attempt, type AttemptOutcome } from './run-attempt.js';
 import { heartbeatsWithin } from './attempt-lease.js';
 import type { ConnectionGate } from './connection-gate.js';
 import type { JobDefinition } from './define-job.js';
@@ -114,98 +114,345 @@ const DEFAULT_LEASE_SECONDS = 60;
  * time unless claiming ahead: CLAIMS_AHEAD_AT_ONCE).
  */
 export async function runJobs(db: Queryable, registry: JobRegistry, options: JobLoopOptions): Promise<JobCounts> {
-  const { budget, concurrency, logger, waitForWork, arrivals, subrequests, deliveries } = options;
-  const policy = new ClaimPolicy({ concurrency, claimBatchSize: options.claimBatchSize, capped: subrequests !== undefined });
-  const counts = noJobCounts();
+  return new JobLoop(db, registry, options).run();
+}
+
+/**
+ * Where a job loop is between two events.
+ *
+ * - `claiming`: it may claim. It waits for its own events: an attempt
+ *   ended, a claim came back, and (given `arrivals`, with a slot free) the
+ *   next look for announced enqueues.
+ * - `listening` (a worker only, `waitForWork` given): it may claim, and it
+ *   waits for work as well, because it has a free slot and no claim out, or
+ *   it is idle with one claim out that did not follow a full one. Work that
+ *   arrives while that one claim is out sends a claim of one beside it: the
+ *   claim out may have looked before the work was there, and on an idle
+ *   worker the pickup would otherwise wait for its answer.
+ * - `finishing`: it claims no more, for good: the budget stopped claiming (a
+ *   drain's deadline near, a worker stopped), a drain's claim failed, or a
+ *   held job did not fit in the subrequests left. Arrivals are closed. It
+ *   waits for what runs and for the claims still out; held jobs still start
+ *   in free slots while they fit, and all go back once the budget stops
+ *   (its deadline, or a worker's stop).
+ * - `ended`: nothing runs, nothing is held, no claim is out, and the loop
+ *   does not listen: a drain that found the queue empty, or a finished loop.
+ *   The completions are settled and the loop returns.
+ */
+type LoopMode = 'claiming' | 'listening' | 'finishing' | 'ended';
+
+/**
+ * The job loop as a state machine: its state in this object's fields, its
+ * modes in `mode` (LoopMode), moved on in turns.
+ *
+ * A turn starts the held jobs that have a free slot and hands back those it
+ * must not start (startHeld); stops claiming for good once it may not claim
+ * (stopClaiming); sends the claims the ClaimPolicy asks for (sendClaims);
+ * then ends the turn in a mode (modeAfterTurn) and waits for the next
+ * event in it (waitForEvent).
+ *
+ * Events change the state between turns, each in a method of its own:
+ * claimAnswered and claimFailed (a claim in the background), attemptEnded
+ * and slotFreed (an attempt in a slot), workArrived (a worker's wait for
+ * work ended).
+ *
+ * Two kinds of loop share it: a drain (no `waitForWork`: a Worker's cron
+ * tick, alarm or fast path) ends once the queue is empty and nothing runs,
+ * and may be held to a subrequest cap that sizes its claims; a worker
+ * (`waitForWork`: the Node worker) runs until it is stopped, listening for
+ * work whenever a slot is free.
+ */
+class JobLoop {
+  private mode: LoopMode = 'claiming';
+  private readonly counts = noJobCounts();
+  private readonly policy: ClaimPolicy;
   /** Attempts started and not yet recorded. */
-  let running = 0;
-  /** Wakes the loop: an attempt ended (or, below, a claim came back). */
-  const wake = new WakeUp();
-  /** An attempt ended since the loop last looked. */
-  let anAttemptEnded = false;
-  /** Claimed ahead, in claim order, waiting for a free slot. */
-  const claimedAhead: ClaimedAt[] = [];
-  const completions = new CompletionBatch(db, counts, logger, (jobs) => subrequests?.release(jobs));
-  const heartbeats = new HeartbeatSchedule();
+  private running = 0;
   /** The attempts running now: the deadline interrupts them all. */
-  const attempts = new Set<Attempt>();
-  const stopListening = budget.onDeadline((reason) => {
-    for (const attempt of attempts) attempt.interrupt(reason);
-  });
+  private readonly attempts = new Set<Attempt>();
+  /** Claimed, in claim order, waiting for a free slot. */
+  private readonly held: ClaimedAt[] = [];
+  /** The claims on their way, running beside the attempts, and how many jobs they may bring. */
+  private readonly claimsOut = new Set<Promise<void>>();
+  private beingClaimed = 0;
   /**
-   * What the last claim said about the queue. A claim can come back short,
-   * even empty, while jobs wait: a concurrent claim held the rows it chose
-   * (SKIP LOCKED). So a short batch only means "claim again once something
-   * happened", and an empty claim right after one that found jobs is
-   * confirmed by another a moment later before the queue counts as empty.
-   * A loop that has found nothing yet believes the first empty claim: an
-   * idle queue costs one statement per drain.
+   * An empty claim right after one that found jobs is confirmed by another
+   * a moment later before the queue counts as empty. A loop that has found
+   * nothing yet believes the first empty claim: an idle queue costs one
+   * statement per drain.
    */
-  let lastClaimFound = false;
-  let lastClaimFull = true;
+  private lastClaim: LastClaim = { ...BEFORE_THE_FIRST_CLAIM };
   /** An attempt ended or work arrived since the last claim. */
-  let somethingHappened = false;
-  /**
-   * Work arrived while the loop's one claim was out. That claim may have
-   * looked before the work was there, so one more goes out at once rather
-   * than after its answer: on an idle worker, the pickup would otherwise
-   * wait for a claim that finds nothing.
-   */
-  let workArrivedWhileClaiming = false;
-  let claimFailed = false;
-  /** A claimed job did not fit in the subrequests left: claim no more. */
-  let subrequestsSpent = false;
+  private somethingHappened = false;
+  /** An attempt ended since the loop last waited (it counts as something happening once the wait is over). */
+  private anAttemptEnded = false;
+  /** Work arrived while the loop listened beside its one claim out: a claim of one goes out beside it. */
+  private workArrivedWhileClaiming = false;
+  /** A drain's claim failed, or a held job did not fit in the subrequests left: the loop stops claiming at its next turn. */
+  private claimingEnds = false;
   /** The lease of the last job claimed: what the next claim's jobs likely get. */
-  let lastLeaseSeconds = DEFAULT_LEASE_SECONDS;
-  let backlogReported = false;
+  private lastLeaseSeconds = DEFAULT_LEASE_SECONDS;
+  private backlogReported = false;
+  /** Wakes the loop: a slot freed or a claim came back. */
+  private readonly wake = new WakeUp();
+  private readonly completions: CompletionBatch;
+  private readonly heartbeats = new HeartbeatSchedule();
+  /** The most subrequests any type (or a delivery's one call) declares. */
+  private readonly mostDeclared: number;
+
+  private readonly budget: DrainBudget;
+  private readonly concurrency: number;
+  private readonly logger: Logger;
+  private readonly waitForWork: ((signal: AbortSignal) => Promise<void>) | undefined;
+  private readonly arrivals: WorkArrivals | undefined;
+  private readonly subrequests: SubrequestBudget | undefined;
+  private readonly deliveries: QueueDeliveries | undefined;
+  private readonly claimsDb: Queryable;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly registry: JobRegistry,
+    private readonly options: JobLoopOptions,
+  ) {
+    this.budget = options.budget;
+    this.concurrency = options.concurrency;
+    this.logger = options.logger;
+    this.waitForWork = options.waitForWork;
+    this.arrivals = options.arrivals;
+    this.subrequests = options.subrequests;
+    this.deliveries = options.deliveries;
+    this.claimsDb = options.claimsDb ?? db;
+    const capped = this.subrequests !== undefined;
+    this.policy = new ClaimPolicy({ concurrency: this.concurrency, claimBatchSize: options.claimBatchSize, capped });
+    this.completions = new CompletionBatch(db, this.counts, this.logger, (jobs) => this.subrequests?.release(jobs));
+    this.mostDeclared = Math.max(
+      this.deliveries === undefined ? 0 : 1,
+      ...registry.types.map((type) => registry.definitionOf(type)!.options.subrequests ?? 0),
+    );
+  }
+
+  async run(): Promise<JobCounts> {
+    const stopListening = this.budget.onDeadline((reason) => {
+      for (const attempt of this.attempts) attempt.interrupt(reason);
+    });
+    for (;;) {
+      await this.startHeld();
+      if (this.mode !== 'finishing' && !this.mayClaim()) this.stopClaiming();
+      // Enqueues announced to this drain: worth claiming again.
+      if (this.arrivals?.take()) this.somethingHappened = true;
+      this.offerRoomToArrivals();
+      if (this.mode !== 'finishing') this.sendClaims();
+      this.workArrivedWhileClaiming = false;
+      this.mode = this.modeAfterTurn();
+      if (this.mode === 'ended') break;
+      await this.waitForEvent();
+    }
+    this.arrivals?.close();
+    stopListening();
+    this.heartbeats.stop();
+    await this.completions.settle();
+    return this.counts;
+  }
+
+  private mayClaim(): boolean {
+    return this.budget.claiming && !this.claimingEnds;
+  }
 
   /**
-   * The most subrequests a job may still send once started: its outcome, the
-   * heartbeats its lease needs before the deadline, and what its handler
-   * declares. Reserved when it starts, so the cap never cuts it off.
+   * To `finishing`, for good. Arrivals close in the same turn as the last
+   * look for them, so an announcement after it starts a drain of its own.
    */
-  function subrequestsOf({ job, claimSentAt }: ClaimedAt): number {
-    const options = definitionOf(job).options;
-    const lease = Math.min(job.leaseSeconds, options.leaseSeconds ?? job.leaseSeconds);
-    const heartbeats = heartbeatsWithin(budget.msUntilAbort() + (Date.now() - claimSentAt), lease);
-    return 1 + heartbeats + (options.subrequests ?? 0);
+  private stopClaiming(): void {
+    this.mode = 'finishing';
+    this.arrivals?.close();
   }
-  /** What the next claim's jobs will likely need each: the last lease seen, the most any type (or a delivery's one call) declares. */
-  const mostDeclared = Math.max(
-    deliveries === undefined ? 0 : 1,
-    ...registry.types.map((type) => registry.definitionOf(type)!.options.subrequests ?? 0),
-  );
-  const likelySubrequestsPerJob = () => 1 + heartbeatsWithin(budget.msUntilAbort(), lastLeaseSeconds) + mostDeclared;
 
-  const claimsDb = options.claimsDb ?? db;
-  const claim = (max: number) =>
-    claimBatch(claimsDb, { max, workerId: options.workerId, types: registry.types, deliveryTargets: deliveries?.targets });
+  /** The mode a turn ends in: what the loop waits for next, or its end. */
+  private modeAfterTurn(): LoopMode {
+    const idle = this.running === 0 && this.held.length === 0;
+    if (this.mode === 'finishing') return idle && this.claimsOut.size === 0 ? 'ended' : 'finishing';
+    if (this.listens(idle)) return 'listening';
+    return idle && this.claimsOut.size === 0 ? 'ended' : 'claiming';
+  }
 
-  /** What runs a claimed job: its queue's delivery target when the claim gave one, else its type's handler. */
-  function definitionOf(job: ClaimedJob): JobDefinition {
-    return job.delivery === undefined ? registry.definitionOf(job.type)! : deliveries!.definitionFor(job.queue, job.delivery);
+  /** A worker that may claim listens while a slot is free and no claim is out, or, idle, beside one claim not after a full one. */
+  private listens(idle: boolean): boolean {
+    if (this.waitForWork === undefined || this.running >= this.concurrency) return false;
+    return this.claimsOut.size === 0 || (idle && this.claimsOut.size === 1 && !this.lastClaim.full);
+  }
+
+  /** Until the next event of the mode the loop is in. */
+  private async waitForEvent(): Promise<void> {
+    // Announcements come from other requests, which must not touch this drain's I/O: it looks for them itself.
+    const lookForArrivals =
+      this.arrivals !== undefined && this.mode !== 'finishing' && this.running < this.concurrency
+        ? setTimeout(() => this.wake.notify(), ARRIVALS_LOOK_EVERY_MS)
+        : undefined;
+    const event = await nextEvent(this.wake, this.mode === 'listening' ? this.waitForWork : undefined, this.budget.stopped);
+    clearTimeout(lookForArrivals);
+    if (event === 'work') this.workArrived();
+    if (this.anAttemptEnded) {
+      this.anAttemptEnded = false;
+      this.somethingHappened = true;
+    }
+  }
+
+  /** Work may have arrived (the loop listened): worth a claim, at once beside a claim out that may have looked too early. */
+  private workArrived(): void {
+    this.somethingHappened = true;
+    if (this.claimsOut.size === 1) this.workArrivedWhileClaiming = true;
+  }
+
+  // Claims
+
+  /** Sends the claim of one for arrived work, then the claims the policy asks for (after a claim beside, it allows no other). */
+  private sendClaims(): void {
+    if (this.workArrivedWhileClaiming && this.claimsOut.size === 1) this.claimInBackground(1);
+    for (let size = this.policy.nextClaim(this.claimingState()); size > 0; size = this.policy.nextClaim(this.claimingState())) {
+      this.claimInBackground(size);
+    }
+  }
+
+  private claimingState(): ClaimingState {
+    return {
+      lastClaim: this.lastClaim,
+      somethingHappened: this.somethingHappened,
+      running: this.running,
+      held: this.held.length,
+      claimsOut: this.claimsOut.size,
+      beingClaimed: this.beingClaimed,
+      affordableJobs: this.affordableJobs(),
+      msLeft: this.budget.msUntilAbort(),
+    };
+  }
+
+  /** Claims in the background, so the loop keeps starting the jobs it holds while the claim is out; the answer wakes the loop. */
+  private claimInBackground(max: number): void {
+    this.somethingHappened = false;
+    this.beingClaimed += max;
+    const claiming: Promise<void> = this.claim(max).finally(() => {
+      this.claimsOut.delete(claiming);
+      this.beingClaimed -= max;
+      this.wake.notify();
+    });
+    this.claimsOut.add(claiming);
+  }
+
+  /** One claim (tried once more when it finds nothing right after one that found jobs); never rejects. */
+  private async claim(max: number): Promise<void> {
+    try {
+      let claimSentAt = Date.now();
+      let jobs = await this.claimBatch(max);
+      if (jobs.length === 0 && this.lastClaim.found) {
+        await pause(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()), this.waitForWork, this.budget.stopped);
+        claimSentAt = Date.now();
+        jobs = await this.claimBatch(max);
+      }
+      this.claimAnswered(jobs, max, claimSentAt);
+    } catch (error) {
+      this.claimFailed(error);
+    }
+  }
+
+  private claimBatch(max: number): Promise<ClaimedJob[]> {
+    const { registry, deliveries } = this;
+    return claimBatch(this.claimsDb, { max, workerId: this.options.workerId, types: registry.types, deliveryTargets: deliveries?.targets });
+  }
+
+  /** A claim came back: its jobs wait for a slot, and what it says about the queue is kept; the first full one reports a backlog. */
+  private claimAnswered(jobs: readonly ClaimedJob[], max: number, claimSentAt: number): void {
+    this.counts.claimed += jobs.length;
+    const claimAnsweredAt = Date.now();
+    for (const job of jobs) this.held.push({ job, claimSentAt, claimAnsweredAt });
+    if (jobs.length > 0) this.lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
+    this.lastClaim = { found: jobs.length > 0, full: jobs.length === max };
+    if (this.lastClaim.full && !this.backlogReported) {
+      this.backlogReported = true;
+      this.options.onBacklog?.();
+    }
+  }
+
+  private claimFailed(error: unknown): void {
+    this.logger.error('claiming jobs failed', errorFields(error));
+    // A drain lets what runs finish and leaves the rest to the next one; a worker waits a poll and tries again.
+    if (this.waitForWork === undefined) this.claimingEnds = true;
+    this.lastClaim = { found: false, full: false };
+  }
+
+  // Slots
+
+  /** Starts held jobs in the free slots; hands back those it must not start. */
+  private async startHeld(): Promise<void> {
+    const stopping = this.budget.signal.aborted || this.budget.stopped.aborted;
+    const unstarted: ClaimedJob[] = [];
+    while (this.held.length > 0 && (stopping || this.running < this.concurrency)) {
+      const claimed = this.held.shift()!;
+      // A job that waited here until half its lease ran out could be reaped while it runs.
+      if (stopping || !hasHalfItsLease(claimed)) {
+        unstarted.push(claimed.job);
+        continue;
+      }
+      const reserved = this.reserveSubrequests(claimed);
+      if (reserved === undefined) {
+        this.claimingEnds = true;
+        unstarted.push(claimed.job);
+        continue;
+      }
+      void this.runInSlot(claimed, reserved);
+    }
+    await this.handBack(unstarted);
+    // Without claiming ahead the loop holds no job it has no slot for: one
+    // more comes only when a claim answering arrived work and the claim it
+    // went out beside both found one, and it goes back at once, for any
+    // worker to start.
+    if (!this.policy.claimsAhead) await this.handBack(this.held.splice(0).map(({ job }) => job), 0);
   }
 
   /** Gives back jobs claimed but never started: their attempt does not count. */
-  async function handBack(jobs: readonly ClaimedJob[], delaySeconds = options.handBackDelaySeconds): Promise<void> {
+  private async handBack(jobs: readonly ClaimedJob[], delaySeconds = this.options.handBackDelaySeconds): Promise<void> {
     if (jobs.length === 0) return;
     try {
-      const { released, stale } = await releaseMany(db, jobs, { delaySeconds });
-      counts.handedBack += released.length;
-      counts.leaseLost += stale.length;
+      const { released, stale } = await releaseMany(this.db, jobs, { delaySeconds });
+      this.counts.handedBack += released.length;
+      this.counts.leaseLost += stale.length;
     } catch (error) {
-      logger.error('handing back unstarted jobs failed; they run again once their leases expire', {
+      this.logger.error('handing back unstarted jobs failed; they run again once their leases expire', {
         jobs: jobs.length,
         ...errorFields(error),
       });
     }
   }
 
-  async function run({ job, claimSentAt, claimAnsweredAt }: ClaimedAt, reserved: number): Promise<void> {
-    const definition = definitionOf(job);
-    const attempt = new Attempt(db, job, claimSentAt, definition, logger, { subrequests, connections: options.connections });
-    attempts.add(attempt);
-    heartbeats.add(attempt);
+  /** Runs a held job in a slot until its outcome is recorded; never rejects. */
+  private async runInSlot(claimed: ClaimedAt, reserved: number): Promise<void> {
+    this.running += 1;
+    try {
+      await this.runAttempt(claimed, reserved);
+    } catch (error) {
+      this.logger.error('could not record how a job ended; it runs again once its lease expires', {
+        jobId: claimed.job.id,
+        ...errorFields(error),
+      });
+    } finally {
+      this.slotFreed();
+    }
+  }
+
+  /** The slot is free again: the loop wakes to fill it. */
+  private slotFreed(): void {
+    this.running -= 1;
+    this.anAttemptEnded = true;
+    this.wake.notify();
+  }
+
+  private async runAttempt({ job, claimSentAt, claimAnsweredAt }: ClaimedAt, reserved: number): Promise<void> {
+    const definition = this.definitionOf(job);
+    const attempt = new Attempt(this.db, job, claimSentAt, definition, this.logger, {
+      subrequests: this.subrequests,
+      connections: this.options.connections,
+    });
+    this.attempts.add(attempt);
+    this.heartbeats.add(attempt);
     const startedAt = Date.now();
     // From the claim's answer: the claim dated the attempt before that, so its start is never dated late.
     const heldMs = startedAt - claimAnsweredAt;
@@ -213,172 +460,74 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
     try {
       outcome = await attempt.run();
     } finally {
-      attempts.delete(attempt);
-      heartbeats.delete(attempt);
+      this.attempts.delete(attempt);
+      this.heartbeats.delete(attempt);
     }
-    policy.attemptTook(Date.now() - startedAt);
+    this.policy.attemptTook(Date.now() - startedAt);
     // All but the outcome's own statement: heartbeats were counted as sent, the handler's declared ones are counted now.
-    subrequests?.release(reserved - 1);
-    subrequests?.countUnseen(Math.max(0, (definition.options.subrequests ?? 0) - attempt.fetchesSent));
-    if (outcome.kind === 'succeeded') {
-      completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result, heldMs });
-      return;
-    }
-    try {
-      await recordOutcome(db, { ...job, heldMs }, outcome, counts, options.handBackDelaySeconds);
-    } finally {
-      subrequests?.release(1);
-    }
+    this.subrequests?.release(reserved - 1);
+    this.subrequests?.countUnseen(Math.max(0, (definition.options.subrequests ?? 0) - attempt.fetchesSent));
+    return this.attemptEnded(job, outcome, heldMs);
   }
-
-  /** Runs a claimed job in a slot and records how it ended; never rejects. */
-  async function start(claimed: ClaimedAt, reserved: number): Promise<void> {
-    running += 1;
-    try {
-      await run(claimed, reserved);
-    } catch (error) {
-      logger.error('could not record how a job ended; it runs again once its lease expires', {
-        jobId: claimed.job.id,
-        ...errorFields(error),
-      });
-    } finally {
-      running -= 1;
-      anAttemptEnded = true;
-      wake.notify();
-    }
-  }
-
-  /** Starts claimed jobs in the free slots; hands back those it must not start. */
-  async function startClaimed(): Promise<void> {
-    const stopping = budget.signal.aborted || budget.stopped.aborted;
-    const unstarted: ClaimedJob[] = [];
-    while (claimedAhead.length > 0 && (stopping || running < concurrency)) {
-      const claimed = claimedAhead.shift()!;
-      // A job that waited here until half its lease ran out could be reaped while it runs.
-      if (stopping || !hasHalfItsLease(claimed)) {
-        unstarted.push(claimed.job);
-        continue;
-      }
-      const reserved = subrequests === undefined ? 0 : subrequestsOf(claimed);
-      if (subrequests !== undefined && !subrequests.tryReserve(reserved)) {
-        subrequestsSpent = true;
-        unstarted.push(claimed.job);
-        continue;
-      }
-      void start(claimed, reserved);
-    }
-    await handBack(unstarted);
-    // Without claiming ahead the loop holds no job it has no slot for: one
-    // more comes only when a claim answering arrived work and the claim it
-    // went out beside both found one, and it goes back at once, for any
-    // worker to start.
-    if (!policy.claimsAhead) await handBack(claimedAhead.splice(0).map(({ job }) => job), 0);
-  }
-
-  /** The claims on their way, running beside the attempts, and how many jobs they may bring. */
-  const claimsOut = new Set<Promise<void>>();
-  let jobsBeingClaimed = 0;
 
   /**
-   * Claims in the background, so the loop keeps starting the jobs it holds
-   * while the claim is out; the answer wakes the loop.
+   * Records how an attempt ended before its slot frees: a success goes in the
+   * next group commit, without a wait (undefined); any other outcome is
+   * written at once (recordOutcome), and its slot frees once it is.
    */
-  function claimInBackground(max: number): void {
-    jobsBeingClaimed += max;
-    const claiming: Promise<void> = claimJobs(max).finally(() => {
-      claimsOut.delete(claiming);
-      jobsBeingClaimed -= max;
-      wake.notify();
-    });
-    claimsOut.add(claiming);
+  private attemptEnded(job: ClaimedJob, outcome: AttemptOutcome, heldMs: number): Promise<void> | undefined {
+    if (outcome.kind === 'succeeded') {
+      this.completions.add({ id: job.id, leaseToken: job.leaseToken, result: outcome.result, heldMs });
+      return undefined;
+    }
+    return this.writeOutcome(job, outcome, heldMs);
   }
 
-  /** One claim, its jobs put in line to start; never rejects. */
-  async function claimJobs(max: number): Promise<void> {
+  private async writeOutcome(job: ClaimedJob, outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>, heldMs: number): Promise<void> {
     try {
-      let claimSentAt = Date.now();
-      let jobs = await claim(max);
-      if (jobs.length === 0 && lastClaimFound) {
-        await pause(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()), waitForWork, budget.stopped);
-        claimSentAt = Date.now();
-        jobs = await claim(max);
-      }
-      counts.claimed += jobs.length;
-      const claimAnsweredAt = Date.now();
-      for (const job of jobs) claimedAhead.push({ job, claimSentAt, claimAnsweredAt });
-      if (jobs.length > 0) lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
-      lastClaimFound = jobs.length > 0;
-      lastClaimFull = jobs.length === max;
-      if (lastClaimFull && !backlogReported) {
-        backlogReported = true;
-        options.onBacklog?.();
-      }
-    } catch (error) {
-      logger.error('claiming jobs failed', errorFields(error));
-      // A drain lets what runs finish and leaves the rest to the next one; a worker waits a poll and tries again.
-      if (waitForWork === undefined) claimFailed = true;
-      lastClaimFound = false;
-      lastClaimFull = false;
+      await recordOutcome(this.db, { ...job, heldMs }, outcome, this.counts, this.options.handBackDelaySeconds);
+    } finally {
+      this.subrequests?.release(1);
     }
   }
 
-  /** What the claim policy reads: the loop's holdings and what it knows of the queue. */
-  function claimingState(): ClaimingState {
-    return {
-      lastClaim: { found: lastClaimFound, full: lastClaimFull },
-      somethingHappened,
-      running,
-      held: claimedAhead.length,
-      claimsOut: claimsOut.size,
-      beingClaimed: jobsBeingClaimed,
-      affordableJobs: subrequests?.affordableJobs(likelySubrequestsPerJob()) ?? Number.POSITIVE_INFINITY,
-      msLeft: budget.msUntilAbort(),
-    };
+  /** What runs a claimed job: its queue's delivery target when the claim gave one, else its type's handler. */
+  private definitionOf(job: ClaimedJob): JobDefinition {
+    return job.delivery === undefined ? this.registry.definitionOf(job.type)! : this.deliveries!.definitionFor(job.queue, job.delivery);
   }
 
-  for (;;) {
-    await startClaimed();
-    const mayClaim = budget.claiming && !claimFailed && !subrequestsSpent;
-    // Closed in the same turn as the last look, so an announcement after it starts a drain of its own.
-    if (!mayClaim) arrivals?.close();
-    if (arrivals?.take()) somethingHappened = true;
-    // An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it.
-    if (subrequests !== undefined) {
-      arrivals?.setRoom(policy.roomForArrivals(subrequests.affordableJobs(likelySubrequestsPerJob()), claimedAhead.length, claimsOut.size));
-    }
-    // Beside the claim out, for the job that arrived (workArrivedWhileClaiming).
-    if (mayClaim && workArrivedWhileClaiming && claimsOut.size === 1) {
-      claimInBackground(1);
-      somethingHappened = false;
-    }
-    workArrivedWhileClaiming = false;
-    // Then the claims the policy asks for (the claim beside, if sent, leaves room for no other).
-    for (let size = mayClaim ? policy.nextClaim(claimingState()) : 0; size > 0; size = policy.nextClaim(claimingState())) {
-      claimInBackground(size);
-      somethingHappened = false;
-    }
-    // Idle, with one claim out and no backlog, the loop still listens for work (workArrivedWhileClaiming).
-    const idle = running === 0 && claimedAhead.length === 0;
-    const waitsForWork =
-      mayClaim && waitForWork !== undefined && running < concurrency && (claimsOut.size === 0 || (idle && claimsOut.size === 1 && !lastClaimFull));
-    if (idle && claimsOut.size === 0 && !waitsForWork) break;
-    // Announcements come from other requests, which must not touch this drain's I/O: it looks for them itself.
-    const lookForArrivals =
-      arrivals !== undefined && mayClaim && running < concurrency ? setTimeout(() => wake.notify(), ARRIVALS_LOOK_EVERY_MS) : undefined;
-    const event = await nextEvent(wake, waitsForWork ? waitForWork : undefined, budget.stopped);
-    clearTimeout(lookForArrivals);
-    if (event === 'work' || anAttemptEnded) somethingHappened = true;
-    if (event === 'work' && claimsOut.size === 1) workArrivedWhileClaiming = true;
-    anAttemptEnded = false;
+  // Subrequests (under a cap)
+
+  /**
+   * Sets aside the most subrequests a job may still send once started: its
+   * outcome, the heartbeats its lease needs before the deadline, and what
+   * its handler declares, so the cap never cuts it off. 0 without a cap;
+   * undefined when they do not fit.
+   */
+  private reserveSubrequests({ job, claimSentAt }: ClaimedAt): number | undefined {
+    if (this.subrequests === undefined) return 0;
+    const options = this.definitionOf(job).options;
+    const lease = Math.min(job.leaseSeconds, options.leaseSeconds ?? job.leaseSeconds);
+    const heartbeats = heartbeatsWithin(this.budget.msUntilAbort() + (Date.now() - claimSentAt), lease);
+    const reserved = 1 + heartbeats + (options.subrequests ?? 0);
+    return this.subrequests.tryReserve(reserved) ? reserved : undefined;
   }
-  arrivals?.close();
-  // Claims may still be out when the budget stops the loop: their jobs are handed back.
-  await Promise.all(claimsOut);
-  await startClaimed();
-  stopListening();
-  heartbeats.stop();
-  await completions.settle();
-  return counts;
+
+  /**
+   * How many more jobs the subrequests left can carry, each likely needing
+   * its outcome, the heartbeats of the last lease seen, and the most any
+   * type declares.
+   */
+  private affordableJobs(): number {
+    if (this.subrequests === undefined) return Number.POSITIVE_INFINITY;
+    return this.subrequests.affordableJobs(1 + heartbeatsWithin(this.budget.msUntilAbort(), this.lastLeaseSeconds) + this.mostDeclared);
+  }
+
+  /** An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it. */
+  private offerRoomToArrivals(): void {
+    if (this.subrequests === undefined) return;
+    this.arrivals?.setRoom(this.policy.roomForArrivals(this.affordableJobs(), this.held.length, this.claimsOut.size));
+  }
 }
 
 function hasHalfItsLease({ job, claimSentAt }: ClaimedAt): boolean {
