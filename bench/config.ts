@@ -127,12 +127,14 @@ export interface BenchOptions {
   reps: number;
   workloads: readonly WorkloadId[];
   systems: readonly string[] | undefined;
+  /** A commit to measure beside this tree, as the system `skiplock@<ref>`. */
+  baseline: string | undefined;
   /** The exact command line, for the report. */
   command: string;
 }
 
-const USAGE = `npm run bench [-- --quick|--full] [--reps N] [--only w1,w2] [--systems s1,s2]
-  env: BENCH_SCALE=quick|full  BENCH_REPS=N  BENCH_ONLY=w1,w2  BENCH_SYSTEMS=s1,s2  DATABASE_URL=postgres://...
+const USAGE = `npm run bench [-- --quick|--full] [--reps N] [--only w1,w2] [--systems s1,s2] [--baseline REF]
+  env: BENCH_SCALE=quick|full  BENCH_REPS=N  BENCH_ONLY=w1,w2  BENCH_SYSTEMS=s1,s2  BENCH_BASELINE=REF  DATABASE_URL=postgres://...
   workloads: ${WORKLOAD_IDS.join(', ')}`;
 
 /** Flags win over environment variables; the default is the full run. */
@@ -141,6 +143,7 @@ export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Be
   let reps = env.BENCH_REPS;
   let only = env.BENCH_ONLY;
   let systems = env.BENCH_SYSTEMS;
+  let baseline = env.BENCH_BASELINE;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => argv[++i] ?? fail(`${flag} needs a value`);
@@ -148,6 +151,7 @@ export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Be
     else if (flag === '--reps') reps = value();
     else if (flag === '--only') only = value();
     else if (flag === '--systems') systems = value();
+    else if (flag === '--baseline') baseline = value();
     else fail(`unknown flag ${flag}`);
   }
   if (scaleName !== 'quick' && scaleName !== 'full') fail(`BENCH_SCALE must be quick or full, not ${scaleName}`);
@@ -158,7 +162,7 @@ export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Be
   const workloads = only === undefined ? WORKLOAD_IDS : only.split(',').map((id) => id.trim());
   const unknown = workloads.filter((id) => !(WORKLOAD_IDS as readonly string[]).includes(id));
   if (unknown.length > 0) fail(`unknown workload ${unknown.join(', ')}`);
-  const envPart = ['BENCH_SCALE', 'BENCH_REPS', 'BENCH_ONLY', 'BENCH_SYSTEMS']
+  const envPart = ['BENCH_SCALE', 'BENCH_REPS', 'BENCH_ONLY', 'BENCH_SYSTEMS', 'BENCH_BASELINE']
     .filter((name) => env[name] !== undefined)
     .map((name) => `${name}=${env[name]}`);
   return {
@@ -166,6 +170,7 @@ export function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Be
     reps: repCount,
     workloads: workloads as WorkloadId[],
     systems: systems?.split(',').map((name) => name.trim()),
+    baseline,
     command: [...envPart, 'npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
   };
 }

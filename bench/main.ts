@@ -6,13 +6,15 @@
 import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readOptions, type ScaleName, type WorkloadId } from './config';
+import { checkOutBaseline } from './baseline';
+import { readOptions, WORKLOAD_IDS, type BenchOptions, type WorkloadId } from './config';
 import { cpuMeter } from './cpu';
 import { readEnvironment } from './environment';
 import { dropDatabase, startBenchServer } from './postgres';
 import { incident, incidents, progress } from './progress';
 import { writeReport, type BenchReport } from './report';
 import { DRIVERS } from './systems';
+import { baselineDriver } from './systems/skiplock';
 import { burnDownWorkload } from './workloads/burn-down';
 import { ceilingWorkload } from './workloads/ceiling';
 import { dbCostWorkload } from './workloads/db-cost';
@@ -39,15 +41,21 @@ const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
   ['workers', workersWorkload],
 ];
 
-/** A full run publishes its report; a quick one (a check of the harness) leaves it alone. */
-function reportFiles(scale: ScaleName): { markdown: string; json: string } {
-  if (scale === 'full') {
+/**
+ * A full run of everything publishes its report; any other (quick, a subset
+ * of workloads or systems, a baseline comparison) leaves it alone and
+ * writes to the temporary folder.
+ */
+function reportFiles(options: BenchOptions): { markdown: string; json: string } {
+  const everything = options.workloads.length === WORKLOAD_IDS.length && options.systems === undefined && options.baseline === undefined;
+  if (options.scale.name === 'full' && everything) {
     return {
       markdown: new URL('../docs/benchmarks.md', import.meta.url).pathname,
       json: new URL('../docs/benchmarks.json', import.meta.url).pathname,
     };
   }
-  return { markdown: join(tmpdir(), 'skiplock-bench-quick.md'), json: join(tmpdir(), 'skiplock-bench-quick.json') };
+  const name = `skiplock-bench-${options.scale.name}${options.baseline === undefined ? '' : '-baseline'}`;
+  return { markdown: join(tmpdir(), `${name}.md`), json: join(tmpdir(), `${name}.json`) };
 }
 /** Where each finished workload is saved, so a run that breaks off keeps what it measured. */
 const PARTIAL = join(tmpdir(), 'skiplock-bench-partial.json');
@@ -69,8 +77,12 @@ process.on('uncaughtException', (error: Error & { code?: string }) => {
 async function main(): Promise<void> {
   const options = readOptions(process.argv.slice(2), process.env);
   const selected = new Set(options.workloads);
-  const drivers = DRIVERS.filter((driver) => options.systems === undefined || options.systems.includes(driver.name));
-  if (drivers.length === 0) throw new Error(`no such system: ${options.systems?.join(', ')}`);
+  const baseline = options.baseline === undefined ? undefined : await checkOutBaseline(options.baseline);
+  const chosen = DRIVERS.filter((driver) => options.systems === undefined || options.systems.includes(driver.name));
+  if (chosen.length === 0) throw new Error(`no such system: ${options.systems?.join(', ')}`);
+  if (baseline !== undefined && chosen[0]!.name !== 'skiplock') throw new Error('--baseline compares skiplock: keep skiplock in --systems');
+  // The baseline right after skiplock, so its ratio is the first in every table.
+  const drivers = baseline === undefined ? chosen : [chosen[0]!, baselineDriver(baseline.root, baseline.ref), ...chosen.slice(1)];
 
   const startedAt = Date.now();
   progress(`skiplock benchmark, scale ${options.scale.name}, ${options.reps} repetitions: ${[...selected].join(', ')}`);
@@ -100,12 +112,13 @@ async function main(): Promise<void> {
       report.incidents = incidents();
       await writeFile(PARTIAL, JSON.stringify(report, null, 2));
     }
-    const files = reportFiles(options.scale.name);
+    const files = reportFiles(options);
     await writeReport(report, files.markdown, files.json);
     progress(`done in ${report.minutes.toFixed(1)} minutes: ${files.markdown} and ${files.json}`);
   } finally {
     for (const backlog of backlogs.values()) await dropDatabase(server, backlog.database);
     await server.stop();
+    baseline?.remove();
   }
 }
 

@@ -1,14 +1,7 @@
+import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { pgDb } from '../../src/db/pg';
-import { defineJob } from '../../src/drain/define-job';
 import type { Logger } from '../../src/drain/logger';
-import { claimBatch } from '../../src/engine/claim-batch';
-import { completeMany } from '../../src/engine/complete';
-import { enqueue, enqueueBatch, type EnqueueInput } from '../../src/engine/enqueue';
-import { refreshStatistics } from '../../src/engine/refresh-statistics';
-import { loadMigrations } from '../../src/migrate/load';
-import { migrate } from '../../src/migrate/runner';
-import { startWorker } from '../../src/node-worker/start-worker';
+import type { EnqueueInput } from '../../src/engine/enqueue';
 import { PRODUCERS } from '../config';
 import { incident } from '../progress';
 import { readPackageVersion } from './package-version';
@@ -80,60 +73,94 @@ function describe(setup: SetupName): Settings {
   };
 }
 
-export const skiplockDriver: SystemDriver = {
-  name: 'skiplock',
-  wakeups: ['listen', 'poll'],
-  version: `${readPackageVersion()} (this tree)`,
-  settings: { defaults: describe('defaults'), tuned: describe('tuned') },
-  async open(databaseUrl, setup) {
-    const db = pgDb(databaseUrl, { max: PRODUCERS });
-    await migrate(db, await loadMigrations());
-    const options = SETUPS[setup];
-    const system: QueueSystem = {
-      name: 'skiplock',
-      setup,
-      schema: 'skiplock',
-      pollIntervalMs: options.pollIntervalMs,
-      claimStatementMarker: 'FROM skiplock.claim_batch(',
-      enqueue: async (job) => {
-        await enqueue(db, jobInput(job));
-      },
-      enqueueBatch: async (jobs) => {
-        await enqueueBatch(db, jobs.map(jobInput));
-      },
-      async startWorkers({ concurrency, handler, wakeup }) {
-        const bench = defineJob(QUEUE, payloadSchema, (payload) => handler(payload));
-        const worker = await startWorker({
-          databaseUrl,
-          handlers: [bench],
-          concurrency,
-          ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
-          pollIntervalMs: options.pollIntervalMs,
-          housekeepingIntervalMs: options.housekeepingIntervalMs,
-          listen: (wakeup ?? 'listen') === 'listen',
-          shutdownGraceMs: 10_000,
-          logger: quietLogger,
-        });
-        return { stop: () => worker.stop() };
-      },
-      async claimDirect(max, handler) {
-        const jobs = await claimBatch(db, { max, workerId: 'bench-direct', types: [QUEUE] });
-        for (const job of jobs) await handler(payloadSchema.parse(job.payload));
-        await completeMany(db, jobs);
-        return jobs.length;
-      },
-      async inventory() {
-        const [row] = await db.query<Inventory>({ text: inventorySql, params: [QUEUE] });
-        return row!;
-      },
-      async fill({ firstN, waiting, finished }) {
-        await db.query({ text: fillSql, params: [QUEUE, firstN, waiting, finished, payloadOf({ n: 0 }).text] });
-        // As a worker's housekeeping would at its next round: a table this
-        // size has planner statistics on a live system.
-        await refreshStatistics(db);
-      },
-      close: () => db.close(),
-    };
-    return system;
-  },
-};
+/** The modules of a skiplock source tree that the benchmark drives, loaded from that tree. */
+async function loadTree(root: URL) {
+  const from = <Module>(path: string): Promise<Module> => import(new URL(path, root).href) as Promise<Module>;
+  const [db, job, claim, complete, enqueueModule, statistics, load, runner, worker] = await Promise.all([
+    from<typeof import('../../src/db/pg')>('src/db/pg.ts'),
+    from<typeof import('../../src/drain/define-job')>('src/drain/define-job.ts'),
+    from<typeof import('../../src/engine/claim-batch')>('src/engine/claim-batch.ts'),
+    from<typeof import('../../src/engine/complete')>('src/engine/complete.ts'),
+    from<typeof import('../../src/engine/enqueue')>('src/engine/enqueue.ts'),
+    from<typeof import('../../src/engine/refresh-statistics')>('src/engine/refresh-statistics.ts'),
+    from<typeof import('../../src/migrate/load')>('src/migrate/load.ts'),
+    from<typeof import('../../src/migrate/runner')>('src/migrate/runner.ts'),
+    from<typeof import('../../src/node-worker/start-worker')>('src/node-worker/start-worker.ts'),
+  ]);
+  return { ...db, ...job, ...claim, ...complete, ...enqueueModule, ...statistics, ...load, ...runner, ...worker };
+}
+
+/**
+ * skiplock's driver: this repository's tree, or (`--baseline`) another
+ * checkout of it, named `skiplock@<ref>`, so a change is measured against
+ * the code before it in the same run.
+ */
+export function skiplockDriverAt(root: URL, name: SystemDriver['name'], version: string): SystemDriver {
+  let tree: ReturnType<typeof loadTree> | undefined;
+  return {
+    name,
+    wakeups: ['listen', 'poll'],
+    version,
+    settings: { defaults: describe('defaults'), tuned: describe('tuned') },
+    async open(databaseUrl, setup) {
+      const { pgDb, migrate, loadMigrations, enqueue, enqueueBatch, defineJob, startWorker, claimBatch, completeMany, refreshStatistics } =
+        await (tree ??= loadTree(root));
+      const db = pgDb(databaseUrl, { max: PRODUCERS });
+      await migrate(db, await loadMigrations());
+      const options = SETUPS[setup];
+      const system: QueueSystem = {
+        name,
+        setup,
+        schema: 'skiplock',
+        pollIntervalMs: options.pollIntervalMs,
+        claimStatementMarker: 'FROM skiplock.claim_batch(',
+        enqueue: async (job) => {
+          await enqueue(db, jobInput(job));
+        },
+        enqueueBatch: async (jobs) => {
+          await enqueueBatch(db, jobs.map(jobInput));
+        },
+        async startWorkers({ concurrency, handler, wakeup }) {
+          const bench = defineJob(QUEUE, payloadSchema, (payload) => handler(payload));
+          const worker = await startWorker({
+            databaseUrl,
+            handlers: [bench],
+            concurrency,
+            ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
+            pollIntervalMs: options.pollIntervalMs,
+            housekeepingIntervalMs: options.housekeepingIntervalMs,
+            listen: (wakeup ?? 'listen') === 'listen',
+            shutdownGraceMs: 10_000,
+            logger: quietLogger,
+          });
+          return { stop: () => worker.stop() };
+        },
+        async claimDirect(max, handler) {
+          const jobs = await claimBatch(db, { max, workerId: 'bench-direct', types: [QUEUE] });
+          for (const job of jobs) await handler(payloadSchema.parse(job.payload));
+          await completeMany(db, jobs);
+          return jobs.length;
+        },
+        async inventory() {
+          const [row] = await db.query<Inventory>({ text: inventorySql, params: [QUEUE] });
+          return row!;
+        },
+        async fill({ firstN, waiting, finished }) {
+          await db.query({ text: fillSql, params: [QUEUE, firstN, waiting, finished, payloadOf({ n: 0 }).text] });
+          // As a worker's housekeeping would at its next round: a table this
+          // size has planner statistics on a live system.
+          await refreshStatistics(db);
+        },
+        close: () => db.close(),
+      };
+      return system;
+    },
+  };
+}
+
+export const skiplockDriver = skiplockDriverAt(new URL('../../', import.meta.url), 'skiplock', `${readPackageVersion()} (this tree)`);
+
+/** The driver of a checkout of another commit (see bench/baseline.ts). */
+export function baselineDriver(root: string, ref: string): SystemDriver {
+  return skiplockDriverAt(pathToFileURL(`${root}/`), `skiplock@${ref}`, `${readPackageVersion()} at ${ref}`);
+}

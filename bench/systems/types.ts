@@ -4,7 +4,8 @@
  * with a handler, stops them and reads the final state.
  */
 
-export type SystemName = 'skiplock' | 'pg-boss' | 'graphile-worker';
+/** The peers, skiplock, and skiplock at a baseline commit (`--baseline`). */
+export type SystemName = 'skiplock' | 'pg-boss' | 'graphile-worker' | `skiplock@${string}`;
 export type SetupName = 'defaults' | 'tuned';
 export const SETUPS: readonly SetupName[] = ['defaults', 'tuned'];
 
