@@ -1,0 +1,98 @@
+import { readFile } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pgDb } from '../src/db/pg';
+import type { SessionDb } from '../src/db/types';
+import { findActiveApiKey } from '../src/engine/api-keys';
+import { claimBatch, complete, getJob, getJobEvents } from '../src/engine';
+import { loadMigrations } from '../src/migrate/load';
+import { migrate } from '../src/migrate/runner';
+import { dumpSchema, SCHEMA_DUMP_FILE } from '../scripts/schema-dump';
+import { createTestDatabase } from './support/database';
+
+/**
+ * Every migration as it was released. A released migration is never edited
+ * (databases that applied it would refuse the changed file): a schema change
+ * is a new numbered file, whose checksum joins this list when it lands.
+ */
+const RELEASED: Readonly<Record<string, string>> = {
+  '0001_schema.sql': 'b91789736df0f80927789f95ae32369a1eb92bc7eccfc75524c55c913e760680',
+  '0002_reschedule_keeps_run_at.sql': '524092f20ef2854cdfe471833ab5f52fd87b49d8de3f3179f945b25d5db70446',
+  '0003_api_keys_bound_to_a_worker.sql': '933432d29e8fa35196ffbb7b700ba0c876261a2b8ede1f0c46914ed8c4d6ed11',
+};
+
+/**
+ * A database of the first release, with jobs in every state a job can
+ * reach through the SQL API of 0001 (the engine of today may need later
+ * migrations, so the fill does not use it).
+ */
+const fillSql = /* sql */ `
+WITH made AS (
+  SELECT skiplock.enqueue('upgrade', jsonb_build_object('n', n), tenant => 'acme',
+           run_at => CASE WHEN n = 0 THEN now() + interval '1 day' END, max_attempts => 3) AS job
+  FROM generate_series(0, 6) n
+)
+SELECT count(*) FROM made`;
+
+interface Row {
+  id: string;
+  state: string;
+}
+
+describe('upgrading a database of the first release', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  it('keeps every released migration exactly as it was released', async () => {
+    const checksums = Object.fromEntries((await loadMigrations()).map(({ name, checksum }) => [name, checksum]));
+    expect(checksums).toEqual(RELEASED);
+  });
+
+  it('applies the later migrations over 0001 full of jobs: the schema of a fresh install, every job readable, the waiting ones claimable', async () => {
+    const database = await createTestDatabase({ migrated: false });
+    const db: SessionDb = pgDb(database.url, { max: 2 });
+    cleanups.push(database.drop, () => db.close());
+    const migrations = await loadMigrations();
+    await migrate(db, migrations.slice(0, 1));
+
+    // Seven jobs: scheduled, queued, and five claimed, then left running, succeeded, retrying, failed for good, running.
+    await db.query({ text: fillSql, params: [] });
+    const claimed = await db.query<{ id: string; lease_token: string }>({
+      text: `SELECT id, "leaseToken" AS lease_token FROM skiplock.claim_batch(5, 300, NULL, ARRAY['upgrade'], NULL, 'first-release') ORDER BY id`,
+      params: [],
+    });
+    expect(claimed).toHaveLength(5);
+    const [, succeeded, retrying, failed] = claimed;
+    await db.query({ text: 'SELECT skiplock.complete($1, $2, $3)', params: [succeeded!.id, succeeded!.lease_token, { ok: true }] });
+    await db.query({ text: `SELECT skiplock.fail($1, $2, '{"message":"later"}', 3600)`, params: [retrying!.id, retrying!.lease_token] });
+    await db.query({ text: `SELECT skiplock.fail($1, $2, '{"message":"never"}', for_good => true)`, params: [failed!.id, failed!.lease_token] });
+    await db.query({
+      text: `INSERT INTO skiplock.api_keys (name, scopes, secret_sha256, secret_prefix) VALUES ('old', ARRAY['worker'], $1, 'skiplock_old')`,
+      params: ['a'.repeat(64)],
+    });
+    const statesOf = () =>
+      db.query<Row>({ text: `SELECT id, state FROM skiplock.all_jobs WHERE queue = 'upgrade' ORDER BY id`, params: [] });
+    const before = await statesOf();
+    const eventsBefore = await Promise.all(before.map(({ id }) => getJobEvents(db, id)));
+    expect(before.map((row) => row.state).sort()).toEqual(['failed', 'queued', 'retrying', 'running', 'running', 'scheduled', 'succeeded']);
+
+    const upgrade = await migrate(db, migrations);
+
+    expect(upgrade.applied).toEqual(migrations.slice(1).map((m) => m.name));
+    expect(await dumpSchema(db)).toBe(await readFile(SCHEMA_DUMP_FILE, 'utf8'));
+    expect(await statesOf()).toEqual(before);
+    for (const [index, { id, state }] of before.entries()) {
+      expect(await getJob(db, id)).toMatchObject({ id, status: state, payload: { n: expect.any(Number) } });
+      expect(await getJobEvents(db, id)).toEqual(eventsBefore[index]);
+    }
+    expect(await findActiveApiKey(db, 'a'.repeat(64))).toMatchObject({ name: 'old', workerId: null });
+    // The running jobs finish with the tokens their claim gave; the queued one is claimed by today's engine.
+    for (const { id, lease_token } of [claimed[0]!, claimed[4]!]) {
+      expect(await complete(db, { id, leaseToken: lease_token })).toMatchObject({ status: 'succeeded' });
+    }
+    const [next] = await claimBatch(db, { max: 5, workerId: 'after-upgrade', queues: ['upgrade'] });
+    expect(next).toMatchObject({ status: 'running', attempts: 1, payload: { n: expect.any(Number) } });
+    expect(await complete(db, next!)).toMatchObject({ status: 'succeeded' });
+  });
+});
