@@ -1,9 +1,10 @@
+import { WAITING_STATE } from './waiting-state.js';
 import type { Queryable } from '../db/types.js';
 
 /** Waiting jobs past their expires_at never run: they become expired. Bounded and SKIP LOCKED. */
 const expireJobsSql = /* sql */ `WITH due AS MATERIALIZED (
   SELECT id FROM skiplock.jobs
-  WHERE expires_at <= now() AND state IN ('scheduled', 'queued', 'retrying')
+  WHERE expires_at <= now() AND ${WAITING_STATE}
   ORDER BY expires_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED

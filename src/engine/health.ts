@@ -1,3 +1,4 @@
+import { WAITING_STATE } from './waiting-state.js';
 import type { Queryable } from '../db/types.js';
 import type { TenantScope } from './read-jobs.js';
 
@@ -42,7 +43,7 @@ const queueHealthSql = /* sql */ `
 SELECT
   (SELECT extract(epoch FROM now() - min(run_at))::float8
      FROM skiplock.jobs
-    WHERE state IN ('scheduled', 'queued', 'retrying') AND run_at <= now()
+    WHERE ${WAITING_STATE} AND run_at <= now()
       AND ($1::text IS NULL OR tenant = $1)) AS "oldestWaitingSeconds",
   (SELECT count(*)::integer
      FROM skiplock.job_events e

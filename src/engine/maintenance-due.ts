@@ -1,3 +1,4 @@
+import { WAITING_STATE } from './waiting-state.js';
 import type { Queryable } from '../db/types.js';
 
 /**
@@ -10,7 +11,7 @@ import type { Queryable } from '../db/types.js';
 const maintenanceDueSql = /* sql */ `SELECT
   EXISTS (SELECT 1 FROM skiplock.jobs WHERE state = 'running' AND lease_expires_at < now()) AS "leasesExpired",
   EXISTS (SELECT 1 FROM skiplock.jobs
-          WHERE expires_at <= now() AND state IN ('scheduled', 'queued', 'retrying')) AS "jobsExpired",
+          WHERE expires_at <= now() AND ${WAITING_STATE}) AS "jobsExpired",
   EXISTS (SELECT 1 FROM skiplock.dedup_keys WHERE expires_at <= now()) AS "dedupKeysLapsed"`;
 
 export interface MaintenanceDue {

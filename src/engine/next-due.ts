@@ -1,3 +1,4 @@
+import { WAITING_STATE } from './waiting-state.js';
 import type { Queryable } from '../db/types.js';
 
 /**
@@ -13,12 +14,12 @@ import type { Queryable } from '../db/types.js';
 const nextDueSql = /* sql */ `
 SELECT least(
   (SELECT min(run_at) FROM skiplock.jobs
-    WHERE state IN ('scheduled', 'queued', 'retrying')
+    WHERE ${WAITING_STATE}
       AND (type = ANY ($1::text[])
            OR queue IN (SELECT name FROM skiplock.queues WHERE delivery->>'target' = ANY ($3::text[])))),
   (SELECT min(lease_expires_at) FROM skiplock.jobs WHERE state = 'running'),
   (SELECT min(expires_at) FROM skiplock.jobs
-    WHERE expires_at IS NOT NULL AND state IN ('scheduled', 'queued', 'retrying')),
+    WHERE expires_at IS NOT NULL AND ${WAITING_STATE}),
   (SELECT min(expires_at) FROM skiplock.dedup_keys WHERE expires_at IS NOT NULL),
   (SELECT min(next_run_at) FROM skiplock.schedules WHERE enabled),
   (SELECT greatest(at + make_interval(secs => $2::float8), date_trunc('hour', at, 'UTC') + interval '65 minutes')

@@ -1,3 +1,4 @@
+import { WAITING_STATE } from './waiting-state.js';
 import type { Queryable } from '../db/types.js';
 
 /**
@@ -10,7 +11,7 @@ import type { Queryable } from '../db/types.js';
 const readyBacklogSql = /* sql */ `
 SELECT count(*)::int AS ready FROM (
   SELECT 1 FROM skiplock.jobs
-   WHERE state IN ('scheduled', 'queued', 'retrying') AND run_at <= now()
+   WHERE ${WAITING_STATE} AND run_at <= now()
      AND (type = ANY ($1::text[])
           OR queue IN (SELECT name FROM skiplock.queues WHERE delivery->>'target' = ANY ($3::text[])))
    LIMIT $2
