@@ -16,7 +16,7 @@ import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { ConnectionGate } from './connection-gate.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import type { WorkArrivals } from './work-arrivals.js';
-import { drainWorkerId } from './worker-id.js';
+import { drainWorkerId } from '../engine/worker-id.js';
 
 export interface DrainOptions {
   /**

@@ -34,7 +34,6 @@ export { definePeriodicJob, type PeriodicJob } from './periodic.js';
 export { drainOnce, type DrainCounts, type DrainOptions } from './drain-once.js';
 export { runUntilStopped, type RunningDrain, type RunUntilStoppedOptions } from './run-until-stopped.js';
 export { CLAIMS_AHEAD_AT_ONCE } from './job-loop.js';
-export { DRAIN_WORKER_ID_PREFIX, drainWorkerId } from './worker-id.js';
 export { MAX_RESULT_BYTES } from './job-result.js';
 export { sleep } from '../engine/sleep.js';
 export { errorFields, jsonConsoleLogger, type Logger } from './logger.js';

@@ -74,3 +74,4 @@ export {
   type AcknowledgeResult,
   type Acknowledgements,
 } from './acknowledge.js';
+export { DRAIN_WORKER_ID_PREFIX, drainWorkerId } from './worker-id.js';

@@ -1,10 +1,9 @@
 import { hostname } from 'node:os';
 import { pgDb } from '../db/pg.js';
-import { prepareClaims, releaseWorker } from '../engine/index.js';
+import { drainWorkerId, prepareClaims, releaseWorker } from '../engine/index.js';
 import {
   CLAIMS_AHEAD_AT_ONCE,
   createRegistry,
-  drainWorkerId,
   jsonConsoleLogger,
   runUntilStopped,
   type JobDefinition,

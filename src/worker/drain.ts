@@ -4,7 +4,7 @@ import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { JobRegistry } from '../drain/registry.js';
 import { SubrequestBudget } from '../drain/subrequest-budget.js';
 import { WorkArrivals } from '../drain/work-arrivals.js';
-import { drainWorkerId } from '../drain/worker-id.js';
+import { drainWorkerId } from '../engine/worker-id.js';
 import type { WaitUntil } from '../http/context.js';
 import type { Queryable } from '../db/types.js';
 import { nextDueAt } from '../engine/next-due.js';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { pgDb } from '../../src/db/pg';
 import type { Db } from '../../src/db/types';
 import { defineJob } from '../../src/drain/define-job';
-import { drainWorkerId } from '../../src/drain/worker-id';
+import { drainWorkerId } from '../../src/engine/worker-id';
 import { sleep } from '../../src/engine/sleep';
 import { listJobs } from '../../src/engine';
 import { createApp } from '../../src/http/app';

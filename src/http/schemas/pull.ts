@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { DRAIN_WORKER_ID_PREFIX } from '../../drain/worker-id.js';
+import { DRAIN_WORKER_ID_PREFIX } from '../../engine/worker-id.js';
 import { LIMITS } from '../limits.js';
 import {
   DelaySecondsSchema,
