@@ -14,9 +14,11 @@ declare module 'vitest' {
 }
 
 /**
- * Collects the scenarios' figures and, when the run ends, writes them to
- * docs/reliability.md. Scenario files run in their own workers, so the
- * figures travel through files.
+ * Collects the scenarios' figures and, when the run ends, writes the report:
+ * to the temporary folder, or over docs/reliability.md with
+ * UPDATE_RELIABILITY_REPORT=1 (a run that should refresh the published
+ * figures). Scenario files run in their own workers, so the figures travel
+ * through files.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dir = await mkdtemp(join(tmpdir(), 'skiplock-faults-'));
@@ -30,7 +32,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await rm(dir, { recursive: true, force: true });
     // A run of some scenario files only (while working on one) leaves the full report alone.
     if (figures.length < SCENARIOS) {
-      console.log(`faults: ${figures.length} of ${SCENARIOS} scenarios ran; docs/reliability.md left as it was`);
+      console.log(`faults: ${figures.length} of ${SCENARIOS} scenarios ran; no report written`);
       return;
     }
     const machine = `${availableParallelism()} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}`;
@@ -41,6 +43,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
       postgres,
       seconds: Math.round((Date.now() - startedAt) / 1000),
     });
-    await writeFile(join(projectRoot, 'docs/reliability.md'), report);
+    const published = process.env.UPDATE_RELIABILITY_REPORT === '1';
+    const file = published ? join(projectRoot, 'docs/reliability.md') : join(tmpdir(), 'skiplock-reliability.md');
+    await writeFile(file, report);
+    console.log(`faults: ${figures.length} scenarios; report written to ${file}`);
   };
 }
