@@ -21,8 +21,9 @@ function runMigrate(databaseUrl: string | undefined, args: string[] = []): Promi
 }
 
 /** Runs the package's CLI (src/cli/main.ts, the bin's source) with only the given DATABASE_URL (if any). */
-async function runCli(databaseUrl: string | undefined, args: string[]): Promise<CliRun> {
-  const { DATABASE_URL: _ignored, ...env } = process.env;
+async function runCli(databaseUrl: string | undefined, args: string[], settings: Record<string, string> = {}): Promise<CliRun> {
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
+  const env = { ...inherited, ...settings };
   try {
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
@@ -161,8 +162,12 @@ describe('skiplock work: job modules that cannot work', () => {
     }
   });
 
-  it('refuses to start without DATABASE_URL, and an unknown command', async () => {
+  it('refuses to start without DATABASE_URL, with a setting it cannot read, and an unknown command', async () => {
     expectOneLineFailure(await runCli(undefined, ['work']), /^skiplock work: DATABASE_URL is not set/);
+    expectOneLineFailure(
+      await runCli('postgres://postgres@127.0.0.1:1/unused', ['work'], { WORKER_CONCURRENCY: 'lots' }),
+      /^skiplock work: WORKER_CONCURRENCY must be a whole number from 1 to 1000, not "lots"$/,
+    );
     expectOneLineFailure(await runCli(undefined, ['wrok']), /^skiplock wrok: unknown command; commands: migrate, work/);
   });
 });

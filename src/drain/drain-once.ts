@@ -1,17 +1,12 @@
 import type { Queryable } from '../db/types.js';
 import { DrainBudget } from './budget.js';
-import {
-  DEFAULT_RETENTION_SECONDS,
-  DEFAULT_STATS_RETENTION_DAYS,
-  NO_HOUSEKEEPING,
-  runHousekeeping,
-  type HousekeepingCounts,
-} from './housekeeping.js';
+import { NO_HOUSEKEEPING, runHousekeeping, type HousekeepingCounts } from './housekeeping.js';
 import type { JobCounts } from './job-counts.js';
 import { runJobs } from './job-loop.js';
 import { jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
+import { SHARED_SETTINGS } from './settings.js';
 import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { ConnectionGate } from './connection-gate.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
@@ -19,21 +14,21 @@ import type { WorkArrivals } from './work-arrivals.js';
 import { drainWorkerId } from '../engine/worker-id.js';
 
 export interface DrainOptions {
+  /** Wall time the drain may take, in seconds (a Worker's: DRAIN_BUDGET_SECONDS, FAST_PATH_BUDGET_SECONDS). */
+  budgetSeconds: number;
   /**
-   * Wall time the drain may take, in seconds. Default 25: a Cron Trigger
-   * that fires every minute gets 30 s of CPU (and 15 min of wall time), and
-   * a drain's CPU time is below its wall time.
+   * Attempts running at once (a Worker's: DRAIN_CONCURRENCY). On Workers,
+   * more than 5 want `connections`: without it each attempt may hold one of
+   * the invocation's 6 connections, and the drain needs the last.
    */
-  budgetSeconds?: number;
-  /** Attempts running at once. Default 5: on Workers each may hold one of the 6 connections, the drain the last. */
-  concurrency?: number;
+  concurrency: number;
   /** The jobs a drain claims at a time; default the free slots (see JobLoopOptions.claimBatchSize). */
   claimBatchSize?: number;
-  /** Recorded on every claim. Default `drain-<random>`. */
+  /** Recorded on every claim. Default `skiplock:drain-<random>` (see drainWorkerId). */
   workerId?: string;
-  /** Keep finished jobs this long before pruning them. Default 7 days. */
+  /** Keep finished jobs this long before pruning them. Default RETENTION_SECONDS's. */
   retentionSeconds?: number;
-  /** Keep the daily attempt statistics this many days. Default 365. */
+  /** Keep the daily attempt statistics this many days. Default STATS_RETENTION_DAYS's. */
   statsRetentionDays?: number;
   /** Reaping, expiry, periodic jobs and pruning before the jobs run. Default true; the fast path skips them. */
   housekeeping?: boolean;
@@ -54,31 +49,28 @@ export interface DrainOptions {
 
 export type DrainCounts = HousekeepingCounts & JobCounts;
 
-export const DEFAULT_DRAIN_BUDGET_SECONDS = 25;
-export const DEFAULT_DRAIN_CONCURRENCY = 5;
-
 /**
  * One drain: housekeeping, then the registry's jobs until the queue is empty
  * or the budget ends. Runtime-agnostic: `scheduled()` on Workers and tests
  * call it with any driver.
  */
-export async function drainOnce(db: Queryable, registry: JobRegistry, options: DrainOptions = {}): Promise<DrainCounts> {
+export async function drainOnce(db: Queryable, registry: JobRegistry, options: DrainOptions): Promise<DrainCounts> {
   const logger = options.logger ?? jsonConsoleLogger;
-  const budget = new DrainBudget((options.budgetSeconds ?? DEFAULT_DRAIN_BUDGET_SECONDS) * 1000);
+  const budget = new DrainBudget(options.budgetSeconds * 1000);
   try {
     let housekeeping = NO_HOUSEKEEPING;
     if (options.housekeeping ?? true) {
       await syncPeriodicJobs(db, registry.schedules);
       housekeeping = await runHousekeeping(db, {
-        retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
-        statsRetentionDays: options.statsRetentionDays ?? DEFAULT_STATS_RETENTION_DAYS,
+        retentionSeconds: options.retentionSeconds ?? SHARED_SETTINGS.retentionSeconds.default,
+        statsRetentionDays: options.statsRetentionDays ?? SHARED_SETTINGS.statsRetentionDays.default,
         budget,
         logger,
       });
     }
     const jobs = await runJobs(db, registry, {
       workerId: options.workerId ?? drainWorkerId('drain'),
-      concurrency: options.concurrency ?? DEFAULT_DRAIN_CONCURRENCY,
+      concurrency: options.concurrency,
       ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
       budget,
       logger,

@@ -6,10 +6,6 @@ import type { Logger } from './logger.js';
 import { runMaintenance, type MaintenanceCounts } from './maintenance.js';
 import { enqueueDuePeriodicJobs } from './periodic.js';
 
-/** Seven days. */
-export const DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600;
-/** The daily attempt statistics outlive the jobs: a year by default. */
-export const DEFAULT_STATS_RETENTION_DAYS = 365;
 const PRUNE_BATCH = 1000;
 /** Pruning is bounded per drain, so a backlog of history never eats the time meant for jobs. */
 const MAX_PRUNE_BATCHES = 5;

@@ -37,7 +37,18 @@ export { CLAIMS_AHEAD_AT_ONCE } from './job-loop.js';
 export { MAX_RESULT_BYTES } from './job-result.js';
 export { sleep } from '../engine/sleep.js';
 export { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
-export { readJobSettings, readNumber, readSwitch, type DrainVariables, type JobSettings } from './settings.js';
+export { jobSettings, SHARED_SETTINGS, type JobSettings, type SharedSettings } from './settings.js';
+export {
+  readSettings,
+  setting,
+  type DerivedDefault,
+  type Setting,
+  type SettingGroup,
+  type SettingOptions,
+  type SettingValues,
+  type SettingVariables,
+} from './setting.js';
+export { list, number, oneOf, onOff, secondsAsMilliseconds, text, wholeNumber, type SettingKind } from './setting-kinds.js';
 export { builtInJobs } from './handlers/built-in.js';
 export { httpJob, type DeliveryFetch, type DeliveryRequest, type HttpJobPayload, type HttpJobSettings } from './handlers/http.js';
 export { httpEndpointSecret, WEBHOOK_HEADERS } from './handlers/http-signature.js';

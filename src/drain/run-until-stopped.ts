@@ -1,11 +1,12 @@
 import type { Queryable } from '../db/types.js';
 import { sleep } from '../engine/sleep.js';
 import { DrainBudget } from './budget.js';
-import { DEFAULT_RETENTION_SECONDS, DEFAULT_STATS_RETENTION_DAYS, runHousekeeping, type HousekeepingOptions } from './housekeeping.js';
+import { runHousekeeping, type HousekeepingOptions } from './housekeeping.js';
 import { runJobs } from './job-loop.js';
 import { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
 import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
+import { SHARED_SETTINGS } from './settings.js';
 import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 
 export interface RunUntilStoppedOptions {
@@ -21,9 +22,9 @@ export interface RunUntilStoppedOptions {
   waitForWork(signal: AbortSignal): Promise<void>;
   /** Reaping, expiry, periodic jobs and pruning run this often; 0 turns them off. Default 5000 ms. */
   housekeepingIntervalMs?: number;
-  /** Default 7 days. */
+  /** Keep finished jobs this long before pruning them. Default RETENTION_SECONDS's. */
   retentionSeconds?: number;
-  /** Default 365. */
+  /** Keep the daily attempt statistics this many days. Default STATS_RETENTION_DAYS's. */
   statsRetentionDays?: number;
   /** Delivers the jobs of queues with a delivery target it can reach (see QueueDeliveries); none when left out. */
   deliveries?: QueueDeliveries;
@@ -72,8 +73,8 @@ export async function runUntilStopped(
   });
   const housekeeping = keepHouse(options.housekeepingDb ?? db, {
     intervalMs: options.housekeepingIntervalMs ?? 5000,
-    retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
-    statsRetentionDays: options.statsRetentionDays ?? DEFAULT_STATS_RETENTION_DAYS,
+    retentionSeconds: options.retentionSeconds ?? SHARED_SETTINGS.retentionSeconds.default,
+    statsRetentionDays: options.statsRetentionDays ?? SHARED_SETTINGS.statsRetentionDays.default,
     budget,
     logger,
   });

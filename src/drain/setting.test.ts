@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { readSettings, setting } from './setting.js';
 import { list, number, oneOf, onOff, secondsAsMilliseconds, text, wholeNumber } from './setting-kinds.js';
+import { SHARED_SETTINGS } from './settings.js';
 
 const PLAN_CAPS = { small: 5, large: 50 } as const;
 
@@ -107,5 +108,12 @@ describe('readSettings', () => {
     // @ts-expect-error -- a whole number's default is a number: this must not compile.
     const wrong = setting({ variable: 'WRONG', kind: wholeNumber({ min: 1 }), default: 'many', description: 'mistyped' });
     expect(wrong.kind.fromCode.safeParse(wrong.default).success).toBe(false);
+  });
+
+  it('turns dev mode on for SKIPLOCK_DEV=1 only, and refuses a word it would once have read as off', () => {
+    expect(readSettings(SHARED_SETTINGS, { SKIPLOCK_DEV: '1' }).devMode).toBe(true);
+    expect(readSettings(SHARED_SETTINGS, { SKIPLOCK_DEV: '0' }).devMode).toBe(false);
+    expect(readSettings(SHARED_SETTINGS, {}).devMode).toBe(false);
+    expect(() => readSettings(SHARED_SETTINGS, { SKIPLOCK_DEV: 'true' })).toThrow('SKIPLOCK_DEV must be 1 or 0, not "true"');
   });
 });

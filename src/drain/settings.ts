@@ -1,65 +1,77 @@
+import { z } from 'zod';
 import type { BuiltInJobSettings } from './handlers/built-in.js';
-import { readAllowedHosts } from './handlers/http-destination.js';
-import { DEFAULT_RETENTION_SECONDS, DEFAULT_STATS_RETENTION_DAYS } from './housekeeping.js';
+import { readAllowedHost } from './handlers/http-destination.js';
+import { setting, type SettingValues } from './setting.js';
+import { list, number, onOff, text, wholeNumber } from './setting-kinds.js';
 
 /**
- * The variables the drain reads, whether from a Worker's env or a Node
- * process's environment. All strings, as wrangler vars and secrets are.
+ * The settings both runtimes read, a Worker (as `createSkiplock` options
+ * or its variables) and the Node worker (`skiplock work`): the database,
+ * dev mode, how long history is kept, and the built-in `http` job.
  */
-export interface DrainVariables {
-  readonly SKIPLOCK_DEV?: string | undefined;
-  readonly RETENTION_SECONDS?: string | undefined;
-  readonly STATS_RETENTION_DAYS?: string | undefined;
-  readonly HTTP_ALLOWED_HOSTS?: string | undefined;
-  readonly HTTP_SIGNING_SECRET?: string | undefined;
-}
+export const SHARED_SETTINGS = {
+  databaseUrl: setting({
+    variable: 'DATABASE_URL',
+    kind: text('a Postgres connection string'),
+    unset: 'required (a Worker may bind `HYPERDRIVE` instead)',
+    secret: true,
+    description: 'the Postgres that holds the queue (a Neon URL on Workers)',
+  }),
+  devMode: setting({
+    variable: 'SKIPLOCK_DEV',
+    kind: onOff({ on: ['1'], off: ['0'] }),
+    default: false,
+    description:
+      '`1` (as `npm start` sets it): the demo jobs `noop`, `sleep` and `fail`; on a Worker also no required secrets and a status-token secret derived from `ADMIN_TOKEN`',
+  }),
+  retentionSeconds: setting({
+    variable: 'RETENTION_SECONDS',
+    kind: number({ min: 0 }),
+    default: 7 * 24 * 3600,
+    description: 'how long finished jobs and events are kept, in seconds (finished jobs go by whole days: at least this long, at most a day more)',
+  }),
+  statsRetentionDays: setting({
+    variable: 'STATS_RETENTION_DAYS',
+    kind: wholeNumber({ min: 1 }),
+    // The daily attempt statistics outlive the jobs.
+    default: 365,
+    description: 'how many days the daily attempt statistics (`GET /v1/stats/daily`) are kept',
+  }),
+  httpAllowedHosts: setting({
+    variable: 'HTTP_ALLOWED_HOSTS',
+    kind: list(
+      z.string().refine((entry) => readAllowedHost(entry) !== undefined),
+      '[tenant=]host[:port] entries, comma-separated',
+    ),
+    unset: 'none: the `http` job calls nowhere',
+    description:
+      "where the built-in `http` job may deliver: a `*.` host allows its subdomains, a `tenant=` entry only that tenant's jobs (see [The http job](../README.md#the-http-job))",
+  }),
+  httpSigningSecret: setting({
+    variable: 'HTTP_SIGNING_SECRET',
+    kind: text('any long random string'),
+    unset: 'unsigned',
+    secret: true,
+    description: 'signs `http` job deliveries (Standard Webhooks, a `whsec_` secret per tenant and endpoint derived from it)',
+  }),
+};
+
+export type SharedSettings = SettingValues<typeof SHARED_SETTINGS>;
 
 export interface JobSettings extends BuiltInJobSettings {
   retentionSeconds: number;
   statsRetentionDays: number;
 }
 
-export function readJobSettings(vars: DrainVariables): JobSettings {
-  const signingSecret = vars.HTTP_SIGNING_SECRET?.trim();
+/** What the drain and the built-in jobs take from the shared settings. */
+export function jobSettings(shared: SharedSettings): JobSettings {
   return {
-    devMode: vars.SKIPLOCK_DEV?.trim() === '1',
-    retentionSeconds: readNumber(vars, 'RETENTION_SECONDS', DEFAULT_RETENTION_SECONDS, { min: 0 }),
-    statsRetentionDays: readNumber(vars, 'STATS_RETENTION_DAYS', DEFAULT_STATS_RETENTION_DAYS, { min: 1, integer: true }),
+    devMode: shared.devMode,
+    retentionSeconds: shared.retentionSeconds,
+    statsRetentionDays: shared.statsRetentionDays,
     http: {
-      allowedHosts: readAllowedHosts(vars.HTTP_ALLOWED_HOSTS),
-      ...(signingSecret ? { signingSecret } : {}),
+      allowedHosts: shared.httpAllowedHosts ?? [],
+      ...(shared.httpSigningSecret === undefined ? {} : { signingSecret: shared.httpSigningSecret }),
     },
   };
-}
-
-/** A numeric setting; unset or empty means the default, anything unreadable is refused by name. */
-export function readNumber<Name extends string>(
-  vars: { readonly [name in Name]?: string | undefined },
-  name: Name,
-  fallback: number,
-  range: { min: number; max?: number; integer?: boolean },
-): number {
-  const text = vars[name]?.trim();
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  const max = range.max ?? Number.POSITIVE_INFINITY;
-  if (!Number.isFinite(value) || value < range.min || value > max || (range.integer && !Number.isInteger(value))) {
-    const kind = range.integer ? 'a whole number' : 'a number';
-    const bounds = Number.isFinite(max) ? `from ${range.min} to ${max}` : `from ${range.min}`;
-    throw new Error(`${name} must be ${kind} ${bounds}, not "${text}"`);
-  }
-  return value;
-}
-
-/** An on/off setting: `on`/`off` (or 1/0, true/false); unset or empty means the default. */
-export function readSwitch<Name extends string>(
-  vars: { readonly [name in Name]?: string | undefined },
-  name: Name,
-  fallback: boolean,
-): boolean {
-  const text = vars[name]?.trim().toLowerCase();
-  if (text === undefined || text === '') return fallback;
-  if (['on', '1', 'true'].includes(text)) return true;
-  if (['off', '0', 'false'].includes(text)) return false;
-  throw new Error(`${name} must be on or off, not "${text}"`);
 }

@@ -6,8 +6,6 @@ import { Problem } from './problem.js';
 
 /** The limits of the HTTP API; each is checked before the database is asked. */
 export const LIMITS = {
-  /** Request body, unless the host configures another (MAX_BODY_BYTES on Workers). */
-  defaultMaxBodyBytes: 1024 * 1024,
   /** One JSON value (a payload, result, error or progress), serialized. */
   maxJsonBytes: 256 * 1024,
   /** Nesting of one JSON value: deeper values are refused before anything walks them recursively. */

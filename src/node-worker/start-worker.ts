@@ -5,24 +5,32 @@ import {
   CLAIMS_AHEAD_AT_ONCE,
   createRegistry,
   jsonConsoleLogger,
+  readSettings,
   runUntilStopped,
+  SHARED_SETTINGS,
   type JobDefinition,
   type Logger,
   type PeriodicJob,
   type QueueDeliveries,
   type RunningDrain,
 } from '../drain/index.js';
+import { NODE_WORKER_SETTINGS } from './settings.js';
 import { JobWakeups } from './wakeups.js';
 
+/**
+ * The worker's options. Those that are settings (all but the handlers,
+ * schedules, housekeeping interval, deliveries and logger) are checked, and
+ * defaulted, as their variables are: docs/configuration.md.
+ */
 export interface WorkerOptions {
   databaseUrl: string;
   /** The job types this worker runs; it claims no others. */
   handlers: readonly JobDefinition[];
   schedules?: readonly PeriodicJob[];
-  /** Jobs running at once. Default 10. */
+  /** Jobs running at once (WORKER_CONCURRENCY). */
   concurrency?: number;
   /**
-   * The jobs the worker claims at a time; default the free slots. Larger
+   * The jobs the worker claims at a time (WORKER_CLAIM_BATCH_SIZE); default the concurrency. Larger
    * claims ahead, in two claims of half a batch out at once, for many short
    * jobs (see JobLoopOptions.claimBatchSize).
    */
@@ -30,17 +38,18 @@ export interface WorkerOptions {
   /**
    * Recorded on every claim. Give a stable one (per host or pod) and a
    * restarted worker hands back the leases its previous run held at once,
-   * instead of waiting for them to expire. Default: host, pid and a random part.
+   * instead of waiting for them to expire (WORKER_ID). Default: host, pid and a random part.
    */
   workerId?: string;
-  /** An idle worker looks for jobs at least this often. Default 1000 ms. */
+  /** An idle worker looks for jobs at least this often (POLL_INTERVAL_MS). */
   pollIntervalMs?: number;
-  /** LISTEN for enqueues to start jobs at once. Default true; false behind a transaction pooler. */
+  /** LISTEN for enqueues to start jobs at once (WORKER_LISTEN); false behind a transaction pooler. */
   listen?: boolean;
   /**
-   * Prepare the engine's statements once per connection. Default true;
-   * false behind a pooler that loses them between transactions (PgBouncer
-   * before 1.21, or without max_prepared_statements, in transaction mode).
+   * Prepare the engine's statements once per connection
+   * (WORKER_PREPARED_STATEMENTS); false behind a pooler that loses them
+   * between transactions (PgBouncer before 1.21, or without
+   * max_prepared_statements, in transaction mode).
    */
   preparedStatements?: boolean;
   /**
@@ -48,11 +57,11 @@ export interface WorkerOptions {
    * ms; 0 turns them off (in a large fleet a few workers, or the cron drain, suffice).
    */
   housekeepingIntervalMs?: number;
-  /** Default 7 days. */
+  /** How long finished jobs are kept (RETENTION_SECONDS). */
   retentionSeconds?: number;
-  /** How many days the daily attempt statistics are kept. Default 365. */
+  /** How many days the daily attempt statistics are kept (STATS_RETENTION_DAYS). */
   statsRetentionDays?: number;
-  /** On stop, running jobs get this long to finish before they are handed back. Default 20,000 ms. */
+  /** On stop, running jobs get this long to finish before they are handed back (SHUTDOWN_GRACE_SECONDS, here in ms). */
   shutdownGraceMs?: number;
   /**
    * Delivers the jobs of queues whose delivery target is a webhook (set with
@@ -77,11 +86,15 @@ export interface RunningWorker {
  * LISTEN/NOTIFY (and polling), and runs the housekeeping on a timer.
  */
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
-  const concurrency = options.concurrency ?? 10;
+  const { concurrency, claimBatchSize, pollIntervalMs, listen, preparedStatements, shutdownGraceMs } = readSettings(
+    NODE_WORKER_SETTINGS,
+    {},
+    options,
+  );
+  const { retentionSeconds, statsRetentionDays } = readSettings(SHARED_SETTINGS, {}, options);
   const logger = options.logger ?? jsonConsoleLogger;
   const workerId = options.workerId ?? drainWorkerId(`node-${hostname()}-${process.pid}`);
   const registry = createRegistry(options.handlers, options.schedules);
-  const preparedStatements = options.preparedStatements ?? true;
   // At most one connection per running attempt (heartbeats, progress), and one
   // for completions. A connection plans each statement the first time it runs
   // it, so the pool keeps them for a minute idle (node-postgres closes them
@@ -99,17 +112,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     if (options.workerId !== undefined) await releaseWorker(db, workerId);
     // Both claim connections opened and planned now (two statements at once take one each), not on their first job.
     await Promise.all(Array.from({ length: CLAIMS_AHEAD_AT_ONCE }, () => prepareClaims(claimsDb)));
-    const pollIntervalMs = options.pollIntervalMs ?? 1000;
-    const started = await JobWakeups.start({ databaseUrl: options.databaseUrl, pollIntervalMs, listen: options.listen ?? true, logger });
+    const started = await JobWakeups.start({ databaseUrl: options.databaseUrl, pollIntervalMs, listen, logger });
     wakeups = started;
     drain = await runUntilStopped(db, registry, {
       workerId,
       concurrency,
-      ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
+      claimBatchSize,
       waitForWork: (signal) => started.next(signal),
       ...(options.housekeepingIntervalMs === undefined ? {} : { housekeepingIntervalMs: options.housekeepingIntervalMs }),
-      ...(options.retentionSeconds === undefined ? {} : { retentionSeconds: options.retentionSeconds }),
-      ...(options.statsRetentionDays === undefined ? {} : { statsRetentionDays: options.statsRetentionDays }),
+      retentionSeconds,
+      statsRetentionDays,
       ...(options.deliveries === undefined ? {} : { deliveries: options.deliveries }),
       logger,
       housekeepingDb,
@@ -127,7 +139,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   return {
     workerId,
     stop: () => {
-      void drain.stop(options.shutdownGraceMs ?? 20_000);
+      void drain.stop(shutdownGraceMs);
       return done;
     },
     done,

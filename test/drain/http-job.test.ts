@@ -2,7 +2,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { destinationProblem, parseAllowedHosts, readAllowedHosts } from '../../src/drain/handlers/http-destination';
+import { destinationProblem, parseAllowedHosts } from '../../src/drain/handlers/http-destination';
+import { readSettings } from '../../src/drain/setting';
+import { SHARED_SETTINGS } from '../../src/drain/settings';
 import { httpJob, type HttpJobPayload, type HttpJobSettings } from '../../src/drain/handlers/http';
 import { httpEndpointSecret } from '../../src/drain/handlers/http-signature';
 import { enqueue } from '../../src/engine';
@@ -330,10 +332,14 @@ describe('destinationProblem', () => {
     expect(check('http://8.8.8.8/', ['8.8.8.8'])).toBeUndefined();
   });
 
-  it('refuses an HTTP_ALLOWED_HOSTS entry it cannot read, naming it', () => {
-    expect(readAllowedHosts(' a.example.com , acme=b.example.com:8443,, ')).toEqual(['a.example.com', 'acme=b.example.com:8443']);
+  it('refuses an HTTP_ALLOWED_HOSTS entry it cannot read, naming it, in the variable and in code', () => {
+    const allowedHosts = (HTTP_ALLOWED_HOSTS: string) => readSettings(SHARED_SETTINGS, { HTTP_ALLOWED_HOSTS }).httpAllowedHosts;
+    expect(allowedHosts(' a.example.com , acme=b.example.com:8443,, ')).toEqual(['a.example.com', 'acme=b.example.com:8443']);
     for (const entry of ['=a.example.com', 'a.example.com:http', 'a.example.com:70000', 'a b.example.com', '[::1']) {
-      expect(() => readAllowedHosts(entry), entry).toThrow(`HTTP_ALLOWED_HOSTS: cannot read "${entry}"`);
+      expect(() => allowedHosts(`ok.example.com,${entry}`), entry).toThrow(
+        `HTTP_ALLOWED_HOSTS must be [tenant=]host[:port] entries, comma-separated, not "${entry}"`,
+      );
+      expect(() => parseAllowedHosts(['ok.example.com', entry]), entry).toThrow(`HTTP_ALLOWED_HOSTS: cannot read "${entry}"`);
     }
   });
 });

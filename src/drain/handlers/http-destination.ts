@@ -16,25 +16,20 @@ export interface AllowedHost {
 /** The ports an entry that names none allows. */
 const DEFAULT_PORTS = [443, 80];
 
-/**
- * HTTP_ALLOWED_HOSTS (`api.example.com, acme=*.hooks.acme.com, acme=hooks.acme.com:8443`)
- * as its entries, each checked: one that cannot be read is refused at start, by name.
- */
-export function readAllowedHosts(list: string | undefined): string[] {
-  const entries = (list ?? '').split(',');
-  parseAllowedHosts(entries);
-  return entries.map((entry) => entry.trim()).filter((entry) => entry !== '');
-}
-
 /** The entries, read; one that cannot be read is refused by name. */
 export function parseAllowedHosts(entries: readonly string[]): AllowedHost[] {
   return entries
     .map((entry) => entry.trim())
     .filter((entry) => entry !== '')
-    .map(parseEntry);
+    .map((entry) => {
+      const host = readAllowedHost(entry);
+      if (host === undefined) throw new Error(`HTTP_ALLOWED_HOSTS: cannot read "${entry}": entries are [tenant=]host[:port], comma-separated`);
+      return host;
+    });
 }
 
-function parseEntry(entry: string): AllowedHost {
+/** One entry (`acme=hooks.acme.com:8443`), or undefined when it cannot be read. */
+export function readAllowedHost(entry: string): AllowedHost | undefined {
   const equals = entry.lastIndexOf('=');
   const tenant = equals < 0 ? undefined : entry.slice(0, equals).trim();
   const hostPort = entry.slice(equals + 1).trim();
@@ -43,9 +38,7 @@ function parseEntry(entry: string): AllowedHost {
     isIpLiteral(hostPort) ? `[${hostPort}]` : hostPort,
   );
   const port = match?.[2] === undefined ? undefined : Number(match[2]);
-  if (tenant === '' || match === null || (port !== undefined && (port < 1 || port > 65_535))) {
-    throw new Error(`HTTP_ALLOWED_HOSTS: cannot read "${entry}": entries are [tenant=]host[:port], comma-separated`);
-  }
+  if (tenant === '' || match === null || (port !== undefined && (port < 1 || port > 65_535))) return undefined;
   return { tenant, host: normalHost(match[1]!), port };
 }
 

@@ -14,14 +14,14 @@ export function recordingLogger(): Logger & { lines: Array<{ level: string; mess
   return { lines, info: record('info'), warn: record('warn'), error: record('error') };
 }
 
-/** One drain over these job types, quiet, with a budget that leaves room on a loaded machine. */
+/** One drain over these job types, quiet, with a budget that leaves room on a loaded machine, 5 jobs at once unless told. */
 export function drain(
   db: Db,
   jobs: readonly JobDefinition[],
-  options: DrainOptions & { schedules?: readonly PeriodicJob[] } = {},
+  options: Partial<DrainOptions> & { schedules?: readonly PeriodicJob[] } = {},
 ): Promise<DrainCounts> {
   const { schedules, ...drainOptions } = options;
-  return drainOnce(db, createRegistry(jobs, schedules), { budgetSeconds: 45, logger: recordingLogger(), ...drainOptions });
+  return drainOnce(db, createRegistry(jobs, schedules), { budgetSeconds: 45, concurrency: 5, logger: recordingLogger(), ...drainOptions });
 }
 
 export async function jobById(db: Db, id: string): Promise<Job> {

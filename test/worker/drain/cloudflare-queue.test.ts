@@ -46,7 +46,7 @@ describe('bulk delivery to a Cloudflare queue, in workerd with a real producer b
     const enqueued = await enqueueBatch(httpDatabase(env), inputs);
     const ids = new Set(enqueued.map(({ job }) => job.id));
 
-    const counts = await drainOnce(httpDatabase(env), createRegistry([toQueue]), { concurrency: 250, housekeeping: false, logger: quiet });
+    const counts = await drainOnce(httpDatabase(env), createRegistry([toQueue]), { budgetSeconds: 25, concurrency: 250, housekeeping: false, logger: quiet });
     expect(counts).toMatchObject({ claimed: 250, succeeded: 250, failed: 0 });
 
     expect(calls.reduce((sum, call) => sum + call.messages, 0)).toBe(250);
@@ -85,7 +85,7 @@ describe('bulk delivery to a Cloudflare queue, in workerd with a real producer b
     const [small, large] = enqueued.map(({ job }) => job.id) as [string, string];
 
     for (let round = 0; round < 20 && (await jobById(small)).status !== 'succeeded'; round++) {
-      await drainOnce(httpDatabase(env), createRegistry([toQueue]), { concurrency: 10, housekeeping: false, logger: quiet });
+      await drainOnce(httpDatabase(env), createRegistry([toQueue]), { budgetSeconds: 25, concurrency: 10, housekeeping: false, logger: quiet });
       await sleep(100);
     }
 

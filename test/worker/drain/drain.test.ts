@@ -27,7 +27,7 @@ describe('drainOnce in workerd', () => {
       // Two drains at a time, as overlapping cron invocations would run.
       const counts = await Promise.all(
         [1, 2].map(() =>
-          drainOnce(httpDatabase(env), registry, { budgetSeconds: 3, housekeeping: false, handBackDelaySeconds: 0.2, logger: quiet }),
+          drainOnce(httpDatabase(env), registry, { budgetSeconds: 3, concurrency: 5, housekeeping: false, handBackDelaySeconds: 0.2, logger: quiet }),
         ),
       );
       handedBack += counts[0]!.handedBack + counts[1]!.handedBack;
@@ -58,7 +58,7 @@ describe('drainOnce in workerd', () => {
         text: "UPDATE skiplock.schedules SET next_run_at = now() - interval '1 second' WHERE name = $1",
         params: [schedule.name],
       });
-      await Promise.all([1, 2].map(() => drainOnce(db, registry, { budgetSeconds: 5, logger: quiet })));
+      await Promise.all([1, 2].map(() => drainOnce(db, registry, { budgetSeconds: 5, concurrency: 5, logger: quiet })));
       const [row] = await db.query<{ count: number }>({
         text: 'SELECT count(*)::integer AS count FROM skiplock.all_jobs WHERE type = $1',
         params: [type],
@@ -73,7 +73,7 @@ describe('drainOnce in workerd', () => {
     const delivery = { ...httpJob({ allowedHosts: [proxy] }), type: uniqueName('http') };
     const job = await enqueueJob({ type: delivery.type, payload: { url: `http://${proxy}/not-here`, method: 'GET' } });
 
-    await drainOnce(httpDatabase(env), createRegistry([delivery]), { budgetSeconds: 10, logger: quiet });
+    await drainOnce(httpDatabase(env), createRegistry([delivery]), { budgetSeconds: 10, concurrency: 5, logger: quiet });
 
     expect(await jobById(job.id)).toMatchObject({
       status: 'failed',

@@ -183,7 +183,7 @@ describe('createSkiplock in workerd', () => {
     expect(log.mock.calls.map((call) => String(call[0]))).toEqual([
       'skiplock: ADMIN_TOKEN is 31 characters: outside dev it must be at least 32 (a random one: `openssl rand -base64 32`)',
       'skiplock: STATUS_TOKEN_SECRET is 5 characters: outside dev it must be at least 32 (a random one: `openssl rand -base64 32`)',
-      'skiplock: HTTP_ALLOWED_HOSTS: cannot read "hooks.example.com:http": entries are [tenant=]host[:port], comma-separated',
+      'skiplock: HTTP_ALLOWED_HOSTS must be [tenant=]host[:port] entries, comma-separated, not "hooks.example.com:http"',
     ]);
     log.mockRestore();
   });
