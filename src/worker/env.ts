@@ -7,8 +7,8 @@ import type { WORKER_SETTINGS } from './settings.js';
 
 /**
  * The bindings the Worker factory reads (wrangler vars, secrets, `.dev.vars`):
- * the variables of its settings (SHARED_SETTINGS, WORKER_SETTINGS) and its
- * bindings. Every one is optional here: an option given to
+ * the variables of its settings (SHARED_SETTINGS, WORKER_SETTINGS) and the
+ * bindings below. Every one is optional here: an option given to
  * `createSkiplock` wins over its variable, and what is still missing is
  * refused at start with one line. Structural, so a project's own `Env` from
  * `wrangler types` fits it as it is.
@@ -18,27 +18,35 @@ export interface SkiplockEnv
     SettingVariables<typeof WORKER_SETTINGS>,
     SkiplockBindings {}
 
-/** The Worker's bindings beyond its settings. */
+/** What WORKER_BINDINGS describes. */
 export interface SkiplockBindings {
-  /** A Hyperdrive binding for a non-Neon Postgres; it wins over DATABASE_URL. */
   HYPERDRIVE?: { readonly connectionString: string };
-  /**
-   * The queue clock (a Durable Object namespace of `SkiplockClock`): cron
-   * ticks with nothing due run no statement. Without it every tick drains.
-   */
   SKIPLOCK_CLOCK?: ClockNamespace;
-  /**
-   * Helper drains (a Durable Object namespace of your `skiplock.Drainer`
-   * class): a drain with a backlog starts up to DRAIN_FANOUT - 1 of them.
-   * Without it each drain works alone.
-   */
   SKIPLOCK_DRAINER?: DrainerNamespace;
-  /**
-   * A rate limit binding (`[[ratelimits]]`) that counts failed authentications
-   * per client address across the isolates of a location; without it they
-   * are counted per isolate only.
-   */
   AUTH_RATE_LIMITER?: RateLimiterBinding;
-  /** Development only: `host:port/<secret>` of the local Neon proxy that `npm start` runs (new each run). */
   LOCAL_NEON_PROXY?: string;
 }
+
+/** The Worker's bindings beyond its settings, as docs/configuration.md lists them: how each is declared, and what it does. */
+export const WORKER_BINDINGS: Readonly<Record<keyof SkiplockBindings, { declared: string; description: string }>> = {
+  HYPERDRIVE: {
+    declared: 'a Hyperdrive binding (`[[hyperdrive]]`)',
+    description: 'a Postgres through Hyperdrive, for a non-Neon Postgres; wins over `DATABASE_URL`',
+  },
+  SKIPLOCK_CLOCK: {
+    declared: 'a Durable Object namespace of `SkiplockClock`',
+    description: 'the queue clock: cron ticks with nothing due run no statement; without it every tick drains',
+  },
+  SKIPLOCK_DRAINER: {
+    declared: 'a Durable Object namespace of your `skiplock.Drainer` class',
+    description: 'helper drains: a drain with a backlog starts up to `DRAIN_FANOUT` - 1 of them; without it each drain works alone',
+  },
+  AUTH_RATE_LIMITER: {
+    declared: 'a rate limit binding (`[[ratelimits]]`)',
+    description: "counts failed authentications per client address across a location's isolates; without it they are counted per isolate only",
+  },
+  LOCAL_NEON_PROXY: {
+    declared: 'a var, development only: `npm start` sets it',
+    description: '`host:port/<secret>` of the local Neon proxy that `npm start` runs; the secret is new on every start',
+  },
+};
