@@ -1,4 +1,4 @@
-import { DEPTH_ORDER } from './client/charts.js';
+import { DEPTH_ORDER } from './depth-order.js';
 import { Panel, ScrollTable } from './panel.js';
 
 const TOTALS = [

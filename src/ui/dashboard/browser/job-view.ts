@@ -1,0 +1,130 @@
+import type { JobStatus } from '../../../engine/types.js';
+import { byId, formatTime, isFinal, setBadge } from '../../browser/shared.js';
+import { api, problemMessage } from './api.js';
+import type { Job, JobHistory } from './api-types.js';
+import { confirmAction, showNotice } from './notice.js';
+import { h } from './elements.js';
+import { formatDuration, formatFromNow, formatJson } from './format.js';
+
+/** One job and its history, with retry and cancel. */
+
+type JobEvent = JobHistory['events'][number];
+
+const RETRYABLE: readonly JobStatus[] = ['failed', 'cancelled', 'expired'];
+const EVENT_LABELS: Record<JobEvent['kind'], string> = {
+  enqueued: 'Enqueued',
+  claimed: 'Claimed',
+  lease_extended: 'Lease extended',
+  completed: 'Completed',
+  failed: 'Attempt failed',
+  retried: 'Retried',
+  released: 'Released',
+  cancel_requested: 'Cancel requested',
+  cancelled: 'Cancelled',
+  expired: 'Expired',
+  lease_expired: 'Lease expired',
+  rescheduled: 'Rescheduled',
+  callback_enqueued: 'Callback enqueued',
+  callback_failed: 'Callback attempt failed',
+  callback_cancelled: 'Callback cancelled',
+  callback_delivered: 'Callback delivered',
+};
+let shownJobId: string | null = null;
+
+function jobPath(id: string): string {
+  return '/v1/jobs/' + encodeURIComponent(id);
+}
+
+export async function loadJob(id: string): Promise<void> {
+  const [job, history] = await Promise.all([api<Job>(jobPath(id)), api<JobHistory>(jobPath(id) + '/history')]);
+  shownJobId = job.id;
+  renderJob(job);
+  renderHistory(history.events);
+}
+
+function jobDetails(job: Job): Array<[string, string | number]> {
+  return [
+    ['Queue', job.queue],
+    ['Tenant', job.tenant],
+    ['Type', job.type],
+    ['Priority', job.priority],
+    ['Attempts', job.attempts + ' of ' + job.maxAttempts],
+    ['Created', formatTime(job.createdAt)],
+    ['Run at', formatTime(job.runAt)],
+    ['First started', formatTime(job.firstStartedAt)],
+    ['Started', formatTime(job.startedAt)],
+    ['Finished', formatTime(job.finishedAt)],
+    ['Duration', formatDuration(job.durationMs)],
+    ['Lease', job.leaseSeconds + ' s per attempt'],
+    ['Lease expires', job.status === 'running' ? formatFromNow(job.leaseExpiresAt) : '—'],
+    ['Worker', job.workerId || '—'],
+    ['Expires', formatTime(job.expiresAt)],
+    ['Dedup key', job.dedupKey || '—'],
+    ['Cancel requested', job.cancelRequested ? 'yes' : 'no'],
+    ['Callback', job.callbackUrl || '—'],
+    ['Failure callback', job.failureCallbackUrl || '—'],
+  ];
+}
+
+function renderJob(job: Job): void {
+  byId('job-id').textContent = job.id;
+  setBadge(byId('job-status'), job.status);
+  byId('job-retry', HTMLButtonElement).disabled = !RETRYABLE.includes(job.status);
+  byId('job-cancel', HTMLButtonElement).disabled = isFinal(job.status) || job.cancelRequested;
+  byId('job-details').replaceChildren(...jobDetails(job).flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value)]));
+  byId('job-payload').textContent = formatJson(job.payload);
+  byId('job-result').textContent = formatJson(job.result);
+  byId('job-error').textContent = formatJson(job.lastError);
+  byId('job-progress').textContent = formatJson(job.progress);
+}
+
+function renderHistory(events: readonly JobEvent[]): void {
+  byId('job-history').replaceChildren(...events.map((event) =>
+    h('li', {},
+      h('span', { class: 'event-kind' }, EVENT_LABELS[event.kind]), ' ',
+      h('time', { datetime: event.at }, formatTime(event.at)),
+      event.attempt > 0 ? ' · attempt ' + event.attempt : null,
+      event.workerId ? ' · ' + event.workerId : null,
+      event.detail === null ? null : h('span', { class: 'event-detail' }, JSON.stringify(event.detail)))));
+}
+
+interface JobAction {
+  title: string;
+  text: string;
+  confirm: string;
+  /** The notice once the API has answered with the job. */
+  done: (job: Job) => string;
+}
+
+const JOB_ACTIONS: Record<'retry' | 'cancel', JobAction> = {
+  retry: {
+    title: 'Retry this job?',
+    text: 'It is queued again with a fresh set of attempts.',
+    confirm: 'Retry',
+    done: () => 'The job is queued again.',
+  },
+  cancel: {
+    title: 'Cancel this job?',
+    text: 'A waiting job is cancelled at once; a running one stops at its next heartbeat.',
+    confirm: 'Cancel job',
+    done: (job) => (job.status === 'cancelled' ? 'The job is cancelled.' : 'Cancellation requested: the job stops at its next heartbeat.'),
+  },
+};
+
+async function runJobAction(name: keyof typeof JOB_ACTIONS): Promise<void> {
+  const action = JOB_ACTIONS[name];
+  const id = shownJobId;
+  if (id === null || !(await confirmAction(action.title, action.text, action.confirm))) return;
+  try {
+    const job = await api<Job>(jobPath(id) + '/' + name, { method: 'POST' });
+    showNotice('ok', action.done(job));
+    await loadJob(id);
+  } catch (problem) {
+    showNotice('error', 'Refused. ' + problemMessage(problem));
+  }
+}
+
+export function wireJobView(): void {
+  byId('job-retry').addEventListener('click', () => runJobAction('retry'));
+  byId('job-cancel').addEventListener('click', () => runJobAction('cancel'));
+}
