@@ -1,6 +1,6 @@
 import type { JobStatus } from '../engine/index.js';
 
-/** How a status reads on the pages; the pages' scripts get the same words (client/shared.ts). */
+/** How a status reads on the pages; the pages' scripts use the same (browser/shared.ts). */
 export const STATUS_LABELS: Record<JobStatus, string> = {
   scheduled: 'Scheduled',
   queued: 'Queued',

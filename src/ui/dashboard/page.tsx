@@ -1,6 +1,6 @@
 import { Document } from '../document.js';
+import { dashboardScript } from '../page-scripts.generated.js';
 import { themeCss } from '../theme.js';
-import { dashboardScript } from './client/index.js';
 import { ConfirmDialog } from './confirm-dialog.js';
 import { Header } from './header.js';
 import { JobList } from './job-list.js';

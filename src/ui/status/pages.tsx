@@ -2,8 +2,8 @@ import type { Child } from 'hono/jsx';
 import type { JobStatusView } from '../../http/status-view.js';
 import { Document } from '../document.js';
 import { STATUS_LABELS } from '../job-status.js';
+import { statusScript } from '../page-scripts.generated.js';
 import { themeCss } from '../theme.js';
-import { statusScript } from './script.js';
 import { statusCss } from './styles.js';
 
 interface PageProps {
