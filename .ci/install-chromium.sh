@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian's Chromium, which the browser tests (test/browser) drive with
-# playwright-core; without /usr/bin/chromium they are skipped. Does nothing
-# when it is already there.
+# playwright-core; without /usr/bin/chromium they are skipped, except in CI
+# (CI=true), where they fail. Does nothing when it is already there.
 set -euo pipefail
 
 if [ -x /usr/bin/chromium ]; then

@@ -2,7 +2,7 @@ import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import { JOB_STATUSES, setQueue as setQueueSettings, type DeliveryTarget } from '../../src/engine';
-import { hasChromium, PHONE } from './support/chromium';
+import { PHONE, runBrowserTests } from './support/chromium';
 import {
   attemptTimings,
   claimNext,
@@ -19,7 +19,7 @@ import {
 import { ADMIN_TOKEN } from './support/stack';
 import { signIn, useStackAndBrowser } from './support/suite';
 
-describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
+describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
   const { stack, newPage } = useStackAndBrowser();
 
   /** A job that ran once and failed for good. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusTokenSecret, statusTokenSigner } from '../../src/http/auth/status-token';
-import { hasChromium, openPage } from './support/chromium';
+import { openPage, runBrowserTests } from './support/chromium';
 import { startEmbedder, type Embedder } from './support/embedder';
 import { claimNext, completeJob, enqueueManual, reportProgress } from './support/jobs';
 import { ADMIN_TOKEN } from './support/stack';
@@ -26,7 +26,7 @@ async function expiredToken(jobId: string): Promise<string> {
   return sign(jobId, Math.floor(Date.now() / 1000) - 3600);
 }
 
-describe.skipIf(!hasChromium)('status page in Chromium', () => {
+describe.runIf(runBrowserTests)('status page in Chromium', () => {
   let embedder: Embedder;
   beforeAll(async () => {
     embedder = await startEmbedder();
