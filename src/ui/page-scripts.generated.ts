@@ -474,7 +474,7 @@ export const dashboardScript = `"use strict";
     const said = [];
     if (queue.concurrency !== null) said.push("cap " + queue.concurrency);
     if (queue.weight !== 1) said.push("weight " + queue.weight);
-    if (queue.delivery !== null) said.push("to " + deliveryTarget(queue.delivery));
+    if (queue.delivery !== null && queue.delivery !== void 0) said.push("to " + deliveryTarget(queue.delivery));
     if (said.length === 0) return null;
     const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. To: where the drains deliver its jobs, instead of to handlers.";
     return h("div", { class: "muted queue-settings", "data-settings": "", title }, said.join(", "));

@@ -97,7 +97,8 @@ function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   const said: string[] = [];
   if (queue.concurrency !== null) said.push('cap ' + queue.concurrency);
   if (queue.weight !== 1) said.push('weight ' + queue.weight);
-  if (queue.delivery !== null) said.push('to ' + deliveryTarget(queue.delivery));
+  // Left out for a tenant-bound key: where a queue's jobs go is its operator's.
+  if (queue.delivery !== null && queue.delivery !== undefined) said.push('to ' + deliveryTarget(queue.delivery));
   if (said.length === 0) return null;
   const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
     'To: where the drains deliver its jobs, instead of to handlers.';
