@@ -1,6 +1,6 @@
 import { SkiplockApiError } from '../http/client.js';
 import type { ApiConnection } from './api-connection.js';
-import { CliFailure, EXIT } from './cli-failure.js';
+import { CliError, EXIT } from './cli-failure.js';
 import { errorCode } from './error-code.js';
 
 /**
@@ -18,26 +18,26 @@ export async function withApi<T>(connection: ApiConnection, exchange: () => Prom
 }
 
 function explainApiFailure(error: unknown, { url, urlSource, keySource }: ApiConnection): unknown {
-  if (error instanceof CliFailure) return error;
+  if (error instanceof CliError) return error;
   if (error instanceof SkiplockApiError) {
     const { status, problem } = error;
     if (problem.type === undefined) {
-      return new CliFailure(`${url} answered ${status}, not as a skiplock API does: check ${urlSource}`, EXIT.unreachable);
+      return new CliError(`${url} answered ${status}, not as a skiplock API does: check ${urlSource}`, EXIT.unreachable);
     }
     const fields = problem.errors?.length ? ` (${problem.errors.map((field) => `${field.path}: ${field.message}`).join('; ')})` : '';
     const said = `${error.message}${fields}`;
-    if (status === 401) return new CliFailure(`the API refused the key: ${said}; check ${keySource}`, EXIT.refused);
-    if (status === 403) return new CliFailure(`${said}: use a key with that scope`, EXIT.refused);
-    if (status === 404) return new CliFailure(said, EXIT.notFound);
-    if (status >= 500) return new CliFailure(`${said} (request id ${problem.requestId ?? 'unknown'})`, EXIT.failed);
-    return new CliFailure(said, EXIT.failed);
+    if (status === 401) return new CliError(`the API refused the key: ${said}; check ${keySource}`, EXIT.refused);
+    if (status === 403) return new CliError(`${said}: use a key with that scope`, EXIT.refused);
+    if (status === 404) return new CliError(said, EXIT.notFound);
+    if (status >= 500) return new CliError(`${said} (request id ${problem.requestId ?? 'unknown'})`, EXIT.failed);
+    return new CliError(said, EXIT.failed);
   }
   if (error instanceof SyntaxError) {
-    return new CliFailure(`${url} answered something other than a skiplock API's JSON: check ${urlSource}`, EXIT.unreachable);
+    return new CliError(`${url} answered something other than a skiplock API's JSON: check ${urlSource}`, EXIT.unreachable);
   }
   const reason = unreachableReason(error);
   if (reason !== undefined) {
-    return new CliFailure(`cannot reach ${url} (${reason}): is skiplock running there (npm start)? check ${urlSource}`, EXIT.unreachable);
+    return new CliError(`cannot reach ${url} (${reason}): is skiplock running there (npm start)? check ${urlSource}`, EXIT.unreachable);
   }
   return error;
 }

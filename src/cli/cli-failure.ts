@@ -24,8 +24,8 @@ export const EXIT = {
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 /** A failure whose one-line message is the answer, with the exit code that says its kind. */
-export class CliFailure extends Error {
-  override readonly name = 'CliFailure';
+export class CliError extends Error {
+  override readonly name = 'CliError';
   constructor(
     message: string,
     readonly exitCode: ExitCode,
@@ -35,6 +35,6 @@ export class CliFailure extends Error {
 }
 
 /** A command line that cannot work: exit code 2. */
-export function usageFailure(message: string): CliFailure {
-  return new CliFailure(message, EXIT.usage);
+export function usageFailure(message: string): CliError {
+  return new CliError(message, EXIT.usage);
 }

@@ -1,5 +1,5 @@
 import { JobWaitTimeoutError, successBody, type Job, type JobStatus } from '../http/client.js';
-import { CliFailure, EXIT, usageFailure } from './cli-failure.js';
+import { CliError, EXIT, usageFailure } from './cli-failure.js';
 import { liveStatusLine } from './live-status-line.js';
 import { operatorCommand, withSubcommands, type Answer } from './operator-command.js';
 import { compactJson, duration, fields, shortTime, table } from './table.js';
@@ -51,7 +51,7 @@ const get = operatorCommand({
       job = await handle.ended({ timeoutMs, onChange: (changed) => line.show(changed) });
     } catch (error) {
       if (!(error instanceof JobWaitTimeoutError)) throw error;
-      const failure = new CliFailure(`job ${id} is still ${error.job.status} after ${values.timeout} s`, EXIT.timedOut);
+      const failure = new CliError(`job ${id} is still ${error.job.status} after ${values.timeout} s`, EXIT.timedOut);
       return { json: error.job, human: describeJob(error.job), failure };
     } finally {
       line.end();
@@ -139,9 +139,9 @@ export function describeJob(job: Job): string {
   ]);
 }
 
-function notSucceeded(job: Job): CliFailure {
+function notSucceeded(job: Job): CliError {
   const error = job.lastError === null ? '' : `: ${compactJson(job.lastError)}`;
-  return new CliFailure(`job ${job.id} ended ${job.status}${error}`, EXIT.jobNotSucceeded);
+  return new CliError(`job ${job.id} ended ${job.status}${error}`, EXIT.jobNotSucceeded);
 }
 
 function seconds(value: string, flag: string, { zero = false } = {}): number {

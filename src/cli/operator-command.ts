@@ -1,7 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import { connect, CONNECTION_OPTIONS, CONNECTION_USAGE, type ApiConnection } from './api-connection.js';
 import { withApi } from './api-failure.js';
-import { usageFailure, type CliFailure } from './cli-failure.js';
+import { usageFailure, type CliError } from './cli-failure.js';
 import { readOptions, type ParsedOptions } from './read-options.js';
 
 /** A command of the `skiplock` bin: its arguments in, its output and exit code out. */
@@ -15,7 +15,7 @@ export interface Answer {
   json: unknown;
   human: string;
   /** Printed after the answer, as the one line of a non-zero exit (a job that ended failed). */
-  failure?: CliFailure;
+  failure?: CliError;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,8 +1,8 @@
-import { CliFailure, EXIT } from './cli-failure.js';
+import { CliError, EXIT } from './cli-failure.js';
 
 /**
  * Runs a command-line entry point. A failure is printed as one line that says
- * what to fix (never a stack trace) and the exit code is its CliFailure's, or
+ * what to fix (never a stack trace) and the exit code is its CliError's, or
  * 1; otherwise it is `process.exitCode`. The exit is explicit so that a
  * handle left open (an idle keep-alive socket, a library's timer) cannot hold
  * a finished command.
@@ -12,7 +12,7 @@ export function runCli(command: string, main: () => Promise<void>): void {
     () => process.exit(),
     (error: unknown) => {
       console.error(`${command}: ${firstLine(error)}`);
-      process.exit(error instanceof CliFailure ? error.exitCode : EXIT.failed);
+      process.exit(error instanceof CliError ? error.exitCode : EXIT.failed);
     },
   );
 }

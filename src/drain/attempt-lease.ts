@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { StaleLeaseError } from '../engine/errors.js';
 import { extendLease } from '../engine/extend-lease.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
-import { AttemptInterrupted } from './job-errors.js';
+import { AttemptInterruptedError } from './job-errors.js';
 import { errorFields, type Logger } from './logger.js';
 
 /** Heartbeats come at a third of the lease, so two can fail before it runs out... */
@@ -49,7 +49,7 @@ export class AttemptLease {
     private readonly job: ClaimedJob,
     private leaseSeconds: number,
     claimSentAt: number,
-    private readonly interrupt: (reason: AttemptInterrupted) => void,
+    private readonly interrupt: (reason: AttemptInterruptedError) => void,
   ) {
     this.grantedSeconds = job.leaseSeconds;
     this.grantedAt = claimSentAt;
@@ -79,9 +79,9 @@ export class AttemptLease {
       this.grantedAt = sentAt;
       this.retryAt = undefined;
       if (options.progress !== undefined) this.progressSaved = true;
-      if (extended.cancelRequested) this.interrupt(new AttemptInterrupted('cancelled'));
+      if (extended.cancelRequested) this.interrupt(new AttemptInterruptedError('cancelled'));
     } catch (error) {
-      if (error instanceof StaleLeaseError) this.interrupt(new AttemptInterrupted('lease-lost'));
+      if (error instanceof StaleLeaseError) this.interrupt(new AttemptInterruptedError('lease-lost'));
       throw error;
     }
   }

@@ -1,4 +1,4 @@
-import { AttemptInterrupted } from './job-errors.js';
+import { AttemptInterruptedError } from './job-errors.js';
 
 /** Claiming stops this share of the budget before its end... */
 const CLAIM_MARGIN_SHARE = 0.2;
@@ -24,9 +24,9 @@ export class DrainBudget {
   private abortTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly deadline = new AbortController();
   private readonly claimingEnd = new AbortController();
-  private readonly deadlineListeners = new Set<(reason: AttemptInterrupted) => void>();
+  private readonly deadlineListeners = new Set<(reason: AttemptInterruptedError) => void>();
 
-  /** Fires (reason: AttemptInterrupted 'deadline') when running attempts must stop. */
+  /** Fires (reason: AttemptInterruptedError 'deadline') when running attempts must stop. */
   readonly signal: AbortSignal = this.deadline.signal;
   /** Fires when `stop()` is called, so a loop waiting for work wakes up and ends. */
   readonly stopped: AbortSignal = this.claimingEnd.signal;
@@ -66,9 +66,9 @@ export class DrainBudget {
    * subscribes and unsubscribes once per job, where combining AbortSignals
    * (AbortSignal.any) cost more than a no-op job's whole run.
    */
-  onDeadline(listener: (reason: AttemptInterrupted) => void): () => void {
+  onDeadline(listener: (reason: AttemptInterruptedError) => void): () => void {
     if (this.deadline.signal.aborted) {
-      listener(this.deadline.signal.reason as AttemptInterrupted);
+      listener(this.deadline.signal.reason as AttemptInterruptedError);
       return () => {};
     }
     this.deadlineListeners.add(listener);
@@ -84,7 +84,7 @@ export class DrainBudget {
     clearTimeout(this.abortTimer);
     this.abortAt = Date.now() + ms;
     this.abortTimer = setTimeout(() => {
-      const reason = new AttemptInterrupted('deadline');
+      const reason = new AttemptInterruptedError('deadline');
       this.deadline.abort(reason);
       for (const listener of this.deadlineListeners) listener(reason);
       this.deadlineListeners.clear();

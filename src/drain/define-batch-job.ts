@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { defineJob, type JobContext, type JobDefinition, type JobOptions } from './define-job.js';
-import { InvalidBatchOutcome } from './job-errors.js';
+import { InvalidBatchOutcomeError } from './job-errors.js';
 import type { Logger } from './logger.js';
 
 /** One job of a batch: its id, parsed payload, and its own context (progress, lease, signal). */
@@ -12,7 +12,7 @@ export interface BatchItem<Payload> {
 
 /**
  * How one job of a batch ended: its result, or the error its attempt fails
- * with (a `RetryAfter` or `PermanentFailure` steers it as a thrown one would).
+ * with (a `RetryAfterError` or `PermanentError` steers it as a thrown one would).
  */
 export type BatchOutcome<Result> = { result: Result } | { error: unknown };
 
@@ -128,13 +128,13 @@ class BatchCollector<Payload, Result> {
       const outcome: unknown = byId.get(item.id);
       if (isOutcome(outcome, 'result')) resolve(outcome.result as Result);
       else if (isOutcome(outcome, 'error')) reject(outcome.error);
-      else if (outcome === undefined) reject(new InvalidBatchOutcome(this.type, `no outcome for job ${item.id}`));
-      else reject(new InvalidBatchOutcome(this.type, `the outcome for job ${item.id} is neither { result } nor { error }`));
+      else if (outcome === undefined) reject(new InvalidBatchOutcomeError(this.type, `no outcome for job ${item.id}`));
+      else reject(new InvalidBatchOutcomeError(this.type, `the outcome for job ${item.id} is neither { result } nor { error }`));
     }
   }
 
   private refuse(batch: Array<Waiting<Payload, Result>>, problem: string): void {
-    const error = new InvalidBatchOutcome(this.type, problem);
+    const error = new InvalidBatchOutcomeError(this.type, problem);
     for (const waiting of batch) waiting.reject(error);
   }
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { JobType, PayloadIssue } from '../engine/job-type.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
-import { InvalidPayload } from './job-errors.js';
+import { InvalidPayloadError } from './job-errors.js';
 import type { Logger } from './logger.js';
 
 /** Retry delays: full jitter over min(maxSeconds, baseSeconds * 2^(attempt-1)). */
@@ -81,7 +81,7 @@ export type JobHandler<Payload, Result = unknown> = (payload: Payload, context: 
 export interface JobDefinition<Type extends string = string, Payload = unknown, Result = unknown>
   extends JobType<Type, Payload, Result> {
   readonly options: Readonly<JobOptions>;
-  /** Checks the payload against the schema (InvalidPayload when it does not fit), then runs the handler. */
+  /** Checks the payload against the schema (InvalidPayloadError when it does not fit), then runs the handler. */
   run(payload: Json, context: JobContext): Promise<unknown>;
 }
 
@@ -112,7 +112,7 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
     },
     async run(payload, context) {
       const parsed = await safeParse(schema, payload);
-      if (!parsed.success) throw new InvalidPayload(type, payloadIssues(parsed.error));
+      if (!parsed.success) throw new InvalidPayloadError(type, payloadIssues(parsed.error));
       return handler(parsed.data, context);
     },
   };

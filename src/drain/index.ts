@@ -28,7 +28,7 @@ export {
   type QueueMessage,
   type QueueProducer,
 } from './bulk-delivery/cloudflare-queue.js';
-export { AttemptInterrupted, InvalidBatchOutcome, InvalidPayload, PermanentFailure, RetryAfter, type Interruption } from './job-errors.js';
+export { AttemptInterruptedError, InvalidBatchOutcomeError, InvalidPayloadError, PermanentError, RetryAfterError, type Interruption } from './job-errors.js';
 export { createRegistry, type JobRegistry, type RegistryOptions } from './registry.js';
 export { definePeriodicJob, type PeriodicJob } from './periodic.js';
 export { drainOnce, type DrainCounts, type DrainOptions } from './drain-once.js';

@@ -4,25 +4,25 @@
  */
 
 /** Retry after exactly this long instead of the backoff (a rate limit said when). */
-export class RetryAfter extends Error {
-  override readonly name = 'RetryAfter';
+export class RetryAfterError extends Error {
+  override readonly name = 'RetryAfterError';
   constructor(
     readonly seconds: number,
     message = `asked to retry after ${seconds} s`,
   ) {
     super(message);
-    if (!(Number.isFinite(seconds) && seconds >= 0)) throw new RangeError('RetryAfter takes seconds >= 0');
+    if (!(Number.isFinite(seconds) && seconds >= 0)) throw new RangeError('RetryAfterError takes seconds >= 0');
   }
 }
 
 /** The job can never succeed (bad input, a refusal that will not change): fail it now, no retries. */
-export class PermanentFailure extends Error {
-  override readonly name: string = 'PermanentFailure';
+export class PermanentError extends Error {
+  override readonly name: string = 'PermanentError';
 }
 
 /** The payload does not match the job type's schema; thrown before the handler runs. */
-export class InvalidPayload extends PermanentFailure {
-  override readonly name = 'InvalidPayload';
+export class InvalidPayloadError extends PermanentError {
+  override readonly name = 'InvalidPayloadError';
   constructor(
     type: string,
     readonly issues: ReadonlyArray<{ path: string; message: string }>,
@@ -35,15 +35,16 @@ function describeIssue(issue: { path: string; message: string }): string {
   return issue.path === '' ? issue.message : `${issue.path}: ${issue.message}`;
 }
 
+/** Each interruption's message. */
 const INTERRUPTIONS = {
   /** The drain's time budget is spent: the job is handed back and continues later. */
-  deadline: { name: 'DrainDeadline', message: 'the drain reached the end of its time budget; the job is handed back to run again' },
+  deadline: 'the drain reached the end of its time budget; the job is handed back to run again',
   /** The attempt ran longer than its job type's `timeoutSeconds`: it fails and may retry. */
-  timeout: { name: 'JobTimedOut', message: 'the attempt ran longer than its timeout' },
+  timeout: 'the attempt ran longer than its timeout',
   /** Someone cancelled the running job; its heartbeat saw it. */
-  cancelled: { name: 'JobCancelled', message: 'the job was cancelled while it ran' },
+  cancelled: 'the job was cancelled while it ran',
   /** The token no longer owns the job (its lease ran out and it was taken back): stop, change nothing. */
-  'lease-lost': { name: 'LeaseLost', message: 'the lease was lost: another claim owns this job now' },
+  'lease-lost': 'the lease was lost: another claim owns this job now',
 } as const;
 
 export type Interruption = keyof typeof INTERRUPTIONS;
@@ -51,16 +52,16 @@ export type Interruption = keyof typeof INTERRUPTIONS;
 /**
  * Why an attempt's abort signal fired: the handler sees it as
  * `context.signal.reason` (check `why`), and the drain decides from it what
- * becomes of the job.
+ * becomes of the job. A job that ends by it keeps `why` in its lastError.
  */
-export class AttemptInterrupted extends Error {
+export class AttemptInterruptedError extends Error {
+  override readonly name = 'AttemptInterruptedError';
   constructor(
     readonly why: Interruption,
     detail?: string,
   ) {
-    const { name, message } = INTERRUPTIONS[why];
+    const message = INTERRUPTIONS[why];
     super(detail === undefined ? message : `${message} (${detail})`);
-    this.name = name;
   }
 }
 
@@ -69,8 +70,8 @@ export class AttemptInterrupted extends Error {
  * was given, or is not an outcome: the jobs it concerns fail (and retry), as
  * if the handler had thrown.
  */
-export class InvalidBatchOutcome extends Error {
-  override readonly name = 'InvalidBatchOutcome';
+export class InvalidBatchOutcomeError extends Error {
+  override readonly name = 'InvalidBatchOutcomeError';
   constructor(type: string, problem: string) {
     super(`batch job type "${type}": ${problem}`);
   }

@@ -40,7 +40,7 @@ export async function recordOutcome(
           id: job.id,
           leaseToken: job.leaseToken,
           heldMs: job.heldMs,
-          error: { name: 'JobCancelled', message: 'cancelled while it ran' },
+          error: outcome.error,
         });
         counts.cancelled += 1;
         return;

@@ -5,7 +5,7 @@ import { releasedWhenRead, type ConnectionGate } from './connection-gate.js';
 import { retryDelaySeconds } from './backoff.js';
 import type { JobContext, JobDefinition } from './define-job.js';
 import type { Beating } from './heartbeat.js';
-import { AttemptInterrupted, InvalidPayload, PermanentFailure, RetryAfter } from './job-errors.js';
+import { AttemptInterruptedError, InvalidPayloadError, PermanentError, RetryAfterError } from './job-errors.js';
 import { toJobResult } from './job-result.js';
 import { withFields, type Logger } from './logger.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
@@ -22,7 +22,7 @@ export type AttemptOutcome =
   | { kind: 'failed'; error: Json; forGood: boolean; retryInSeconds?: number }
   /** Stopped by the drain's deadline: back to the queue, to continue in a later drain. */
   | { kind: 'handed-back'; countAttempt: boolean }
-  | { kind: 'cancelled' }
+  | { kind: 'cancelled'; error: Json }
   /** The token no longer owns the job: write nothing. */
   | { kind: 'lease-lost' };
 
@@ -43,7 +43,7 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class Attempt implements JobContext, Beating {
   readonly attempt: number;
   private readonly lease: AttemptLease;
-  private interruption: AttemptInterrupted | undefined;
+  private interruption: AttemptInterruptedError | undefined;
   private controller: AbortController | undefined;
   private logger: Logger | undefined;
   private onInterrupt: (() => void) | undefined;
@@ -118,7 +118,7 @@ export class Attempt implements JobContext, Beating {
   }
 
   /** Stops the attempt (the first reason wins): the handler's signal fires, and the attempt stops waiting for it. */
-  interrupt(reason: AttemptInterrupted): void {
+  interrupt(reason: AttemptInterruptedError): void {
     if (this.interruption !== undefined) return;
     this.interruption = reason;
     this.controller?.abort(reason);
@@ -131,7 +131,7 @@ export class Attempt implements JobContext, Beating {
     const timeout =
       timeoutSeconds === undefined
         ? undefined
-        : setTimeout(() => this.interrupt(new AttemptInterrupted('timeout', `${timeoutSeconds} s`)), timeoutSeconds * 1000);
+        : setTimeout(() => this.interrupt(new AttemptInterruptedError('timeout', `${timeoutSeconds} s`)), timeoutSeconds * 1000);
     try {
       const settled = await this.settleUnlessInterrupted();
       // Interrupted, or threw because it was: either way the interruption decides.
@@ -160,12 +160,12 @@ export class Attempt implements JobContext, Beating {
     });
   }
 
-  private interruptedOutcome(reason: AttemptInterrupted): AttemptOutcome {
+  private interruptedOutcome(reason: AttemptInterruptedError): AttemptOutcome {
     switch (reason.why) {
       case 'lease-lost':
         return { kind: 'lease-lost' };
       case 'cancelled':
-        return { kind: 'cancelled' };
+        return { kind: 'cancelled', error: errorJson(reason) };
       case 'timeout':
         return failureOutcome(reason, this.job, this.definition);
       case 'deadline':
@@ -182,16 +182,16 @@ function settledOutcome(settled: Settled, job: ClaimedJob, definition: JobDefini
   if (settled.ok) {
     const result = toJobResult(settled.value);
     if (result.ok) return { kind: 'succeeded', result: result.value };
-    return { kind: 'failed', error: { name: 'InvalidResult', message: result.problem }, forGood: true };
+    return { kind: 'failed', error: { name: 'InvalidResultError', message: result.problem }, forGood: true };
   }
   return failureOutcome(settled.error, job, definition);
 }
 
 function failureOutcome(error: unknown, job: ClaimedJob, definition: JobDefinition): AttemptOutcome {
-  if (error instanceof PermanentFailure) return { kind: 'failed', error: errorJson(error), forGood: true };
+  if (error instanceof PermanentError) return { kind: 'failed', error: errorJson(error), forGood: true };
   const { maxAttempts, backoff } = definition.options;
   const forGood = maxAttempts !== undefined && job.attempts >= maxAttempts;
-  if (error instanceof RetryAfter) return { kind: 'failed', error: errorJson(error), forGood, retryInSeconds: error.seconds };
+  if (error instanceof RetryAfterError) return { kind: 'failed', error: errorJson(error), forGood, retryInSeconds: error.seconds };
   return {
     kind: 'failed',
     error: errorJson(error),
@@ -200,11 +200,12 @@ function failureOutcome(error: unknown, job: ClaimedJob, definition: JobDefiniti
   };
 }
 
-/** What the job's lastError shows: name and message (and the schema issues), never a stack. */
+/** What the job's lastError shows: name and message (and the schema issues, the delay, the interruption), never a stack. */
 function errorJson(error: unknown): Json {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
   const described: { [key: string]: Json } = { name: error.name, message: error.message };
-  if (error instanceof InvalidPayload) described.issues = error.issues.map(({ path, message }) => ({ path, message }));
-  if (error instanceof RetryAfter) described.retryInSeconds = error.seconds;
+  if (error instanceof AttemptInterruptedError) described.why = error.why;
+  if (error instanceof InvalidPayloadError) described.issues = error.issues.map(({ path, message }) => ({ path, message }));
+  if (error instanceof RetryAfterError) described.retryInSeconds = error.seconds;
   return described;
 }

@@ -1,8 +1,8 @@
 import type { Db, Query, Row } from '../db/types.js';
 
 /** A statement or fetch refused because the invocation's cap is reached: the platform would fail it anyway. */
-export class SubrequestCapReached extends Error {
-  override readonly name = 'SubrequestCapReached';
+export class SubrequestLimitError extends Error {
+  override readonly name = 'SubrequestLimitError';
   constructor(limit: number) {
     super(`this drain has made its ${limit} subrequests (SUBREQUEST_LIMIT): nothing more is sent`);
   }
@@ -33,9 +33,9 @@ export class SubrequestBudget {
     return this.sentCount;
   }
 
-  /** Counts one subrequest about to be sent; throws SubrequestCapReached instead when none is left. */
+  /** Counts one subrequest about to be sent; throws SubrequestLimitError instead when none is left. */
   spend(): void {
-    if (this.sentCount >= this.limit) throw new SubrequestCapReached(this.limit);
+    if (this.sentCount >= this.limit) throw new SubrequestLimitError(this.limit);
     this.sentCount += 1;
   }
 

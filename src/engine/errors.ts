@@ -1,5 +1,7 @@
 /** Base class of the errors the engine raises on purpose (not database failures). */
-export class EngineError extends Error {}
+export class EngineError extends Error {
+  override readonly name: string = 'EngineError';
+}
 
 /**
  * The lease token no longer owns the job: its lease expired and another worker

@@ -9,7 +9,7 @@ import { limitBodySize } from './limits.js';
 import { API_TAGS } from './openapi-tags.js';
 import { logError, requestLog } from './logging.js';
 import { problemFor } from './error-mapping.js';
-import { notFound, Problem, renderProblem } from './problem.js';
+import { notFound, ProblemError, renderProblem } from './problem.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { enqueueRoutes } from './routes/enqueue.js';
 import { attemptStatsRoutes } from './routes/attempt-stats.js';
@@ -111,7 +111,7 @@ export function createApp(deps: AppDeps) {
     if (problem !== undefined) return renderProblem(c, problem, c.var.requestId);
     logError(c.var.requestId, 'unexpected_error', error);
     const detail = `an unexpected error; its log line carries request id ${c.var.requestId}`;
-    return renderProblem(c, new Problem(500, 'internal-error', 'Internal error', detail), c.var.requestId);
+    return renderProblem(c, new ProblemError(500, 'internal-error', 'Internal error', detail), c.var.requestId);
   });
   return app;
 }

@@ -1,7 +1,7 @@
 import { HTTPException } from 'hono/http-exception';
 import { DatabaseError } from '../db/errors.js';
 import { InvalidInputError, STATE_TRANSITION_CONSTRAINTS, StaleLeaseError } from '../engine/errors.js';
-import { conflict, Problem, validationProblem } from './problem.js';
+import { conflict, ProblemError, validationProblem } from './problem.js';
 
 /** Seconds a client should wait before retrying when the database is unreachable. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
@@ -10,8 +10,8 @@ const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
  * The problem that answers an error thrown while handling a request, or
  * undefined when the error is unexpected (a bug: logged, answered 500).
  */
-export function problemFor(error: unknown): Problem | undefined {
-  if (error instanceof Problem) return error;
+export function problemFor(error: unknown): ProblemError | undefined {
+  if (error instanceof ProblemError) return error;
   if (error instanceof HTTPException) return fromHttpException(error);
   if (error instanceof StaleLeaseError) {
     const detail = 'the lease token no longer holds this job: its lease was taken over or the job finished';
@@ -26,13 +26,13 @@ export function problemFor(error: unknown): Problem | undefined {
 }
 
 /** Hono's own refusals: malformed JSON (400) and a body that is not JSON (415). */
-function fromHttpException(error: HTTPException): Problem | undefined {
+function fromHttpException(error: HTTPException): ProblemError | undefined {
   switch (error.status) {
     case 400:
       const detail = error.message || 'the request could not be read';
-      return new Problem(400, 'malformed-request', 'Malformed request', detail);
+      return new ProblemError(400, 'malformed-request', 'Malformed request', detail);
     case 415:
-      return new Problem(415, 'unsupported-media-type', 'Unsupported media type', 'send the body as application/json');
+      return new ProblemError(415, 'unsupported-media-type', 'Unsupported media type', 'send the body as application/json');
     default:
       return undefined;
   }
@@ -44,10 +44,10 @@ function fromHttpException(error: HTTPException): Problem | undefined {
  * database's own message never reaches the client (it names tables,
  * constraints and types): the app logs it under the request id instead.
  */
-function fromDatabaseError(error: DatabaseError): Problem | undefined {
+function fromDatabaseError(error: DatabaseError): ProblemError | undefined {
   if (error.unavailable) {
     const detail = `the database cannot be reached right now; retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} s`;
-    return new Problem(503, 'database-unavailable', 'Database unavailable', detail, {
+    return new ProblemError(503, 'database-unavailable', 'Database unavailable', detail, {
       headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
     });
   }

@@ -2,7 +2,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono';
 import { MAX_ACKNOWLEDGEMENTS, MAX_BATCH, MAX_PAGE } from '../engine/index.js';
 import type { AppDeps, AppEnv } from './context.js';
-import { Problem } from './problem.js';
+import { ProblemError } from './problem.js';
 
 /** The limits of the HTTP API; each is checked before the database is asked. */
 export const LIMITS = {
@@ -38,7 +38,7 @@ export function limitBodySize(deps: AppDeps): MiddlewareHandler<AppEnv> {
       maxSize,
       onError: () => {
         const detail = `the request body is larger than ${maxSize} bytes`;
-        throw new Problem(413, 'payload-too-large', 'Payload too large', detail);
+        throw new ProblemError(413, 'payload-too-large', 'Payload too large', detail);
       },
     })(c, next);
   };

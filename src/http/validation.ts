@@ -1,7 +1,7 @@
 import { OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { ValidationTargets } from 'hono';
 import type { AppEnv } from './context.js';
-import { Problem, validationProblem, type FieldError } from './problem.js';
+import { ProblemError, validationProblem, type FieldError } from './problem.js';
 import { isTooLargeIssue } from './schemas/common.js';
 
 /** What a path-less issue is about: the whole body, query string, path or headers. */
@@ -22,11 +22,11 @@ function fieldErrors(issue: z.core.$ZodIssue, target: keyof ValidationTargets): 
 }
 
 /** A request that does not match its route's schemas: 400, or 413 when only a JSON value's size is wrong. */
-export function validationFailure(error: z.ZodError, target: keyof ValidationTargets): Problem {
+export function validationFailure(error: z.ZodError, target: keyof ValidationTargets): ProblemError {
   const errors = error.issues.flatMap((issue) => fieldErrors(issue, target));
   if (error.issues.every(isTooLargeIssue)) {
     const detail = 'a JSON value in the request is too large';
-    return new Problem(413, 'payload-too-large', 'Payload too large', detail, { errors });
+    return new ProblemError(413, 'payload-too-large', 'Payload too large', detail, { errors });
   }
   return validationProblem(`the request ${TARGET_NAMES[target] ?? target} is not valid`, errors);
 }

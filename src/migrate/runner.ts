@@ -14,7 +14,7 @@ export interface MigrateResult {
 }
 
 export class MigrationError extends Error {
-  override readonly name = 'MigrationError';
+  override readonly name: string = 'MigrationError';
 }
 
 /**
@@ -22,6 +22,7 @@ export class MigrationError extends Error {
  * whose migrations were since folded into one: no upgrade path leads from it.
  */
 export class PreReleaseSchemaError extends MigrationError {
+  override readonly name = 'PreReleaseSchemaError';
   constructor(readonly migration: string) {
     super(
       `this database has skiplock's schema from before its first release (migration ${migration}), which cannot be ` +

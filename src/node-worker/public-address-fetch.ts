@@ -3,7 +3,7 @@ import { request as httpRequest, type IncomingMessage, type RequestOptions } fro
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
-import { isFramingHeader, isPublicAddress, PermanentFailure, type DeliveryFetch } from '../drain/index.js';
+import { isFramingHeader, isPublicAddress, PermanentError, type DeliveryFetch } from '../drain/index.js';
 
 /** Resolves a name to its addresses, as `dns.lookup(name, { all: true })` does. */
 export type ResolveName = (hostname: string) => Promise<LookupAddress[]>;
@@ -40,7 +40,7 @@ export function publicAddressFetch(options: PublicAddressFetchOptions = {}): Del
       (all) => {
         const refused = all.find(({ address }) => !allowAddress(address));
         if (refused !== undefined) {
-          throw new PermanentFailure(`${hostname} resolves to ${refused.address}, which is not a public address`);
+          throw new PermanentError(`${hostname} resolves to ${refused.address}, which is not a public address`);
         }
         const family = lookupOptions.family === 4 || lookupOptions.family === 6 ? lookupOptions.family : undefined;
         const usable = all.filter((address) => family === undefined || address.family === family);

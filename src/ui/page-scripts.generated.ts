@@ -38,7 +38,8 @@ export const dashboardScript = `"use strict";
 
   // src/ui/dashboard/browser/api.ts
   var KEY_STORAGE = "skiplock.apiKey";
-  var ApiProblem = class extends Error {
+  var ApiProblemError = class extends Error {
+    name = "ApiProblemError";
     status;
     constructor(status, problem) {
       super(problem.detail ? problem.title + ": " + problem.detail : problem.title);
@@ -72,11 +73,11 @@ export const dashboardScript = `"use strict";
     try {
       response = await fetch(path, init);
     } catch {
-      throw new ApiProblem(0, { title: "No answer", detail: "the server could not be reached" });
+      throw new ApiProblemError(0, { title: "No answer", detail: "the server could not be reached" });
     }
     const body = await response.json().catch(() => null);
     if (response.ok) return body;
-    throw new ApiProblem(response.status, problemOf(body) ?? { title: "HTTP " + response.status, detail: response.statusText });
+    throw new ApiProblemError(response.status, problemOf(body) ?? { title: "HTTP " + response.status, detail: response.statusText });
   }
 
   // src/ui/dashboard/browser/elements.ts
@@ -671,7 +672,7 @@ export const dashboardScript = `"use strict";
       clearNotice("refresh");
       byId("refreshed").textContent = "Updated " + (/* @__PURE__ */ new Date()).toLocaleTimeString();
     } catch (problem) {
-      if (problem instanceof ApiProblem && problem.status === 401) {
+      if (problem instanceof ApiProblemError && problem.status === 401) {
         forgetKey();
         clearNotice();
         return showSignIn("The key was refused. " + problem.message);

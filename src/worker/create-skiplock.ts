@@ -7,7 +7,7 @@ import { createRegistry, type JobRegistry } from '../drain/registry.js';
 import { createApp } from '../http/app.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
-import { notFound, Problem, problemResponse } from '../http/problem.js';
+import { notFound, ProblemError, problemResponse } from '../http/problem.js';
 import { uiRoutes } from '../ui/index.js';
 import { requestDatabase, sessionDatabase } from './database.js';
 import { workerDeliveries } from './deliveries.js';
@@ -124,7 +124,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         if (!(error instanceof ConfigurationError)) throw error;
         if (!reported.has(env)) console.error(error.message);
         reported.add(env);
-        const problem = new Problem(503, 'misconfigured', 'Misconfigured', 'this Worker is not configured: see its log');
+        const problem = new ProblemError(503, 'misconfigured', 'Misconfigured', 'this Worker is not configured: see its log');
         return problemResponse(problem, crypto.randomUUID());
       }
       if (!api) return problemResponse(notFound('this Worker serves no HTTP API'), crypto.randomUUID());

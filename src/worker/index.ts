@@ -16,7 +16,7 @@ export {
   defineJob,
   definePeriodicJob,
   defineWebhookDelivery,
-  PermanentFailure,
-  RetryAfter,
+  PermanentError,
+  RetryAfterError,
   type DeliveredJob,
 } from '../drain/index.js';

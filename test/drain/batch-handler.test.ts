@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineBatchJob } from '../../src/drain/define-batch-job';
-import { PermanentFailure, RetryAfter } from '../../src/drain/job-errors';
+import { PermanentError, RetryAfterError } from '../../src/drain/job-errors';
 import { enqueueBatch, listJobs } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, jobById } from './support/drain';
@@ -22,8 +22,8 @@ describe('batch handlers', () => {
         return new Map(
           jobs.map(({ id, payload: { n } }) => [
             id,
-            n % 10 === 3 ? { error: new RetryAfter(600, 'row locked') }
-            : n % 10 === 7 ? { error: new PermanentFailure('row rejected') }
+            n % 10 === 3 ? { error: new RetryAfterError(600, 'row locked') }
+            : n % 10 === 7 ? { error: new PermanentError('row rejected') }
             : { result: { stored: n } },
           ]),
         );
@@ -42,8 +42,8 @@ describe('batch handlers', () => {
     expect(counts).toMatchObject({ claimed: 30, succeeded: 24, retrying: 3, failed: 3 });
     for (const [n, handle] of handles.entries()) {
       const job = await jobById(db, handle.id);
-      if (n % 10 === 3) expect(job).toMatchObject({ status: 'retrying', lastError: { name: 'RetryAfter', message: 'row locked' } });
-      else if (n % 10 === 7) expect(job).toMatchObject({ status: 'failed', lastError: { name: 'PermanentFailure' } });
+      if (n % 10 === 3) expect(job).toMatchObject({ status: 'retrying', lastError: { name: 'RetryAfterError', message: 'row locked' } });
+      else if (n % 10 === 7) expect(job).toMatchObject({ status: 'failed', lastError: { name: 'PermanentError' } });
       else expect(job).toMatchObject({ status: 'succeeded', result: { stored: n } });
     }
   });
@@ -69,12 +69,12 @@ describe('batch handlers', () => {
       expect(await jobById(db, handle.id)).toMatchObject({
         status: 'retrying',
         lastError: {
-          name: 'InvalidBatchOutcome',
+          name: 'InvalidBatchOutcomeError',
           message: 'batch job type "careless": outcomes for jobs this batch was not given: 01234567-89ab-7def-8123-456789abcdef',
         },
       });
     }
-    expect(await jobById(db, bad[0]!.job.id)).toMatchObject({ status: 'failed', lastError: { name: 'InvalidPayload' } });
+    expect(await jobById(db, bad[0]!.job.id)).toMatchObject({ status: 'failed', lastError: { name: 'InvalidPayloadError' } });
 
     // The next batch leaves its first job out: that job fails, the others succeed.
     await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE state = 'retrying'`, params: [] });

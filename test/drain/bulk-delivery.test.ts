@@ -114,8 +114,8 @@ describe('bulk delivery to a webhook', () => {
     expect(settled.find((job) => job.type === 'confused')!.lastError).toMatchObject({ message: expect.stringContaining('rejected jobs it was not sent') });
     const refusedJobs = settled.filter((job) => job.type === 'refused');
     expect(refusedJobs.map((job) => job.lastError)).toEqual([
-      { name: 'PermanentFailure', message: expect.stringContaining('answered 422') },
-      { name: 'PermanentFailure', message: expect.stringContaining('answered 422') },
+      { name: 'PermanentError', message: expect.stringContaining('answered 422') },
+      { name: 'PermanentError', message: expect.stringContaining('answered 422') },
     ]);
     const firstFailures = await Promise.all(refusedJobs.map(async (job) => (await getJobEvents(db, job.id)).find((event) => event.kind === 'failed')));
     expect(firstFailures.map((event) => event?.detail)).toEqual([

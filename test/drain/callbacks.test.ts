@@ -5,7 +5,7 @@ import type { Db } from '../../src/db/types';
 import { defineJob } from '../../src/drain/define-job';
 import { httpJob } from '../../src/drain/handlers/http';
 import { httpEndpointSecret } from '../../src/drain/handlers/http-signature';
-import { PermanentFailure } from '../../src/drain/job-errors';
+import { PermanentError } from '../../src/drain/job-errors';
 import {
   cancel,
   enqueue,
@@ -37,7 +37,7 @@ beforeAll(async () => {
 afterAll(() => receiver.close());
 
 const report = defineJob('report', z.object({ fail: z.boolean() }), async ({ fail }) => {
-  if (fail) throw new PermanentFailure('the report cannot be made');
+  if (fail) throw new PermanentError('the report cannot be made');
   return { rows: 7 };
 });
 

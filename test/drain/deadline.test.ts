@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/drain/define-job';
-import { AttemptInterrupted } from '../../src/drain/job-errors';
+import { AttemptInterruptedError } from '../../src/drain/job-errors';
 import { sleep } from '../../src/engine/sleep';
 import { enqueue } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
@@ -24,8 +24,8 @@ describe('the deadline: what runs is stopped and handed back', () => {
 
     const first = await drain(db, [twoPart], { budgetSeconds: 10, housekeeping: false, handBackDelaySeconds: 0 });
 
-    expect(reasons[0]).toBeInstanceOf(AttemptInterrupted);
-    expect(reasons[0]).toMatchObject({ why: 'deadline', name: 'DrainDeadline' });
+    expect(reasons[0]).toBeInstanceOf(AttemptInterruptedError);
+    expect(reasons[0]).toMatchObject({ why: 'deadline', name: 'AttemptInterruptedError' });
     expect(first).toMatchObject({ claimed: 1, handedBack: 1, succeeded: 0 });
     // It moved forward (saved progress), so being cut off cost no attempt.
     expect(await jobById(db, job.id)).toMatchObject({ status: 'queued', attempts: 0, progress: { part: 1 } });

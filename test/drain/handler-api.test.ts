@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob, type JobContext } from '../../src/drain/define-job';
-import { AttemptInterrupted, PermanentFailure, RetryAfter } from '../../src/drain/job-errors';
+import { AttemptInterruptedError, PermanentError, RetryAfterError } from '../../src/drain/job-errors';
 import { MAX_RESULT_BYTES } from '../../src/drain/job-result';
 import { sleep } from '../../src/engine/sleep';
 import { cancel, enqueue } from '../../src/engine';
@@ -68,7 +68,7 @@ describe('the handler API', () => {
     const failed = await jobById(db, job.id);
     expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
     expect(failed.lastError).toMatchObject({
-      name: 'InvalidPayload',
+      name: 'InvalidPayloadError',
       message: expect.stringContaining('payload does not match the schema of job type "greet"'),
       issues: [{ path: 'name', message: expect.stringMatching(/expected string/i) }],
     });
@@ -92,29 +92,29 @@ describe('the handler API', () => {
 
     expect(ran).toEqual(['ada']);
     expect(await jobById(db, good.id)).toMatchObject({ status: 'succeeded' });
-    expect((await jobById(db, bad.id)).lastError).toMatchObject({ name: 'InvalidPayload', issues: [{ path: 'name', message: 'unknown name' }] });
+    expect((await jobById(db, bad.id)).lastError).toMatchObject({ name: 'InvalidPayloadError', issues: [{ path: 'name', message: 'unknown name' }] });
   });
 
-  it('retries after exactly the delay a RetryAfter asks for', async () => {
+  it('retries after exactly the delay a RetryAfterError asks for', async () => {
     const { db } = await open('pg');
     const limited = defineJob('limited', z.unknown(), () => {
-      throw new RetryAfter(30, 'rate limited');
+      throw new RetryAfterError(30, 'rate limited');
     });
     const { job } = await enqueue(db, { queue: 'limited' });
 
     await drain(db, [limited]);
 
     const retrying = await jobById(db, job.id);
-    expect(retrying).toMatchObject({ status: 'retrying', attempts: 1, lastError: { name: 'RetryAfter', retryInSeconds: 30 } });
+    expect(retrying).toMatchObject({ status: 'retrying', attempts: 1, lastError: { name: 'RetryAfterError', retryInSeconds: 30 } });
     const wait = (Date.parse(retrying.runAt) - Date.parse(retrying.finishedAt ?? new Date().toISOString())) / 1000;
     expect(wait).toBeGreaterThan(25);
     expect(wait).toBeLessThanOrEqual(31);
   });
 
-  it('fails for good on PermanentFailure, with attempts left', async () => {
+  it('fails for good on PermanentError, with attempts left', async () => {
     const { db } = await open('pg');
     const refuse = defineJob('refuse', z.unknown(), () => {
-      throw new PermanentFailure('the account is closed');
+      throw new PermanentError('the account is closed');
     });
     const { job } = await enqueue(db, { queue: 'refuse', maxAttempts: 10 });
 
@@ -123,7 +123,7 @@ describe('the handler API', () => {
     expect(await jobById(db, job.id)).toMatchObject({
       status: 'failed',
       attempts: 1,
-      lastError: { name: 'PermanentFailure', message: 'the account is closed' },
+      lastError: { name: 'PermanentError', message: 'the account is closed' },
     });
   });
 
@@ -163,7 +163,7 @@ describe('the handler API', () => {
       status: 'failed',
       attempts: 1,
       result: null,
-      lastError: { name: 'InvalidResult', message: expect.stringContaining(`${MAX_RESULT_BYTES}-byte cap`) },
+      lastError: { name: 'InvalidResultError', message: expect.stringContaining(`${MAX_RESULT_BYTES}-byte cap`) },
     });
     expect(await jobById(db, nothingJob.id)).toMatchObject({ status: 'succeeded', result: null });
   });
@@ -181,7 +181,7 @@ describe('the handler API', () => {
     expect(reasons).toHaveLength(1);
     expect(await jobById(db, job.id)).toMatchObject({
       status: 'failed',
-      lastError: { name: 'JobTimedOut', message: expect.stringContaining('0.2 s') },
+      lastError: { name: 'AttemptInterruptedError', why: 'timeout', message: expect.stringContaining('0.2 s') },
     });
   });
 
@@ -196,9 +196,12 @@ describe('the handler API', () => {
 
     const counts = await drain(db, [waiting]);
 
-    expect(reasons[0]).toBeInstanceOf(AttemptInterrupted);
+    expect(reasons[0]).toBeInstanceOf(AttemptInterruptedError);
     expect(reasons[0]).toMatchObject({ why: 'cancelled' });
     expect(counts).toMatchObject({ cancelled: 1, succeeded: 0 });
-    expect(await jobById(db, job.id)).toMatchObject({ status: 'cancelled' });
+    expect(await jobById(db, job.id)).toMatchObject({
+      status: 'cancelled',
+      lastError: { name: 'AttemptInterruptedError', why: 'cancelled', message: 'the job was cancelled while it ran' },
+    });
   });
 });

@@ -123,7 +123,7 @@ describe('the http job', () => {
 
     const job = await deliver({ url: `${base}/status/200?framing`, headers, body: { a: 1 } });
 
-    expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayload' } });
+    expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayloadError' } });
     const { message } = job.lastError as { message: string };
     for (const name of Object.keys(headers)) expect(message).toContain(`headers.${name}`);
     expect(received.length).toBe(before);
@@ -133,7 +133,7 @@ describe('the http job', () => {
     expect(await deliver({ url: `${base}/status/410` })).toMatchObject({
       status: 'failed',
       attempts: 1,
-      lastError: { name: 'PermanentFailure', message: `${base} answered 410: answer 410` },
+      lastError: { name: 'PermanentError', message: `${base} answered 410: answer 410` },
     });
   });
 
@@ -147,7 +147,7 @@ describe('the http job', () => {
   it('retries a 429 or 503 after its Retry-After', async () => {
     for (const status of [429, 503]) {
       const job = await deliver({ url: `${base}/status/${status}/later` });
-      expect(job).toMatchObject({ status: 'retrying', lastError: { name: 'RetryAfter', retryInSeconds: 7 } });
+      expect(job).toMatchObject({ status: 'retrying', lastError: { name: 'RetryAfterError', retryInSeconds: 7 } });
       expect(Date.parse(job.runAt) - Date.parse(job.finishedAt ?? job.startedAt!)).toBeGreaterThan(6000);
     }
   });
@@ -160,7 +160,7 @@ describe('the http job', () => {
     const ownTenant = await deliver({ url: `${base}/status/200?acme` }, { allowedHosts: [`acme=127.0.0.1:${port}`] }, 'acme');
 
     for (const job of [notNamed, otherPort, otherTenant]) {
-      expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'PermanentFailure' } });
+      expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'PermanentError' } });
     }
     expect((notNamed.lastError as { message: string }).message).toMatch(/not a public address/);
     expect((otherPort.lastError as { message: string }).message).toMatch(new RegExp(`port ${port} of 127.0.0.1 is not allowed`));
@@ -171,7 +171,7 @@ describe('the http job', () => {
 
   it('fails a payload without a usable URL for good', async () => {
     const job = await deliver({ url: 'ftp://files.example.com/x' });
-    expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayload' } });
+    expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayloadError' } });
   });
 });
 
@@ -204,7 +204,7 @@ describe("the Node worker's delivery (publicAddressFetch)", () => {
       { allowedHosts: allowed(), fetch: publicAddressFetch({ resolve }) },
     );
 
-    expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'PermanentFailure' } });
+    expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'PermanentError' } });
     expect((job.lastError as { message: string }).message).toMatch(/^hooks\.example\.test resolves to .*, which is not a public address$/);
     expect(received.length).toBe(before);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob, PermanentFailure } from 'skiplock/drain';
+import { defineJob, PermanentError } from 'skiplock/drain';
 import {
   enqueue,
   enqueueBatch,
@@ -22,7 +22,7 @@ const sendWelcome = defineJob(
 );
 
 const refuse = defineJob('refuse', z.object({ why: z.string() }), ({ why }) => {
-  throw new PermanentFailure(why);
+  throw new PermanentError(why);
 });
 
 describe('typed jobs in the engine', () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob, definePeriodicJob, RetryAfter } from 'skiplock/worker';
+import { defineJob, definePeriodicJob, RetryAfterError } from 'skiplock/worker';
 
 /** Sends the welcome email of a new user (here: composes it). */
 export const sendWelcome = defineJob(
@@ -21,7 +21,7 @@ export const totalInvoice = defineJob(
     open: z.boolean().default(false),
   }),
   ({ invoiceId, lines, open }) => {
-    if (open) throw new RetryAfter(60);
+    if (open) throw new RetryAfterError(60);
     return { invoiceId, totalCents: lines.reduce((sum, line) => sum + line.cents, 0) };
   },
 );

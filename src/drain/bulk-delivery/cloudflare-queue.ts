@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { defineBatchJob, type BatchJobOptions, type BatchOutcome } from '../define-batch-job.js';
 import type { JobDefinition } from '../define-job.js';
-import { PermanentFailure } from '../job-errors.js';
+import { PermanentError } from '../job-errors.js';
 import { deliveredJobs, type DeliveredJob } from './delivered-job.js';
 
 /** One message as a Cloudflare Queues producer takes it (`MessageSendRequest`). */
@@ -66,12 +66,12 @@ export function defineCloudflareQueueDelivery<const Type extends string, Schema 
       for (const job of deliveredJobs(items)) {
         const delay = delaySeconds?.(job);
         if (delay !== undefined && !(Number.isFinite(delay) && delay >= 0 && delay <= QUEUE_LIMITS.maxDelaySeconds)) {
-          outcomes.set(job.id, { error: new PermanentFailure(`delaySeconds must be from 0 to ${QUEUE_LIMITS.maxDelaySeconds}, not ${delay}`) });
+          outcomes.set(job.id, { error: new PermanentError(`delaySeconds must be from 0 to ${QUEUE_LIMITS.maxDelaySeconds}, not ${delay}`) });
           continue;
         }
         const bytes = encoder.encode(JSON.stringify(job)).byteLength;
         if (bytes > QUEUE_LIMITS.bytesPerMessage) {
-          outcomes.set(job.id, { error: new PermanentFailure(`the job is ${bytes} bytes as a message; a Cloudflare queue takes up to ${QUEUE_LIMITS.bytesPerMessage}`) });
+          outcomes.set(job.id, { error: new PermanentError(`the job is ${bytes} bytes as a message; a Cloudflare queue takes up to ${QUEUE_LIMITS.bytesPerMessage}`) });
           continue;
         }
         if (call.length === QUEUE_LIMITS.messagesPerBatch || callBytes + bytes > QUEUE_LIMITS.bytesPerBatch) {

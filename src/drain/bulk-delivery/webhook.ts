@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineBatchJob, type BatchContext, type BatchItem, type BatchJobOptions, type BatchOutcome } from '../define-batch-job.js';
 import type { JobDefinition } from '../define-job.js';
-import { PermanentFailure, RetryAfter } from '../job-errors.js';
+import { PermanentError, RetryAfterError } from '../job-errors.js';
 import { WEBHOOK_HEADERS, endpointKey, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
 import { failedDelivery, sendAndRead } from '../handlers/http-response.js';
 import type { DeliveryFetch } from '../handlers/http.js';
@@ -202,7 +202,7 @@ function refusedWithBatch(item: BatchItem<unknown>): boolean {
 /** The error a POST that was not answered 2xx fails its jobs with. */
 function refusal(url: URL, response: Response, text: string, size: number): Error {
   const failure = failedDelivery(url, response, text);
-  return size > 1 && failure instanceof PermanentFailure
+  return size > 1 && failure instanceof PermanentError
     ? new BatchRefusedError(`${failure.message} (a POST of ${size} jobs: each retries alone)`)
     : failure;
 }
@@ -225,9 +225,9 @@ function rejections(url: URL, text: string, sent: ReadonlySet<string>): Map<stri
   for (const entry of answer.data.rejected) {
     const reason = `${url.origin} rejected the job${entry.error === undefined ? '' : `: ${entry.error}`}`;
     const error = entry.permanent
-      ? new PermanentFailure(reason)
+      ? new PermanentError(reason)
       : entry.retryAfterSeconds !== undefined
-        ? new RetryAfter(entry.retryAfterSeconds, reason)
+        ? new RetryAfterError(entry.retryAfterSeconds, reason)
         : new Error(reason);
     outcomes.set(entry.id, { error });
   }

@@ -1,4 +1,4 @@
-import { PermanentFailure, RetryAfter } from '../job-errors.js';
+import { PermanentError, RetryAfterError } from '../job-errors.js';
 import { timeoutSignal } from '../timeout-signal.js';
 
 /** Longest Retry-After honoured; a longer one is someone's mistake, not a plan. */
@@ -8,7 +8,7 @@ const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
  * Sends a delivery within `timeoutMs` (or until the attempt's signal fires),
  * and reads the first `maxBytes` of its answer in that time too. A timeout
  * or a network error becomes an error that says where it went (the attempt
- * retries); a PermanentFailure (a refused address) passes through.
+ * retries); a PermanentError (a refused address) passes through.
  */
 export async function sendAndRead(
   url: URL,
@@ -21,7 +21,7 @@ export async function sendAndRead(
     response = await send(timeout.signal);
   } catch (error) {
     timeout.clear();
-    if (error instanceof PermanentFailure) throw error;
+    if (error instanceof PermanentError) throw error;
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
     throw new Error(
       timedOut
@@ -46,8 +46,8 @@ export function failedDelivery(url: URL, response: Response, text: string): Erro
   const { status } = response;
   const what = `${url.origin} answered ${status}${text === '' ? '' : `: ${text.slice(0, 200)}`}`;
   const retryAfter = status === 429 || status === 503 ? retryAfterSeconds(response.headers.get('retry-after')) : undefined;
-  if (retryAfter !== undefined) return new RetryAfter(retryAfter, what);
-  if (status >= 400 && status < 500 && status !== 408 && status !== 429) return new PermanentFailure(what);
+  if (retryAfter !== undefined) return new RetryAfterError(retryAfter, what);
+  if (status >= 400 && status < 500 && status !== 408 && status !== 429) return new PermanentError(what);
   return new Error(what);
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob, type JobContext, type JobDefinition } from '../define-job.js';
-import { PermanentFailure } from '../job-errors.js';
+import { PermanentError } from '../job-errors.js';
 import { isFramingHeader } from './framing-headers.js';
 import { destinationProblem, parseAllowedHosts } from './http-destination.js';
 import { failedDelivery, sendAndRead } from './http-response.js';
@@ -85,7 +85,7 @@ export function httpJob(settings: HttpJobSettings): JobDefinition {
     const url = new URL(request.url);
     const tenant = context.job.tenant;
     const refused = destinationProblem(url, tenant, allowedHosts);
-    if (refused !== undefined) throw new PermanentFailure(refused);
+    if (refused !== undefined) throw new PermanentError(refused);
 
     const body = request.body === undefined || typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
     const headers = new Headers(request.headers);

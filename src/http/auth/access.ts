@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ApiKeyScope } from '../../engine/api-keys.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { forbidden, Problem, tooManyRequests, unauthorized } from '../problem.js';
+import { forbidden, ProblemError, tooManyRequests, unauthorized } from '../problem.js';
 import { keyHolderFor } from './key-holder.js';
 import { hasScope, type KeyHolder, type Principal } from './principal.js';
 import { statusTokenSecret, verifyStatusToken } from './status-token.js';
@@ -54,7 +54,7 @@ async function limitingFailures<T>(c: Context<AppEnv>, deps: AppDeps, authentica
   try {
     return await authenticateCaller();
   } catch (error) {
-    if (error instanceof Problem && error.status === 401) await countFailedAuthentication(c, deps);
+    if (error instanceof ProblemError && error.status === 401) await countFailedAuthentication(c, deps);
     throw error;
   }
 }

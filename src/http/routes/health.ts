@@ -4,7 +4,7 @@ import { optionalKeyHolder } from '../auth/access.js';
 import type { AppDeps } from '../context.js';
 import { logError } from '../logging.js';
 import { jsonResponse, OPTIONAL_BEARER_SECURITY, problemResponses } from '../openapi-responses.js';
-import { Problem } from '../problem.js';
+import { ProblemError } from '../problem.js';
 import { router } from '../validation.js';
 
 const HealthSchema = z
@@ -46,7 +46,7 @@ export function healthRoutes(deps: AppDeps) {
       logError(c.var.requestId, 'health_check_failed', error);
       const reason = error instanceof Error ? error.message : String(error);
       const detail = isOperator(holder) ? `the database did not answer: ${reason}` : 'the database did not answer';
-      throw new Problem(503, 'database-unavailable', 'Database unavailable', detail);
+      throw new ProblemError(503, 'database-unavailable', 'Database unavailable', detail);
     }
     if (!isOperator(holder)) return c.json({ status: 'ok' as const }, 200);
     return c.json({ status: 'ok' as const, database: { ok: true as const, latencyMs: Date.now() - started } }, 200);

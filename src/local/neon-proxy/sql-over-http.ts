@@ -74,6 +74,7 @@ interface QueryResultJson {
 
 /** A request Neon would refuse before reaching Postgres. */
 class ProxyRequestError extends Error {
+  override readonly name = 'ProxyRequestError';
   constructor(
     readonly status: number,
     message: string,

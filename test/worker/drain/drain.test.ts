@@ -78,7 +78,7 @@ describe('drainOnce in workerd', () => {
     expect(await jobById(job.id)).toMatchObject({
       status: 'failed',
       attempts: 1,
-      lastError: { name: 'PermanentFailure', message: `http://${proxy} answered 404: not found` },
+      lastError: { name: 'PermanentError', message: `http://${proxy} answered 404: not found` },
     });
   });
 });

@@ -28,7 +28,7 @@ describe('the Worker drain', () => {
     await runScheduled(worker, '* * * * *', new Date(), DEV);
 
     const failed = await jobById(job.id);
-    expect(failed).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayload', issues: [{ path: 'ms' }] } });
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayloadError', issues: [{ path: 'ms' }] } });
   });
 
   it('refuses an http delivery to a host that is not on HTTP_ALLOWED_HOSTS', async () => {
@@ -39,7 +39,7 @@ describe('the Worker drain', () => {
     expect(await jobById(job.id)).toMatchObject({
       status: 'failed',
       attempts: 1,
-      lastError: { name: 'PermanentFailure', message: expect.stringMatching(/not-allowed\.example\.com is not/) },
+      lastError: { name: 'PermanentError', message: expect.stringMatching(/not-allowed\.example\.com is not/) },
     });
   });
 

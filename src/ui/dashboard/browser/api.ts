@@ -1,7 +1,7 @@
 /**
  * Calls to the JSON API with the signed-in key. The key lives in
  * sessionStorage (this tab only, gone when it closes) and travels only in
- * the Authorization header. A refusal becomes an ApiProblem carrying the
+ * the Authorization header. A refusal becomes an ApiProblemError carrying the
  * problem document's title and detail, which is what the page shows.
  */
 
@@ -12,7 +12,9 @@ interface Problem {
   detail?: string;
 }
 
-export class ApiProblem extends Error {
+/** The API's refusal, as its problem document told it. */
+export class ApiProblemError extends Error {
+  override readonly name = 'ApiProblemError';
   readonly status: number;
 
   constructor(status: number, problem: Problem) {
@@ -21,7 +23,7 @@ export class ApiProblem extends Error {
   }
 }
 
-/** What the page says of a failure: an ApiProblem's words, or any other error's message. */
+/** What the page says of a failure: an ApiProblemError's words, or any other error's message. */
 export function problemMessage(problem: unknown): string {
   return problem instanceof Error ? problem.message : String(problem);
 }
@@ -65,9 +67,9 @@ export async function api<T>(path: string, options: ApiOptions = {}): Promise<T>
   try {
     response = await fetch(path, init);
   } catch {
-    throw new ApiProblem(0, { title: 'No answer', detail: 'the server could not be reached' });
+    throw new ApiProblemError(0, { title: 'No answer', detail: 'the server could not be reached' });
   }
   const body: unknown = await response.json().catch(() => null);
   if (response.ok) return body as T;
-  throw new ApiProblem(response.status, problemOf(body) ?? { title: 'HTTP ' + response.status, detail: response.statusText });
+  throw new ApiProblemError(response.status, problemOf(body) ?? { title: 'HTTP ' + response.status, detail: response.statusText });
 }

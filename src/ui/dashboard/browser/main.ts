@@ -1,5 +1,5 @@
 import { byId } from '../../browser/shared.js';
-import { api, ApiProblem, forgetKey, problemMessage, storedKey, storeKey } from './api.js';
+import { api, ApiProblemError, forgetKey, problemMessage, storedKey, storeKey } from './api.js';
 import { loadJobs, wireJobList } from './job-list.js';
 import { loadJob, wireJobView } from './job-view.js';
 import { clearNotice, showNotice } from './notice.js';
@@ -100,7 +100,7 @@ async function render(refreshing: boolean): Promise<void> {
     clearNotice('refresh');
     byId('refreshed').textContent = 'Updated ' + new Date().toLocaleTimeString();
   } catch (problem) {
-    if (problem instanceof ApiProblem && problem.status === 401) {
+    if (problem instanceof ApiProblemError && problem.status === 401) {
       forgetKey();
       clearNotice();
       return showSignIn('The key was refused. ' + problem.message);
