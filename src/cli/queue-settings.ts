@@ -2,7 +2,7 @@ import { successBody } from '../http/client.js';
 import type { DeliveryTarget, Queue } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
-import { wholeNumber, wholeNumberOrNone } from './read-options.js';
+import { wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
 import { fields } from './table.js';
 
 const get = operatorCommand({
@@ -32,8 +32,8 @@ const set = operatorCommand({
   async run({ values, positionals: [queue], connection }) {
     const delivery = deliveryOf(values);
     const given = {
-      ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNone(values.concurrency, '--concurrency') }),
-      ...(values.weight === undefined ? {} : { weight: wholeNumber(values.weight, '--weight') }),
+      ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
+      ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
       ...(delivery === undefined ? {} : { delivery }),
     };
     if (Object.keys(given).length === 0) {
@@ -61,7 +61,7 @@ function deliveryOf(values: {
   if (values['batch-size'] !== undefined && values.webhook === undefined && values['cloudflare-queue'] === undefined) {
     throw usageFailure('--batch-size goes with --webhook or --cloudflare-queue');
   }
-  const batchSize = values['batch-size'] === undefined ? {} : { batchSize: wholeNumber(values['batch-size'], '--batch-size') };
+  const batchSize = values['batch-size'] === undefined ? {} : { batchSize: wholeNumberFlag(values['batch-size'], '--batch-size') };
   if (values.webhook !== undefined) {
     const secretName = values['secret-name'] === undefined ? {} : { secretName: values['secret-name'] };
     return { target: 'webhook', url: values.webhook, ...secretName, ...batchSize };

@@ -21,12 +21,12 @@ export function readOptions<const Options extends NonNullable<ParseArgsConfig['o
 }
 
 /** A flag's value as a whole number (up to 9 digits), or a one-line refusal naming the flag. */
-export function wholeNumber(value: string, flag: string, orElse = ''): number {
+export function wholeNumberFlag(value: string, flag: string, orElse = ''): number {
   if (!/^\d{1,9}$/.test(value)) throw usageFailure(`${flag} must be a whole number${orElse}, not "${value}"`);
   return Number(value);
 }
 
 /** The same, or null for `none`. */
-export function wholeNumberOrNone(value: string, flag: string): number | null {
-  return value === 'none' ? null : wholeNumber(value, flag, ' or none');
+export function wholeNumberOrNoneFlag(value: string, flag: string): number | null {
+  return value === 'none' ? null : wholeNumberFlag(value, flag, ' or none');
 }

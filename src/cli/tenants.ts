@@ -2,7 +2,7 @@ import { successBody } from '../http/client.js';
 import type { RateLimit, Tenant } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
-import { wholeNumber, wholeNumberOrNone } from './read-options.js';
+import { wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
 import { fields } from './table.js';
 
 const get = operatorCommand({
@@ -21,9 +21,9 @@ const set = operatorCommand({
   positionals: ['TENANT'],
   async run({ values, positionals: [tenant], connection }) {
     const given = {
-      ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNone(values.concurrency, '--concurrency') }),
+      ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
       ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimit(values['rate-limit']) }),
-      ...(values.weight === undefined ? {} : { weight: wholeNumber(values.weight, '--weight') }),
+      ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
     };
     if (Object.keys(given).length === 0) throw usageFailure('give at least one of --concurrency, --rate-limit, --weight');
     const route = connection.api.v1.tenants[':tenant'];

@@ -15,7 +15,7 @@ import { postgresDataDir } from './postgres-data-dir.js';
 import { runCli } from '../../cli/run-cli.js';
 import { savedSecret } from './saved-secret.js';
 import { readStartConfig, type StartConfig } from './start-config.js';
-import { describeExit, startWorker } from './start-worker.js';
+import { describeExit, startLocalWorker } from './local-worker.js';
 import { StopList } from './stop-list.js';
 import { listenForStopSignals } from './stop-signals.js';
 
@@ -84,7 +84,7 @@ async function startStack(
     // The Worker checks these, and refuses one it cannot read in a line of its log.
     ...config.workerSettings,
   });
-  const { wrangler, url: workerUrl } = await startWorker(
+  const { wrangler, url: workerUrl } = await startLocalWorker(
     config.workerPort,
     {
       projectRoot,

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../../../src/local/start/local-paths';
-import { startWorker } from '../../../src/local/start/start-worker';
+import { startLocalWorker } from '../../../src/local/start/local-worker';
 import { skiplockClient, type SkiplockClient } from '../../../src/http/client';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startNeonProxy } from '../../../src/local/neon-proxy';
@@ -43,7 +43,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     SKIPLOCK_DEV: '1',
     CORS_ORIGINS: (options.corsOrigins ?? []).join(','),
   });
-  const worker = await startWorker(
+  const worker = await startLocalWorker(
     { variable: 'PORT', requested: undefined },
     { projectRoot, envFile, persistTo: join(folder, 'wrangler'), logFile: join(folder, 'wrangler.log') },
     new AbortController().signal,

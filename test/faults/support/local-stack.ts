@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../../../src/local/start/local-paths';
-import { startWorker } from '../../../src/local/start/start-worker';
+import { startLocalWorker } from '../../../src/local/start/local-worker';
 import { pgDb } from '../../../src/db/pg';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startEmbeddedPostgres, type LocalPostgres } from '../../../src/local/embedded-postgres';
@@ -80,7 +80,7 @@ export async function startWorkerStack(postgres: { url: string; port: number }):
     IDLE_RECHECK_SECONDS: '1',
   });
   const stopping = new AbortController();
-  const { wrangler, url } = await startWorker(
+  const { wrangler, url } = await startLocalWorker(
     { variable: 'PORT', requested: undefined },
     { projectRoot, envFile, persistTo: join(dir, 'state'), logFile: join(dir, 'wrangler.log') },
     stopping.signal,

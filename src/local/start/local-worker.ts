@@ -5,7 +5,8 @@ import { startWranglerDev, type WranglerDev, type WranglerDevOptions } from '../
 import { choosePort } from './choose-port.js';
 import type { PortSetting } from './start-config.js';
 
-export interface RunningWorker {
+/** The reference Worker as `npm start` runs it: its `wrangler dev` and the URL it answers on. */
+export interface LocalWorker {
   wrangler: WranglerDev;
   url: string;
 }
@@ -20,11 +21,11 @@ const PORT_ATTEMPTS = 3;
  * wrangler binds it; then the next free one is tried. When wrangler fails for
  * good, what it said is shown before the error.
  */
-export async function startWorker(
+export async function startLocalWorker(
   portSetting: PortSetting,
   options: Omit<WranglerDevOptions, 'port'>,
   stopRequested: AbortSignal,
-): Promise<RunningWorker> {
+): Promise<LocalWorker> {
   let firstCandidate = DEFAULT_PORT;
   for (let attempt = 1; ; attempt += 1) {
     const port = await choosePort(portSetting, () => firstFreePort(firstCandidate));
