@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { builtInJobs, jsonConsoleLogger as logger, type JobDefinition, type PeriodicJob } from '../drain/index.js';
+import { builtInJobs, type JobDefinition, type PeriodicJob } from '../drain/index.js';
+import { jsonConsoleLogger as logger } from '../drain/internal.js';
 import { readWorkerConfig, startWorker } from '../node-worker/index.js';
 import { readOptions } from './read-options.js';
 

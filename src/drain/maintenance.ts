@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
-import { expireJobs, maintenanceDue, reapExpiredLeases, refreshStatistics, releaseLapsedDedupKeys } from '../engine/index.js';
+import { expireJobs, reapExpiredLeases, refreshStatistics, releaseLapsedDedupKeys } from '../engine/index.js';
+import { maintenanceDue } from '../engine/maintenance-due.js';
 
 export interface MaintenanceCounts {
   /** Running jobs whose lease ran out, handed back to the queue (or failed). */

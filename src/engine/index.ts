@@ -3,8 +3,22 @@
  * / `Db` interface of src/db, so it runs the same over Neon HTTP, Neon
  * WebSocket, node-postgres, Hyperdrive, or a caller's own transaction.
  */
-export * from './types.js';
-export * from './errors.js';
+export {
+  FINAL_STATUSES,
+  JOB_STATUSES,
+  type AttemptTiming,
+  type ClaimedJob,
+  type CloudflareQueueTarget,
+  type DeliveryTarget,
+  type Job,
+  type JobEvent,
+  type JobEventKind,
+  type JobStatus,
+  type Json,
+  type Lease,
+  type WebhookTarget,
+} from './types.js';
+export { EngineError, InvalidInputError, StaleLeaseError } from './errors.js';
 export {
   enqueue,
   enqueueBatch,
@@ -32,7 +46,6 @@ export { fail, failMany, type Failure, type FailManyResult, type FailOutcome } f
 export { release, releaseMany, type ReleaseManyResult, type ReleaseOptions } from './release.js';
 export { reapExpiredLeases, releaseWorker, type ReclaimOptions, type ReleaseWorkerOptions } from './reclaim.js';
 export { expireJobs, releaseLapsedDedupKeys } from './expire-jobs.js';
-export { maintenanceDue, type MaintenanceDue } from './maintenance-due.js';
 export { cancel, type CancelOutcome, type CancelResult } from './cancel.js';
 export { retry, type RetryResult } from './retry.js';
 export { reschedule, type RescheduleChange, type RescheduleOutcome, type RescheduleResult } from './reschedule.js';
@@ -64,8 +77,6 @@ export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTup
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
 export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';
 export { getQueue, listQueueSettings, setQueue, type Queue, type QueueSettings } from './queue-settings.js';
-export { nextDueAt } from './next-due.js';
-export { readyBacklog } from './ready-backlog.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';
 export {
@@ -74,4 +85,3 @@ export {
   type AcknowledgeResult,
   type Acknowledgements,
 } from './acknowledge.js';
-export { DRAIN_WORKER_ID_PREFIX, drainWorkerId } from './worker-id.js';

@@ -1,11 +1,5 @@
-import {
-  jobSettings,
-  QueueDeliveries,
-  readSettings,
-  SHARED_SETTINGS,
-  type JobSettings,
-  type SettingVariables,
-} from '../drain/index.js';
+import { QueueDeliveries, type JobSettings } from '../drain/index.js';
+import { jobSettings, readSettings, SHARED_SETTINGS, type SettingVariables } from '../drain/internal.js';
 import { publicAddressFetch } from './public-address-fetch.js';
 import { NODE_WORKER_SETTINGS } from './settings.js';
 import type { WorkerOptions } from './start-worker.js';

@@ -3,7 +3,8 @@ import { request as httpRequest, type IncomingMessage, type RequestOptions } fro
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
-import { isFramingHeader, isPublicAddress, PermanentError, type DeliveryFetch } from '../drain/index.js';
+import { PermanentError, type DeliveryFetch } from '../drain/index.js';
+import { isFramingHeader, isPublicAddress } from '../drain/internal.js';
 
 /** Resolves a name to its addresses, as `dns.lookup(name, { all: true })` does. */
 export type ResolveName = (hostname: string) => Promise<LookupAddress[]>;

@@ -1,5 +1,5 @@
 import { MAX_CLAIM } from '../engine/index.js';
-import { number, onOff, secondsAsMilliseconds, setting, text, wholeNumber } from '../drain/index.js';
+import { number, onOff, secondsAsMilliseconds, setting, text, wholeNumber } from '../drain/internal.js';
 
 /**
  * The settings only the Node worker reads, beside SHARED_SETTINGS: options

@@ -1,6 +1,8 @@
 import { hostname } from 'node:os';
 import { pgDb } from '../db/pg.js';
-import { drainWorkerId, prepareClaims, releaseWorker } from '../engine/index.js';
+import { prepareClaims, releaseWorker } from '../engine/index.js';
+import { drainWorkerId } from '../engine/internal.js';
+import type { JobDefinition, Logger, PeriodicJob, QueueDeliveries } from '../drain/index.js';
 import {
   CLAIMS_AHEAD_AT_ONCE,
   createRegistry,
@@ -8,12 +10,8 @@ import {
   readSettings,
   runUntilStopped,
   SHARED_SETTINGS,
-  type JobDefinition,
-  type Logger,
-  type PeriodicJob,
-  type QueueDeliveries,
   type RunningDrain,
-} from '../drain/index.js';
+} from '../drain/internal.js';
 import { NODE_WORKER_SETTINGS } from './settings.js';
 import { JobWakeups } from './wakeups.js';
 

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { errorFields, type Logger } from '../drain/index.js';
+import type { Logger } from '../drain/index.js';
+import { errorFields } from '../drain/internal.js';
 
 /** The channel skiplock.on_jobs_inserted() notifies on every statement that inserts jobs. */
 export const JOBS_CHANNEL = 'skiplock_jobs';

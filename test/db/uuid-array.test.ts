@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { clientQueryable, UuidArray } from '../../src/db';
+import { clientQueryable } from '../../src/db';
+import { UuidArray } from '../../src/db/uuid-array';
 import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
 

@@ -10,7 +10,6 @@ import {
   getJobEvents,
   fail,
   maintainHistory,
-  maintenanceDue,
   pruneEvents,
   reapExpiredLeases,
   refreshStatistics,
@@ -18,6 +17,7 @@ import {
   releaseWorker,
   StaleLeaseError,
 } from '../../src/engine';
+import { maintenanceDue } from '../../src/engine/maintenance-due';
 import type { Db } from '../../src/db/types';
 import { engineDatabases } from '../support/engine-db';
 

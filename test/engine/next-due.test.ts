@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { claimBatch, complete, enqueue, fail, nextDueAt } from '../../src/engine';
+import { claimBatch, complete, enqueue, fail } from '../../src/engine';
+import { nextDueAt } from '../../src/engine/next-due';
 import { definePeriodicJob, syncPeriodicJobs } from '../../src/drain/periodic';
 import type { Db } from '../../src/db/types';
 import { engineDatabases } from '../support/engine-db';

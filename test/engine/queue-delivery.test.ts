@@ -4,11 +4,11 @@ import {
   completeMany,
   enqueueBatch,
   getQueue,
-  nextDueAt,
-  readyBacklog,
   setQueue,
   type DeliveryTarget,
 } from '../../src/engine';
+import { nextDueAt } from '../../src/engine/next-due';
+import { readyBacklog } from '../../src/engine/ready-backlog';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { defineJob } from '../../src/drain/define-job';
 import { sleep } from '../../src/engine/sleep';
 import { enqueue, enqueueBatch, getJobEvents } from '../../src/engine';
-import { CLAIMS_AHEAD_AT_ONCE } from '../../src/drain';
+import { CLAIMS_AHEAD_AT_ONCE } from '../../src/drain/internal';
 import { startWorker, type RunningWorker } from '../../src/node-worker/start-worker';
 import { engineDatabases } from '../support/engine-db';
 import { drain, gate, jobById, recordingLogger, untilStatus } from '../drain/support/drain';

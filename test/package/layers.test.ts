@@ -20,6 +20,22 @@ function relativeImports(file: string): string[] {
   );
 }
 
+/** The project files a source file re-exports (`export ... from './x.js'`). */
+function reExports(file: string): string[] {
+  const text = readFileSync(join(projectRoot, file), 'utf8');
+  return [...text.matchAll(/export\s+(?:type\s+)?(?:\*|\{[^}]*\})\s+from\s+'(\.{1,2}\/[^']+)'/g)].map((match) =>
+    relative(projectRoot, resolve(dirname(join(projectRoot, file)), match[1]!.replace(/\.js$/, '.ts'))),
+  );
+}
+
+/** The source file of each package entry, by name (`skiplock/drain`), as tsconfig.json's "paths" maps it. */
+function entrySources(): Record<string, string> {
+  // tsconfig.json has comments: read only its "paths" object, which has none.
+  const tsconfig = readFileSync(join(projectRoot, 'tsconfig.json'), 'utf8');
+  const paths = JSON.parse(/"paths": (\{[^}]*\})/.exec(tsconfig)![1]!) as Record<string, [string]>;
+  return Object.fromEntries(Object.entries(paths).map(([name, [source]]) => [name, source.replace(/^\.\//, '')]));
+}
+
 /** The layer of a file: its folder under src/ (src/worker.ts is the reference deployment). */
 function layerOf(file: string): string {
   const layer = file.split('/')[1]!;
@@ -53,14 +69,29 @@ describe('the source layers', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('the Node worker uses the engine, the drain and the pg driver only through their public entries', () => {
-    const entries = ['src/engine/index.ts', 'src/drain/index.ts', 'src/db/pg.ts'];
+  it('the Node worker reaches the engine, the drain and the pg driver only through their index (public) and internal (the package\'s own) modules', () => {
+    const entries = ['src/engine/index.ts', 'src/engine/internal.ts', 'src/drain/index.ts', 'src/drain/internal.ts', 'src/db/pg.ts'];
     const reaching = sourceFiles()
       .filter((file) => layerOf(file) === 'node-worker')
       .flatMap((file) => relativeImports(file).map((target) => `${file} -> ${target}`))
       .filter((edge) => !edge.split(' -> ')[1]!.startsWith('src/node-worker/'))
       .filter((edge) => !entries.includes(edge.split(' -> ')[1]!));
     expect(reaching).toEqual([]);
+  });
+
+  it('no package entry re-exports an internal module, directly or through another module it re-exports', () => {
+    const reached = Object.entries(entrySources()).flatMap(([name, source]) => {
+      const seen = new Set<string>();
+      const visit = (file: string): void => {
+        if (seen.has(file)) return;
+        seen.add(file);
+        reExports(file).forEach(visit);
+      };
+      visit(source);
+      expect(seen.size, name).toBeGreaterThan(0);
+      return [...seen].filter((file) => file.endsWith('/internal.ts')).map((file) => `${name} -> ${file}`);
+    });
+    expect(reached).toEqual([]);
   });
 
   it('the reference deployment imports only the published package', () => {
@@ -74,15 +105,12 @@ describe('the source layers', () => {
     const manifest = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as {
       exports: Record<string, { types: string; import: string } | string>;
     };
-    // tsconfig.json has comments: read only its "paths" object, which has none.
-    const tsconfig = readFileSync(join(projectRoot, 'tsconfig.json'), 'utf8');
-    const pathsText = /"paths": (\{[^}]*\})/.exec(tsconfig)![1]!;
-    const paths = JSON.parse(pathsText) as Record<string, [string]>;
+    const sources = entrySources();
     const entries = Object.entries(manifest.exports).filter(([subpath]) => subpath !== './package.json');
-    expect(entries.length).toBe(Object.keys(paths).length);
+    expect(entries.length).toBe(Object.keys(sources).length);
     for (const [subpath, target] of entries) {
       const name = subpath === '.' ? 'skiplock' : `skiplock/${subpath.slice(2)}`;
-      const built = paths[name]![0].replace('./src/', './dist/').replace(/\.ts$/, '');
+      const built = `./${sources[name]!.replace('src/', 'dist/').replace(/\.ts$/, '')}`;
       expect(target, name).toEqual({ types: `${built}.d.ts`, import: `${built}.js` });
     }
   });

@@ -5,7 +5,8 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { httpEndpointSecret, httpJob, isPublicAddress } from '../../src/drain';
+import { httpEndpointSecret, httpJob } from '../../src/drain';
+import { isPublicAddress } from '../../src/drain/internal';
 import { readWorkerConfig, startWorker, type RunningWorker } from '../../src/node-worker';
 import { call, expectJson, stack, uniqueName, workerVariables } from './support/api';
 

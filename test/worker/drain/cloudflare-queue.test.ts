@@ -1,7 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineCloudflareQueueDelivery, QUEUE_LIMITS, type DeliveredJob } from '../../../src/drain';
+import { defineCloudflareQueueDelivery, type DeliveredJob } from '../../../src/drain';
+import { QUEUE_LIMITS } from '../../../src/drain/bulk-delivery/cloudflare-queue';
 import { drainOnce } from '../../../src/drain/drain-once';
 import { createRegistry } from '../../../src/drain/registry';
 import { enqueueBatch, type EnqueueInput } from '../../../src/engine';
