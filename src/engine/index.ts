@@ -35,7 +35,6 @@ export {
   JobGoneError,
   JobNotSucceededError,
   JobWaitTimeoutError,
-  waitUntilFinal,
   type JobHandle,
   type ResultOptions,
 } from './job-handle.js';

@@ -87,7 +87,7 @@ export function jobHandle<Result = unknown>(
 }
 
 /** Reads until the job is in a final status, the timeout passes or the signal fires. */
-export async function waitUntilFinal(read: () => Promise<Job>, options: ResultOptions): Promise<Job> {
+async function waitUntilFinal(read: () => Promise<Job>, options: ResultOptions): Promise<Job> {
   const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
   let interval = FIRST_POLL_INTERVAL_MS;
   for (;;) {
