@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +9,7 @@ import { anyFreePort } from '../src/local/ports';
 import { projectRoot } from '../src/local/start/local-paths';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { npmStart, scratchCheckout, type NpmStart } from './support/npm-start';
+import { waitFor } from './support/wait-for';
 
 const ADMIN = 'cli-operator-admin';
 
@@ -69,6 +71,27 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     return (await response.json()) as JobJson;
   }
 
+  /** Claims the next job of a type only the test runs, as a pull worker would: it stays running until the test completes it. */
+  async function claim(queue: string, type: string): Promise<JobJson & { leaseToken: string }> {
+    const response = await fetch(`${url}/v1/queues/${queue}/claim`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ workerId: 'cli-test', types: [type], leaseSeconds: 300 }),
+    });
+    const [job] = ((await response.json()) as { jobs: Array<JobJson & { leaseToken: string }> }).jobs;
+    if (job === undefined) throw new Error(`no ${type} job to claim in ${queue}`);
+    return job;
+  }
+
+  async function complete(job: { id: string; leaseToken: string }): Promise<void> {
+    const response = await fetch(`${url}/v1/jobs/${job.id}/complete`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ leaseToken: job.leaseToken, result: { done: 'by the test' } }),
+    });
+    expect(response.status).toBe(200);
+  }
+
   beforeAll(async () => {
     [checkout, database] = await Promise.all([scratchCheckout(), createTestDatabase({ migrated: false })]);
     const port = await anyFreePort();
@@ -124,17 +147,34 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
   });
 
   it('jobs get --wait keeps a live status line on a terminal, and writes none for a script', async () => {
-    const slow = await enqueue('cli-live', { type: 'sleep', payload: { ms: 3000 } });
-    // `script` runs the command on a pseudo-terminal and records what it wrote there.
-    const command = `${process.execPath} --import tsx src/cli/main.ts jobs get ${slow.id} --wait`;
-    const { stdout: terminal } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], {
+    // The job runs in the test's hands (claimed over the pull API, a type nothing else runs) until the CLI showed it running.
+    const held = await enqueue('cli-live', { type: 'cli-held' });
+    const claimed = await claim('cli-live', 'cli-held');
+    expect(claimed.id).toBe(held.id);
+    // `script` runs the command on a pseudo-terminal and copies what it wrote there to its stdout.
+    const command = `${process.execPath} --import tsx src/cli/main.ts jobs get ${held.id} --wait`;
+    const onTerminal = spawn('script', ['-qec', command, '/dev/null'], {
       cwd: projectRoot,
       env: { ...process.env, SKIPLOCK_URL: url, SKIPLOCK_API_KEY: ADMIN },
+      stdio: ['ignore', 'pipe', 'inherit'],
     });
-    expect(terminal).toMatch(new RegExp(`\\r\\x1b\\[2Kjob ${slow.id}: running, attempt 1 of 5, \\d+ s`));
+    const exited = once(onTerminal, 'exit');
+    let terminal = '';
+    onTerminal.stdout.on('data', (chunk: Buffer) => (terminal += chunk.toString()));
+    const statusLine = new RegExp(`\\r\\x1b\\[2Kjob ${held.id}: running, attempt 1 of 5, \\d+ s`);
+    await waitFor('the CLI on a terminal to show the job running', () => statusLine.test(terminal) || onTerminal.exitCode !== null);
+    await complete(claimed);
+    expect((await exited)[0]).toBe(0);
+    expect(terminal).toMatch(statusLine);
     expect(terminal).toMatch(/status +succeeded/);
 
-    const again = await enqueue('cli-live', { type: 'sleep', payload: { ms: 500 } });
+    // Off a terminal: the CLI, past its --timeout, saw the job running and still wrote no status line, only its one error line.
+    const again = await enqueue('cli-live', { type: 'cli-held' });
+    const running = await claim('cli-live', 'cli-held');
+    const timedOut = await skiplock(['jobs', 'get', again.id, '--wait', '--timeout', '1']);
+    expectOneLine(timedOut, 7, new RegExp(`^skiplock jobs: job ${again.id} is still running after 1 s$`));
+    expect(timedOut.stdout + timedOut.stderr).not.toContain('\x1b');
+    await complete(running);
     const piped = await skiplock(['jobs', 'get', again.id, '--wait']);
     expect({ code: piped.code, stderr: piped.stderr, stdout: piped.stdout }).toEqual({
       code: 0,
