@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { Client, NeonDbError, Pool, neon, neonConfig, type NeonQueryFunction } from '@neondatabase/serverless';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { applyLocalNeonConfig } from '../src/db/neon-local';
 import { startNeonProxy, type NeonProxy, type PostgresAddress } from '../src/local/neon-proxy';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { postgresAddressOf } from './support/postgres-address';
+import { waitFor } from './support/wait-for';
 
 /** Unique per run, so parallel test files and reruns never share a table. */
 const table = `neon_proxy_${randomUUID().replaceAll('-', '')}`;
@@ -40,6 +42,21 @@ async function labels(): Promise<string[]> {
 
 async function clearTable(): Promise<void> {
   await sql.query(`DELETE FROM ${table}`);
+}
+
+/** Whether Postgres runs this statement now, for this test's database (seen past the proxy, on a connection of its own). */
+async function postgresRuns(statement: string): Promise<boolean> {
+  const observer = new pg.Client({ connectionString });
+  await observer.connect();
+  try {
+    const { rowCount } = await observer.query(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query = $1",
+      [statement],
+    );
+    return rowCount! > 0;
+  } finally {
+    await observer.end();
+  }
 }
 
 /** Fails the test instead of letting a hung promise run into the test timeout. */
@@ -355,7 +372,7 @@ describe('dropConnections()', () => {
   it('fails an in-flight HTTP query instead of letting it run', async () => {
     // neon() queries are lazy: catch() sends this one now, and keeps its error for the assertion.
     const sleeping = sql.query('SELECT pg_sleep(30)').catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitFor('the pg_sleep query to run in Postgres', () => postgresRuns('SELECT pg_sleep(30)'));
     proxy.dropConnections();
     expect(await within(2000, sleeping)).toMatchObject({ message: 'Connection terminated unexpectedly', code: '' });
     // The proxy keeps serving: the broken connection is not reused.
