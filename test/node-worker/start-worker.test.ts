@@ -5,7 +5,9 @@ import { sleep } from '../../src/engine/sleep';
 import { enqueue, enqueueBatch, getJobEvents } from '../../src/engine';
 import { CLAIMS_AHEAD_AT_ONCE } from '../../src/drain/internal';
 import { startWorker, type RunningWorker } from '../../src/node-worker/start-worker';
+import type { Db } from '../../src/db/types';
 import { engineDatabases } from '../support/engine-db';
+import { waitFor } from '../support/wait-for';
 import { drain, gate, jobById, recordingLogger, untilStatus } from '../drain/support/drain';
 
 const open = engineDatabases();
@@ -21,12 +23,24 @@ async function withWorker<T>(options: Parameters<typeof startWorker>[0], body: (
   }
 }
 
+/** The worker claimed, on a claim connection of its own, and found nothing: the queue was empty then. */
+async function untilClaimedNothing(db: Db): Promise<void> {
+  await waitFor('the worker to claim from the empty queue', async () => {
+    const [row] = await db.query<{ claims: number }>({
+      text: `SELECT count(*)::integer AS claims FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND query LIKE '%skiplock.claim_batch(%'`,
+      params: [],
+    });
+    return row!.claims > 0;
+  });
+}
+
 describe('startWorker', () => {
   it('is woken by the NOTIFY of an enqueue: an idle worker that would not poll for an hour runs the job', async () => {
     const { db, url } = await open('pg');
     await withWorker({ databaseUrl: url, handlers: [noop], pollIntervalMs: 3_600_000 }, async () => {
-      // Let it find the queue empty and settle into waiting.
-      await sleep(300);
+      // It found the queue empty: only a notification can start the job now.
+      await untilClaimedNothing(db);
       const { job } = await enqueue(db, { queue: 'q', type: 'noop' });
       await untilStatus(db, job.id, 'succeeded');
       expect(await jobById(db, job.id)).toMatchObject({ result: { ok: true }, attempts: 1 });
@@ -36,7 +50,7 @@ describe('startWorker', () => {
   it('polls when it does not LISTEN', async () => {
     const { db, url } = await open('pg');
     await withWorker({ databaseUrl: url, handlers: [noop], listen: false, pollIntervalMs: 50 }, async () => {
-      await sleep(100);
+      await untilClaimedNothing(db);
       const { job } = await enqueue(db, { queue: 'q', type: 'noop' });
       await untilStatus(db, job.id, 'succeeded');
     });
