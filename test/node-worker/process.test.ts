@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/types';
-import { demoJobs } from '../../src/drain/handlers/demo';
-import { sleep } from '../../src/engine/sleep';
+import { z } from 'zod';
+import { defineJob } from '../../src/drain/define-job';
 import { enqueueBatch } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
+import { waitFor } from '../support/wait-for';
 import { drain } from '../drain/support/drain';
 
 const open = engineDatabases();
@@ -37,7 +38,7 @@ async function states(db: Db): Promise<Record<string, number>> {
 }
 
 async function untilRunning(db: Db, count: number): Promise<void> {
-  while (((await states(db)).running ?? 0) < count) await sleep(20);
+  await waitFor(`${count} jobs running`, async () => ((await states(db)).running ?? 0) >= count, { everyMs: 20 });
 }
 
 describe('npm run work', () => {
@@ -69,9 +70,10 @@ describe('npm run work', () => {
   it('killed with SIGKILL mid-job: its jobs run again after their leases expire, none lost', async () => {
     const { db, url } = await open('pg');
     const worker = spawnWorker(url, { WORKER_CONCURRENCY: '4' });
+    // Jobs the worker holds running until it is killed; the drains after it run their type at once.
     await enqueueBatch(
       db,
-      Array.from({ length: 4 }, () => ({ queue: 'demo', type: 'sleep', payload: { ms: 1500 }, leaseSeconds: 1 })),
+      Array.from({ length: 4 }, () => ({ queue: 'demo', type: 'sleep', payload: { ms: 600_000 }, leaseSeconds: 1 })),
     );
     await untilRunning(db, 4);
 
@@ -79,10 +81,15 @@ describe('npm run work', () => {
     await worker.exited;
     expect((await states(db)).running).toBe(4);
 
-    for (let round = 0; round < 20 && (await states(db)).succeeded !== 4; round++) {
-      await drain(db, demoJobs);
-      await sleep(200);
-    }
+    const quickSleep = defineJob('sleep', z.unknown(), () => ({ ok: true }));
+    await waitFor(
+      'the killed worker\'s jobs to run again once their leases expired',
+      async () => {
+        await drain(db, [quickSleep]);
+        return (await states(db)).succeeded === 4;
+      },
+      { everyMs: 200 },
+    );
     expect(await states(db)).toEqual({ succeeded: 4 });
     const [events] = await db.query<{ expired: number }>({
       text: "SELECT count(*)::integer AS expired FROM skiplock.job_events WHERE kind = 'lease_expired'",

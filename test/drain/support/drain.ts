@@ -2,10 +2,10 @@ import type { Db } from '../../../src/db/types';
 import { drainOnce, type DrainCounts, type DrainOptions } from '../../../src/drain/drain-once';
 import type { JobDefinition } from '../../../src/drain/define-job';
 import type { Logger } from '../../../src/drain/logger';
-import { sleep } from '../../../src/engine/sleep';
 import type { PeriodicJob } from '../../../src/drain/periodic';
 import { createRegistry } from '../../../src/drain/registry';
 import { getJob, getJobEvents, type Job, type JobEventKind, type JobStatus } from '../../../src/engine';
+import { waitFor } from '../../support/wait-for';
 
 /** Keeps what the drain logs, for assertions, instead of printing it. */
 export function recordingLogger(): Logger & { lines: Array<{ level: string; message: string }> } {
@@ -43,7 +43,8 @@ export function gate(): { opened: Promise<void>; open(): void } {
   return { opened, open };
 }
 
-/** Polls until the job shows `status` (the test's own timeout bounds it). */
+/** Polls until the job shows `status`. */
 export async function untilStatus(db: Db, id: string, status: JobStatus): Promise<void> {
-  while ((await jobById(db, id)).status !== status) await sleep(10);
+  let seen: JobStatus | undefined;
+  await waitFor(() => `job ${id} to be ${status} (it is ${seen})`, async () => (seen = (await jobById(db, id)).status) === status, { everyMs: 10 });
 }
