@@ -12,5 +12,7 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // expect.poll waits for a state: give up only on a deadline a loaded machine cannot reach by being slow (its default is 1 s).
+    expect: { poll: { timeout: 30_000 } },
   },
 });

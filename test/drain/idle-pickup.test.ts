@@ -5,8 +5,8 @@ import { defineJob, type JobDefinition } from '../../src/drain/define-job';
 import { createRegistry } from '../../src/drain/registry';
 import { runUntilStopped } from '../../src/drain/run-until-stopped';
 import { enqueue } from '../../src/engine';
-import { sleep } from '../../src/engine/sleep';
 import { engineDatabases } from '../support/engine-db';
+import { waitFor } from '../support/wait-for';
 import { eventKinds, gate, jobById, recordingLogger } from './support/drain';
 
 const open = engineDatabases();
@@ -64,10 +64,6 @@ function arrivals() {
   };
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await sleep(2);
-}
-
 /** A worker of one slot for `job`, once it waits for work on an empty queue. */
 async function idleWorker(db: Db, job: JobDefinition, claims: ReturnType<typeof heldClaims>, work: ReturnType<typeof arrivals>) {
   const running = await runUntilStopped(db, createRegistry([job]), {
@@ -78,7 +74,7 @@ async function idleWorker(db: Db, job: JobDefinition, claims: ReturnType<typeof 
     housekeepingIntervalMs: 0,
     logger: recordingLogger(),
   });
-  await until(() => work.waiters() > 0);
+  await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
   return running;
 }
 
@@ -87,7 +83,9 @@ async function announceWithClaimHeld(claims: ReturnType<typeof heldClaims>, work
   claims.holdNext();
   const before = claims.answered();
   work.arrive();
-  await until(() => claims.answered() > before && work.waiters() > 0);
+  await waitFor('the held claim answered and the worker waiting beside it', () => claims.answered() > before && work.waiters() > 0, {
+    everyMs: 2,
+  });
 }
 
 describe('an idle worker picking up work', () => {
@@ -138,7 +136,7 @@ describe('an idle worker picking up work', () => {
 
     // The held claim's job comes back with no slot free: it goes back to the queue at once, not held.
     claims.letGo();
-    await until(() => claims.held() === 0);
+    await waitFor('the held claim let go', () => claims.held() === 0, { everyMs: 2 });
     await expect.poll(async () => (await jobById(db, first.id)).status).toBe('queued');
     finishFirst.open();
     await expect.poll(async () => (await jobById(db, first.id)).status).toBe('succeeded');
