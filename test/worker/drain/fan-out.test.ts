@@ -6,6 +6,7 @@ import { scheduledDrain } from '../../../src/worker/drain';
 import { drainerName } from '../../../src/worker/fan-out';
 import { drainRuntime, httpDatabase } from '../support/databases';
 import { DEV, uniqueName } from './support/jobs';
+import { waitFor } from '../../support/wait-for';
 
 const drainers = env.SKIPLOCK_DRAINER;
 
@@ -26,32 +27,21 @@ async function left(queue: string): Promise<number> {
   return row!.count;
 }
 
-/** The alarm each helper has set (null: none, it stopped). */
-async function helperAlarms(count: number): Promise<(number | null)[]> {
-  return Promise.all<number | null>(
-    Array.from({ length: count }, (_, index) =>
-      runInDurableObject(drainers.get(drainers.idFromName(drainerName(index + 1))), (_instance, state) => state.storage.getAlarm()),
-    ),
-  );
-}
-
 /**
- * No helper has an alarm set, and still none a second later: a helper that
- * is draining has none until its drain ends, and sets one again only if that
- * drain found work.
+ * Whether every helper has stopped: none drains now, and none has an alarm
+ * set to drain again (a helper sets one at the end of a drain that found work).
+ * `draining` is the helper's own flag, read inside its Durable Object.
  */
 async function helpersStopped(count: number): Promise<boolean> {
-  const noAlarms = async () => (await helperAlarms(count)).every((alarm) => alarm === null);
-  if (!(await noAlarms())) return false;
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  return noAlarms();
-}
-
-async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  for (const started = Date.now(); !(await condition()); ) {
-    if (Date.now() - started > timeoutMs) throw new Error(`not so after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const stopped = await Promise.all(
+    Array.from({ length: count }, (_, index) =>
+      runInDurableObject(
+        drainers.get(drainers.idFromName(drainerName(index + 1))),
+        async (instance, state) => !(instance as unknown as { draining: boolean }).draining && (await state.storage.getAlarm()) === null,
+      ),
+    ),
+  );
+  return stopped.every(Boolean);
 }
 
 describe('fan-out', () => {
@@ -70,9 +60,9 @@ describe('fan-out', () => {
     if (!outcome.drained) throw new Error('without a queue clock every tick drains');
     expect(outcome.helpers).toBe(3);
 
-    await until(async () => (await left(queue)) === 0, 60_000);
+    await waitFor('the helpers to finish the backlog', async () => (await left(queue)) === 0, { everyMs: 100, timeoutMs: 60_000 });
     // Each helper stops once a drain of its own finds the queue empty.
-    await until(() => helpersStopped(3), 30_000);
+    await waitFor('the three helpers to stop', () => helpersStopped(3), { everyMs: 100 });
 
     const byWorker = await finishers(queue);
     expect(byWorker.reduce((sum, row) => sum + row.jobs, 0)).toBe(1500);

@@ -5,6 +5,7 @@ import { fastPathDrain, scheduledDrain } from '../../../src/worker/drain';
 import { countPlatformFetches } from '../support/platform-fetches';
 import { drainRuntime, httpDatabase } from '../support/databases';
 import { DEV, eventKinds, jobById, uniqueName } from './support/jobs';
+import { waitFor } from '../../support/wait-for';
 
 const fetches = countPlatformFetches();
 
@@ -83,7 +84,8 @@ describe('fast paths coalesce', () => {
     const [long] = await enqueueBatch(httpDatabase(env), [{ queue: uniqueName('long'), type: 'sleep', payload: { ms: 1000 } }]);
     fastPathDrain(runtime, ctx);
 
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The drain runs the long job: what is enqueued now arrives while it still claims.
+    await waitFor('the fast-path drain to run the long job', async () => (await jobById(long!.job.id)).status === 'running');
     const [during] = await enqueueBatch(httpDatabase(env), [{ queue: uniqueName('during'), type: 'noop' }]);
     fastPathDrain(runtime, ctx);
     expect(started).toHaveLength(1);
@@ -113,11 +115,10 @@ describe('fast paths coalesce', () => {
 
     const answers = await Promise.all(Array.from({ length: 40 }, enqueueOne));
     const ids = await Promise.all(answers.map(async (answer) => ((await answer.json()) as { id: string }).id));
-    let jobs = await Promise.all(ids.map(jobById));
-    for (let waited = 0; jobs.some((job) => job.status !== 'failed') && waited < 100; waited++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      jobs = await Promise.all(ids.map(jobById));
-    }
+    const jobs = await waitFor('the 40 jobs to fail at their first attempt', async () => {
+      const now = await Promise.all(ids.map(jobById));
+      return now.every((job) => job.status === 'failed') && now;
+    });
 
     expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(201));
     expect(jobs.map((job) => [job.status, job.attempts])).toEqual(Array(40).fill(['failed', 1]));

@@ -7,6 +7,7 @@ import { createClient, SkiplockApiError } from 'skiplock/client';
 import { enqueue, neonHttpDb } from 'skiplock';
 import { createSkiplock, defineJob, definePeriodicJob, type Skiplock } from 'skiplock/worker';
 import { QueueClock } from '../../../src/worker/queue-clock';
+import { waitFor } from '../../support/wait-for';
 
 /** Job types of a user's own Worker: one checked by the API at enqueue, one run on a schedule. */
 const greet = defineJob('factory-greet', z.object({ name: z.string().min(1) }), ({ name }) => ({ greeting: `hello ${name}` }));
@@ -80,18 +81,26 @@ describe('createSkiplock in workerd', () => {
   });
 
   it('enqueues its periodic jobs in the cron drain and runs them', async () => {
-    await runCron(worker);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    await runCron(worker);
-
-    const response = await worker.fetch(
-      new Request('http://skiplock.test/v1/jobs?queue=factory-tick&status=succeeded', {
-        headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
-      }),
-      env,
-      createExecutionContext(),
+    const succeeded = async () => {
+      const response = await worker.fetch(
+        new Request('http://skiplock.test/v1/jobs?queue=factory-tick&status=succeeded', {
+          headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+        }),
+        env,
+        createExecutionContext(),
+      );
+      return (await response.json<{ jobs: Array<{ result: unknown }> }>()).jobs;
+    };
+    // A tick's job is due at its second: the cron drains after it run it.
+    const jobs = await waitFor(
+      'a cron drain to run a periodic job it enqueued',
+      async () => {
+        await runCron(worker);
+        const found = await succeeded();
+        return found.length > 0 && found;
+      },
+      { everyMs: 200 },
     );
-    const { jobs } = await response.json<{ jobs: Array<{ result: unknown }> }>();
     expect(jobs.length).toBeGreaterThanOrEqual(1);
     expect(jobs[0]!.result).toEqual({ ticked: 'cron' });
   });
