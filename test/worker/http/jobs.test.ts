@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, claimOne, client, enqueueJob, expectStatus, problemOf, request, success, uniqueName } from './support/api';
 import { serverSentEvents } from './support/sse';
+import { waitFor } from '../../support/wait-for';
 
 const api = client();
 
@@ -11,6 +12,32 @@ function getJob(id: string, query = '', headers: Record<string, string> = {}): P
 async function completeJob(id: string, leaseToken: string, result: unknown = { ok: true }) {
   const response = await api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken, result } });
   expect(response.status).toBe(200);
+}
+
+/**
+ * Starts `waiter`, a request that waits on the job, with ten more waiting
+ * from `etag` beside it: eleven for the job's ten watcher slots, so one is
+ * refused at once (429), which shows that the others hold theirs. Holding
+ * its slot, the waiter has sent its first read of the job. Should the waiter
+ * be the one refused, it tries again once the others ended (after 2 s).
+ */
+async function waiterHoldingItsSlot(
+  id: string,
+  etag: string,
+  waiter: () => Promise<Response>,
+): Promise<{ waiting: Promise<Response>; beside: Promise<Response[]> }> {
+  const never = new Promise<never>(() => {});
+  return waitFor('the waiting request to hold a watcher slot', async () => {
+    const all = [waiter(), ...Array.from({ length: 10 }, () => getJob(id, '?wait=2', { 'if-none-match': etag }))];
+    // The index of the first refused; -1 when all ended and none was (one ended before the last came).
+    const refused = await Promise.race([
+      ...all.map((answer, index) => answer.then((response) => (response.status === 429 ? index : never))),
+      Promise.all(all).then(() => -1),
+    ]);
+    if (refused > 0) return { waiting: all[0]!, beside: Promise.all(all.slice(1)) };
+    await Promise.all(all);
+    return false;
+  });
 }
 
 describe('GET /v1/jobs/{id}', () => {
@@ -43,27 +70,29 @@ describe('GET /v1/jobs/{id}', () => {
     const { id } = await enqueueJob(queue);
     const etag = (await getJob(id)).headers.get('etag')!;
 
-    const waiting = getJob(id, '?wait=30', { 'if-none-match': etag });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const { waiting, beside } = await waiterHoldingItsSlot(id, etag, () => getJob(id, '?wait=30', { 'if-none-match': etag }));
     await claimOne(queue);
     const changedAt = Date.now();
     const response = await waiting;
 
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ id, status: 'running' });
-    // Within a poll or two of the change, far from the 30 s the request would wait.
-    expect(Date.now() - changedAt).toBeLessThan(5000);
+    // Within a poll or a few of the change, far from the 30 s the request would wait.
+    expect(Date.now() - changedAt).toBeLessThan(15_000);
+    await beside;
   });
 
   it('with ?wait but no If-None-Match, waits for a change from the state it found', async () => {
     const queue = uniqueName('wait-no-etag');
     const { id } = await enqueueJob(queue);
 
-    const waiting = getJob(id, '?wait=20');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const etag = (await getJob(id)).headers.get('etag')!;
+    // Waiting, it has read the job as it is: queued.
+    const { waiting, beside } = await waiterHoldingItsSlot(id, etag, () => getJob(id, '?wait=20'));
     await api.v1.jobs[':id'].cancel.$post({ param: { id } });
 
     expect(await (await waiting).json()).toMatchObject({ id, status: 'cancelled' });
+    await beside;
   });
 
   it('with ?wait, answers 304 after the wait when nothing changed', async () => {
@@ -80,17 +109,16 @@ describe('GET /v1/jobs/{id}', () => {
   it('lets 10 requests wait on one job at once, and answers 429 to the next', async () => {
     const { id } = await enqueueJob(uniqueName('wait-cap'));
     const etag = (await getJob(id)).headers.get('etag')!;
-    const waiting = Array.from({ length: 10 }, () => getJob(id, '?wait=2', { 'if-none-match': etag }));
-    // Let the ten arrive and take their slots first.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-
-    const eleventh = await getJob(id, '?wait=2');
+    // Eleven at once: whichever arrives last finds the ten slots taken by the others, which wait.
+    const waiting = Array.from({ length: 11 }, () => getJob(id, '?wait=2', { 'if-none-match': etag }));
     const plain = await getJob(id);
+    const answers = await Promise.all(waiting);
 
-    expect(await problemOf(eleventh)).toMatchObject({ status: 429, type: expect.stringMatching(/too-many-watchers$/) });
-    expect(eleventh.headers.get('retry-after')).toBe('1');
     expect(plain.status).toBe(200);
-    expect((await Promise.all(waiting)).map((response) => response.status)).toEqual(Array(10).fill(304));
+    expect(answers.map((response) => response.status).sort()).toEqual([...Array(10).fill(304), 429]);
+    const refused = answers.find((response) => response.status === 429)!;
+    expect(await problemOf(refused)).toMatchObject({ status: 429, type: expect.stringMatching(/too-many-watchers$/) });
+    expect(refused.headers.get('retry-after')).toBe('1');
     // The slots are free again.
     expect((await getJob(id, '?wait=1', { 'if-none-match': etag })).status).toBe(304);
   });
