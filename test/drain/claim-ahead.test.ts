@@ -58,9 +58,11 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     expect(sizes[0]).toBe(13);
     expect(Math.max(...sizes)).toBe(13);
     expect(peakOut()).toBe(2);
-    // 60 jobs in claims of at most 13, and a few that find the queue empty or come back short.
+    // 60 jobs in claims of at most 13, and some that find the queue empty or come back short (more on a
+    // loaded machine, where claims and attempts interleave otherwise): far fewer than the 30 that
+    // claiming for the two free slots would take.
     expect(claims()).toBeGreaterThanOrEqual(5);
-    expect(claims()).toBeLessThanOrEqual(14);
+    expect(claims()).toBeLessThan(30);
   });
 
   it('claims a whole batch, one claim at a time, under a subrequest cap', async () => {
