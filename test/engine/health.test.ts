@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { sleep } from '../../src/engine/sleep';
 import { claimBatch, enqueue, enqueueBatch, queueHealth, reapExpiredLeases } from '../../src/engine';
 import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
+import { waitFor } from '../support/wait-for';
 
 const open = engineDatabases();
 
@@ -60,7 +60,10 @@ describe('dead tuples', () => {
       await writer.end();
     }
     const jobsTable = async () => (await queueHealth(db)).deadTuples.find((table) => table.table === 'jobs')!;
-    while ((await jobsTable()).deadTuples < 40) await sleep(50);
-    expect((await jobsTable()).deadTuples).toBeGreaterThanOrEqual(40);
+    const { deadTuples } = await waitFor('the 40 dead row versions to reach the statistics', async () => {
+      const table = await jobsTable();
+      return table.deadTuples >= 40 && table;
+    });
+    expect(deadTuples).toBeGreaterThanOrEqual(40);
   });
 });

@@ -20,6 +20,7 @@ import {
 import { maintenanceDue } from '../../src/engine/maintenance-due';
 import type { Db } from '../../src/db/types';
 import { engineDatabases } from '../support/engine-db';
+import { waitFor } from '../support/wait-for';
 
 const open = engineDatabases();
 
@@ -198,13 +199,8 @@ describe('maintenance', () => {
     expect(await refreshStatistics(db)).toBe(false);
     await enqueueBatch(db, Array.from({ length: 1000 }, () => ({ queue: 'q' })));
     await enqueueBatch(db, Array.from({ length: 500 }, () => ({ queue: 'q' })));
-    // Counters reach pg_stat_user_tables within a second of the inserting transaction.
-    let refreshed = false;
-    for (const started = Date.now(); !refreshed && Date.now() - started < 10_000; ) {
-      refreshed = await refreshStatistics(db);
-      if (!refreshed) await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    expect(refreshed).toBe(true);
+    // Counters reach pg_stat_user_tables within a second or so of the inserting transaction.
+    await waitFor('the inserts to reach the statistics and refreshStatistics to analyze', () => refreshStatistics(db), { everyMs: 200 });
     expect(await lastAnalyzed()).not.toBeNull();
     expect(await refreshStatistics(db)).toBe(false);
   });

@@ -11,6 +11,7 @@ import { scheduledDrain } from '../../../src/worker/drain';
 import { drainRuntime, httpDatabase } from '../support/databases';
 import { ADMIN_TOKEN, client, problemOf, request, success } from '../http/support/api';
 import { jobById, uniqueName } from './support/jobs';
+import { waitFor } from '../../support/wait-for';
 
 const quiet = { info() {}, warn() {}, error() {} };
 
@@ -21,12 +22,14 @@ interface Kept {
 
 /** What the test queue's consumer has received of these job ids, waiting for `count` of them. */
 async function consumed(ids: ReadonlySet<string>, count: number): Promise<Kept[]> {
-  for (let tries = 0; tries < 100; tries++) {
-    const kept = ((await (await env.QUEUE_SINK.fetch('http://queue-sink/')).json()) as Kept[]).filter((message) => ids.has(message.body.id));
-    if (kept.length >= count) return kept;
-    await sleep(100);
-  }
-  throw new Error(`the consumer got fewer than ${count} of the jobs`);
+  return waitFor(
+    `the consumer to get ${count} of the jobs`,
+    async () => {
+      const kept = ((await (await env.QUEUE_SINK.fetch('http://queue-sink/')).json()) as Kept[]).filter((message) => ids.has(message.body.id));
+      return kept.length >= count && kept;
+    },
+    { everyMs: 100 },
+  );
 }
 
 describe('bulk delivery to a Cloudflare queue, in workerd with a real producer binding', () => {
