@@ -2,13 +2,13 @@ import { lookup } from 'node:dns/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { httpEndpointSecret, httpJob } from '../../src/drain';
 import { isPublicAddress } from '../../src/drain/internal';
 import { readWorkerConfig, startWorker, type RunningWorker } from '../../src/node-worker';
 import { call, expectJson, stack, uniqueName, workerVariables } from './support/api';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Finding 4: the `http` job checked only IP literals (a name resolving to
@@ -78,14 +78,14 @@ async function deliver(url: string, tenant = 'default', body: unknown = { event:
     await call(`/v1/queues/${queue}/jobs`, { key: stack.adminToken, body: { type, tenant, maxAttempts: 1, payload: { url, body } } }),
     201,
   );
-  for (;;) {
+  const ended = await waitFor(`the delivery ${job.id} to end`, async () => {
     const now = await expectJson<{ status: string; lastError: { message: string } | null; attempts: number }>(
       await call(`/v1/jobs/${job.id}`, { key: stack.adminToken }),
       200,
     );
-    if (['succeeded', 'failed'].includes(now.status)) return { id: job.id, ...now };
-    await sleep(50);
-  }
+    return ['succeeded', 'failed'].includes(now.status) && now;
+  });
+  return { id: job.id, ...ended };
 }
 
 describe('the http job, delivered by the Node worker', () => {

@@ -1,6 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -8,6 +7,7 @@ import { pgDb } from '../../src/db/pg';
 import { defineWebhookDelivery, httpEndpointSecret } from '../../src/drain';
 import { startWorker, type RunningWorker } from '../../src/node-worker';
 import { call, createKey, expectJson, stack, uniqueName, workerVariables } from './support/api';
+import { waitFor } from '../support/wait-for';
 
 /**
  * The third security review (issue 37), against `npm start` on a fresh
@@ -103,11 +103,10 @@ describe("2: webhook batches keep to one tenant", () => {
       201,
     );
 
-    let ended = await Promise.all(jobs.map((job) => jobOf(job.id)));
-    while (!ended.every((job) => ['succeeded', 'failed'].includes(job.status))) {
-      await sleep(100);
-      ended = await Promise.all(jobs.map((job) => jobOf(job.id)));
-    }
+    const ended = await waitFor('the six jobs to end', async () => {
+      const now = await Promise.all(jobs.map((job) => jobOf(job.id)));
+      return now.every((job) => ['succeeded', 'failed'].includes(job.status)) && now;
+    });
     const globexHistory = await call(`/v1/jobs/${jobs[5]!.id}/history`, { key: admin }).then((response) => response.text());
 
     expect(ended[5]).toMatchObject({ status: 'succeeded', attempts: 1, lastError: null });
