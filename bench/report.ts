@@ -51,8 +51,8 @@ export function renderMarkdown(report: BenchReport): string {
     '',
     ...targetLines(report.workloads).map((line) => `- ${line}`),
     '',
-    'Where skiplock stands and why, what was profiled and changed in the engine, with figures before and after each ' +
-      'change: [performance.md](performance.md).',
+    'What these figures mean for a deployment, what limits them and what to tune: [performance.md](performance.md); ' +
+      'what was profiled and changed in the engine: [development/performance-notes.md](development/performance-notes.md).',
     '',
     '## Environment',
     '',
