@@ -45,7 +45,7 @@ export const SHARED_SETTINGS = {
     ),
     unset: 'none: the `http` job calls nowhere',
     description:
-      "where the built-in `http` job may deliver: a `*.` host allows its subdomains, a `tenant=` entry only that tenant's jobs (see [The http job](../README.md#the-http-job))",
+      "where the built-in `http` job may deliver: a `*.` host allows its subdomains, a `tenant=` entry only that tenant's jobs (see [The http job](handlers.md#the-http-job))",
   }),
   httpSigningSecret: setting({
     variable: 'HTTP_SIGNING_SECRET',

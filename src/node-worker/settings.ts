@@ -22,7 +22,7 @@ export const NODE_WORKER_SETTINGS = {
   workerId: setting({
     variable: 'WORKER_ID',
     kind: text('a name'),
-    unset: '`node-<host>-<pid>-<random>`',
+    unset: '`skiplock:node-<host>-<pid>-<random>`',
     description: 'recorded on every claim; a stable one (per host or pod) hands back, at start, the leases its previous run held',
   }),
   pollIntervalMs: setting({
@@ -44,7 +44,7 @@ export const NODE_WORKER_SETTINGS = {
     // startWorker takes a QueueDeliveries (`deliveries`) instead.
     option: false,
     description:
-      'deliver the jobs of queues whose delivery target is a webhook (see [Bulk delivery](../README.md#bulk-delivery)); `off` leaves them to other drains',
+      'deliver the jobs of queues whose delivery target is a webhook (see [Delivery targets](handlers.md#a-queues-delivery-target)); `off` leaves them to other drains',
   }),
   preparedStatements: setting({
     variable: 'WORKER_PREPARED_STATEMENTS',
