@@ -8,13 +8,13 @@ import { ADMIN_TOKEN } from './support/stack';
 import { signIn, useStackAndBrowser } from './support/suite';
 
 /**
- * The README's pictures, taken from the real stack over demo data. Only on
+ * The pictures of the docs (docs/img), taken from the real stack over demo data. Only on
  * request (they change the tree): UPDATE_SCREENSHOTS=1 npx vitest run test/browser/screenshots.test.ts
  * A request on a machine without Chromium fails rather than skips.
  */
 const IMAGES = join(projectRoot, 'docs/img');
 
-describe.runIf(process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the README', () => {
+describe.runIf(process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the docs', () => {
   const { stack, newPage } = useStackAndBrowser();
 
   it('dashboard on a desktop and on a phone, a job, and a status page', { timeout: 120_000 }, async () => {
