@@ -22,8 +22,14 @@ export default defineConfig({
       // node-postgres (the Hyperdrive driver) requires these from CommonJS, and the pool's module loader
       // resolves them to their ESM builds or, without the workerd condition, to an empty socket module:
       // point them at the CommonJS builds that wrangler's bundle uses (node-postgres issue 3700).
-      { find: /^pg-protocol$/, replacement: fileURLToPath(new URL('./node_modules/pg-protocol/dist/index.js', import.meta.url)) },
-      { find: /^pg-cloudflare$/, replacement: fileURLToPath(new URL('./node_modules/pg-cloudflare/dist/index.js', import.meta.url)) },
+      {
+        find: /^pg-protocol$/,
+        replacement: fileURLToPath(new URL('./node_modules/pg-protocol/dist/index.js', import.meta.url)),
+      },
+      {
+        find: /^pg-cloudflare$/,
+        replacement: fileURLToPath(new URL('./node_modules/pg-cloudflare/dist/index.js', import.meta.url)),
+      },
     ],
   },
   plugins: [
@@ -47,7 +53,10 @@ export default defineConfig({
         ratelimits: { TEST_AUTH_RATE_LIMITER: { simple: { limit: 3, period: 60 } } },
         // A local Cloudflare queue for the bulk delivery tests, and the Worker that consumes it (QUEUE_SINK reads what it got).
         // DELIVERY_QUEUE_TEST binds the same queue under a name a queue's delivery target may give.
-        queueProducers: { TEST_QUEUE: { queueName: 'skiplock-test-queue' }, DELIVERY_QUEUE_TEST: { queueName: 'skiplock-test-queue' } },
+        queueProducers: {
+          TEST_QUEUE: { queueName: 'skiplock-test-queue' },
+          DELIVERY_QUEUE_TEST: { queueName: 'skiplock-test-queue' },
+        },
         serviceBindings: { QUEUE_SINK: 'queue-sink' },
         workers: [
           {

@@ -118,7 +118,18 @@ const SCALES: Record<ScaleName, Scale> = {
   },
 };
 
-export const WORKLOAD_IDS = ['enqueue', 'burn-down', 'latency', 'snapshot', 'steady', 'depth', 'fairness', 'cost', 'ceiling', 'workers'] as const;
+export const WORKLOAD_IDS = [
+  'enqueue',
+  'burn-down',
+  'latency',
+  'snapshot',
+  'steady',
+  'depth',
+  'fairness',
+  'cost',
+  'ceiling',
+  'workers',
+] as const;
 export type WorkloadId = (typeof WORKLOAD_IDS)[number];
 
 export interface BenchOptions {

@@ -83,7 +83,10 @@ export interface CpuSpent {
 }
 
 /** Runs `work` and says how much CPU each party spent meanwhile. */
-export async function withCpu<T>(meter: CpuMeter | undefined, work: () => Promise<T>): Promise<{ result: T; cpu: CpuSpent }> {
+export async function withCpu<T>(
+  meter: CpuMeter | undefined,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: CpuSpent }> {
   const [workerd, node, server] = [await childrenCpuMs('workerd'), process.cpuUsage(), await meter?.read()];
   const result = await work();
   const nodeSpent = process.cpuUsage(node);
@@ -93,7 +96,8 @@ export async function withCpu<T>(meter: CpuMeter | undefined, work: () => Promis
     cpu: {
       workerd: (await childrenCpuMs('workerd')) - workerd,
       node: (nodeSpent.user + nodeSpent.system) / 1000,
-      postgres: server === undefined || serverAfter === undefined ? undefined : serverAfter.postgresMs - server.postgresMs,
+      postgres:
+        server === undefined || serverAfter === undefined ? undefined : serverAfter.postgresMs - server.postgresMs,
     },
   };
 }

@@ -67,19 +67,29 @@ function clientCounter(): StatementCounter {
       installed = true;
       prototype.query = function (this: unknown, ...args: unknown[]) {
         const first = args[0];
-        const text = typeof first === 'string' ? first : typeof first === 'object' && first !== null && 'text' in first ? String(first.text) : '?';
+        const text =
+          typeof first === 'string'
+            ? first
+            : typeof first === 'object' && first !== null && 'text' in first
+              ? String(first.text)
+              : '?';
         if (!text.includes('bench-probe')) counts.set(text, (counts.get(text) ?? 0) + 1);
         return original.apply(this, args);
       };
     },
     async read() {
-      return [...counts].map(([query, calls]) => ({ query, calls, totalMs: Number.NaN })).sort((a, b) => b.calls - a.calls);
+      return [...counts]
+        .map(([query, calls]) => ({ query, calls, totalMs: Number.NaN }))
+        .sort((a, b) => b.calls - a.calls);
     },
   };
 }
 
 /** Server-side time of the statements whose text contains `marker` since the last reset. */
-export async function statementTime(db: BenchDatabase, marker: string): Promise<{ calls: number; meanMs: number; maxMs: number } | undefined> {
+export async function statementTime(
+  db: BenchDatabase,
+  marker: string,
+): Promise<{ calls: number; meanMs: number; maxMs: number } | undefined> {
   if (!db.statementStats) return undefined;
   const { rows } = await db.probe.query<{ calls: string | null; mean_ms: number | null; max_ms: number | null }>(
     `${PROBE} SELECT sum(calls) AS calls, sum(total_exec_time) / nullif(sum(calls), 0) AS mean_ms, max(max_exec_time) AS max_ms
@@ -98,7 +108,10 @@ export async function walPosition(db: BenchDatabase): Promise<string> {
 }
 
 export async function walBytesSince(db: BenchDatabase, from: string): Promise<number> {
-  const { rows } = await db.probe.query<{ bytes: string }>(`${PROBE} SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::bigint AS bytes`, [from]);
+  const { rows } = await db.probe.query<{ bytes: string }>(
+    `${PROBE} SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::bigint AS bytes`,
+    [from],
+  );
   return Number(rows[0]!.bytes);
 }
 

@@ -19,7 +19,8 @@ export interface GateResult {
 }
 
 /** The note a figure carries when its run left completions unrecorded. */
-export const UNRECORDED_FLAG = 'jobs that ran were left marked running by the library\'s graceful stop (they would run again)';
+export const UNRECORDED_FLAG =
+  "jobs that ran were left marked running by the library's graceful stop (they would run again)";
 
 /**
  * Everything one run enqueued and ran, and the correctness gate over it.
@@ -53,7 +54,10 @@ export class JobLedger {
 
   /** New jobs with numbers no other job of this run has. */
   allocate(count: number, tenant?: string): BenchJob[] {
-    const jobs = Array.from({ length: count }, (_, i) => ({ n: this.nextN + i, ...(tenant === undefined ? {} : { tenant }) }));
+    const jobs = Array.from({ length: count }, (_, i) => ({
+      n: this.nextN + i,
+      ...(tenant === undefined ? {} : { tenant }),
+    }));
     this.nextN += count;
     return jobs;
   }
@@ -151,7 +155,9 @@ export class JobLedger {
       problems.push(`${this.committed} enqueued and ${ran} ran, but ${inventory.waiting} wait`);
     }
     if (inventory.succeeded !== null && inventory.succeeded - this.finishedBeforehand + inventory.running !== ran) {
-      problems.push(`${ran} ran, but ${inventory.succeeded - this.finishedBeforehand} are recorded as succeeded and ${inventory.running} as running`);
+      problems.push(
+        `${ran} ran, but ${inventory.succeeded - this.finishedBeforehand} are recorded as succeeded and ${inventory.running} as running`,
+      );
     }
     if (inventory.redelivered !== null && inventory.redelivered > 0) {
       problems.push(`${inventory.redelivered} succeeded jobs took more than one attempt`);

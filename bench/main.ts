@@ -47,7 +47,8 @@ const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
  * writes to the temporary folder.
  */
 function reportFiles(options: BenchOptions): { markdown: string; json: string } {
-  const everything = options.workloads.length === WORKLOAD_IDS.length && options.systems === undefined && options.baseline === undefined;
+  const everything =
+    options.workloads.length === WORKLOAD_IDS.length && options.systems === undefined && options.baseline === undefined;
   if (options.scale.name === 'full' && everything) {
     return {
       markdown: new URL('../docs/benchmarks.md', import.meta.url).pathname,
@@ -80,9 +81,11 @@ async function main(): Promise<void> {
   const baseline = options.baseline === undefined ? undefined : await checkOutBaseline(options.baseline);
   const chosen = DRIVERS.filter((driver) => options.systems === undefined || options.systems.includes(driver.name));
   if (chosen.length === 0) throw new Error(`no such system: ${options.systems?.join(', ')}`);
-  if (baseline !== undefined && chosen[0]!.name !== 'skiplock') throw new Error('--baseline compares skiplock: keep skiplock in --systems');
+  if (baseline !== undefined && chosen[0]!.name !== 'skiplock')
+    throw new Error('--baseline compares skiplock: keep skiplock in --systems');
   // The baseline right after skiplock, so its ratio is the first in every table.
-  const drivers = baseline === undefined ? chosen : [chosen[0]!, baselineDriver(baseline.root, baseline.ref), ...chosen.slice(1)];
+  const drivers =
+    baseline === undefined ? chosen : [chosen[0]!, baselineDriver(baseline.root, baseline.ref), ...chosen.slice(1)];
 
   const startedAt = Date.now();
   progress(`skiplock benchmark, scale ${options.scale.name}, ${options.reps} repetitions: ${[...selected].join(', ')}`);
@@ -90,7 +93,9 @@ async function main(): Promise<void> {
   const backlogs = new Map<string, Backlog>();
   try {
     const environment = await readEnvironment(server);
-    progress(`${environment.postgres.version.split(' on ')[0]} (${server.origin}); Node ${environment.node}; ${environment.cpu.model} × ${environment.cpu.cores}`);
+    progress(
+      `${environment.postgres.version.split(' on ')[0]} (${server.origin}); Node ${environment.node}; ${environment.cpu.model} × ${environment.cpu.cores}`,
+    );
     const context: WorkloadContext = { server, options, drivers, backlogs, cpu: await cpuMeter(server.adminUrl) };
     const report: BenchReport = {
       generatedAt: new Date(startedAt).toISOString(),

@@ -52,7 +52,9 @@ export async function startBenchServer(databaseUrl: string | undefined): Promise
   const port = await anyFreePort();
   const options = { dataDir, port, persistent: true, password: randomSecret() };
   let server: LocalPostgres = await startEmbeddedPostgres(options);
-  await withPgClient(server.url, (client) => client.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"));
+  await withPgClient(server.url, (client) =>
+    client.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"),
+  );
   await server.stop();
   server = await startEmbeddedPostgres(options);
   return {
@@ -97,7 +99,9 @@ let databaseCount = 0;
  */
 export async function createDatabase(server: BenchServer, label: string, template?: string): Promise<BenchDatabase> {
   const name = `bench_${process.pid}_${++databaseCount}_${label.replace(/[^a-z0-9]+/g, '_')}`.slice(0, 63);
-  await withPgClient(server.adminUrl, (client) => client.query(`CREATE DATABASE ${name}${template === undefined ? '' : ` TEMPLATE ${template}`}`));
+  await withPgClient(server.adminUrl, (client) =>
+    client.query(`CREATE DATABASE ${name}${template === undefined ? '' : ` TEMPLATE ${template}`}`),
+  );
   const url = new URL(server.adminUrl);
   url.pathname = `/${name}`;
   const probe = new pg.Pool({ connectionString: url.toString(), max: 2 });
@@ -125,7 +129,10 @@ export async function createDatabase(server: BenchServer, label: string, templat
  */
 export async function disconnectAll(server: BenchServer, name: string): Promise<void> {
   await withPgClient(server.adminUrl, (client) =>
-    client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
+    client.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [name],
+    ),
   );
 }
 
@@ -147,4 +154,3 @@ export async function inFreshDatabase<T>(
     await db.drop();
   }
 }
-

@@ -116,7 +116,12 @@ function renderWorkload(workload: WorkloadReport, systems: readonly SystemName[]
     `## ${workload.title}`,
     '',
     ...workload.method.flatMap((paragraph) => [paragraph, '']),
-    ...(load === undefined ? [] : [`_Machine load average (1 min): ${load.start.toFixed(1)} at the start, ${load.end.toFixed(1)} at the end._`, '']),
+    ...(load === undefined
+      ? []
+      : [
+          `_Machine load average (1 min): ${load.start.toFixed(1)} at the start, ${load.end.toFixed(1)} at the end._`,
+          '',
+        ]),
     ...metrics.flatMap((metric) => renderTable(workload, metric, systems)),
   ];
 }
@@ -125,13 +130,20 @@ function renderTable(workload: WorkloadReport, metric: string, allSystems: reado
   const measurements = workload.measurements.filter((m) => m.metric === metric);
   const systems = allSystems.filter((name) => measurements.some((m) => m.system === name));
   const peers = systems.filter((name) => name !== 'skiplock');
-  const rows = [...new Set(measurements.map((m) => JSON.stringify([m.setup, m.variant])))].map((row) => JSON.parse(row) as [SetupName, string]);
+  const rows = [...new Set(measurements.map((m) => JSON.stringify([m.setup, m.variant])))].map(
+    (row) => JSON.parse(row) as [SetupName, string],
+  );
   const flags = [...new Set(measurements.flatMap((m) => m.flags))];
   const mark = (m: Measurement) => m.flags.map((flag) => MARKS[flags.indexOf(flag) % MARKS.length]).join('');
   const find = (setup: SetupName, variant: string, system: SystemName) =>
     measurements.find((m) => m.setup === setup && m.variant === variant && m.system === system);
   const better = measurements[0]?.better === 'higher' ? 'higher is better' : 'lower is better';
-  const header = ['setup', 'case', ...systems, ...(systems.includes('skiplock') ? peers.map((peer) => `skiplock / ${peer}`) : [])];
+  const header = [
+    'setup',
+    'case',
+    ...systems,
+    ...(systems.includes('skiplock') ? peers.map((peer) => `skiplock / ${peer}`) : []),
+  ];
   return [
     `**${metric}** (${better})`,
     '',
@@ -142,7 +154,9 @@ function renderTable(workload: WorkloadReport, metric: string, allSystems: reado
         const m = find(setup, variant, system);
         return m === undefined ? '' : `${cell(m)}${mark(m)}`;
       });
-      const ratios = systems.includes('skiplock') ? peers.map((peer) => ratio(find(setup, variant, 'skiplock'), find(setup, variant, peer))) : [];
+      const ratios = systems.includes('skiplock')
+        ? peers.map((peer) => ratio(find(setup, variant, 'skiplock'), find(setup, variant, peer)))
+        : [];
       return `| ${[setup, variant, ...cells, ...ratios].join(' | ')} |`;
     }),
     '',
@@ -160,7 +174,15 @@ function cell(m: Measurement): string {
 
 function ratio(skiplock: Measurement | undefined, peer: Measurement | undefined): string {
   if (skiplock === undefined || peer === undefined) return '';
-  if (skiplock.failures.length > 0 || peer.failures.length > 0 || skiplock.values.length === 0 || peer.values.length === 0) return '–';
+  if (
+    skiplock.failures.length > 0 ||
+    peer.failures.length > 0 ||
+    skiplock.values.length === 0 ||
+    peer.values.length === 0
+  )
+    return '–';
   const value = summarize(skiplock.values).median / summarize(peer.values).median;
-  return Number.isFinite(value) ? `${value >= 10 ? Math.round(value).toLocaleString('en-US') : value.toPrecision(2)}×` : '–';
+  return Number.isFinite(value)
+    ? `${value >= 10 ? Math.round(value).toLocaleString('en-US') : value.toPrecision(2)}×`
+    : '–';
 }

@@ -64,7 +64,12 @@ export class Results {
   }
 
   /** Several figures of one repetition that share its gate: all shown, or none. */
-  recordAll(base: Omit<MeasurementKey, 'metric' | 'better'>, gate: GateResult, figures: readonly Figure[], details?: Json): void {
+  recordAll(
+    base: Omit<MeasurementKey, 'metric' | 'better'>,
+    gate: GateResult,
+    figures: readonly Figure[],
+    details?: Json,
+  ): void {
     figures.forEach((figure, index) => {
       const key = { ...base, metric: figure.metric, better: figure.better };
       const withDetails = index === 0 && details !== undefined ? { details } : {};
@@ -86,7 +91,10 @@ export interface Figure {
 }
 
 function figureFlags(figure: Figure, gate: GateResult): string[] {
-  return [...(figure.flag === undefined ? [] : [figure.flag]), ...(gate.unrecordedCompletions > 0 ? [UNRECORDED_FLAG] : [])];
+  return [
+    ...(figure.flag === undefined ? [] : [figure.flag]),
+    ...(gate.unrecordedCompletions > 0 ? [UNRECORDED_FLAG] : []),
+  ];
 }
 
 /** The two figures every latency table shows: median and 99th percentile, in ms. */

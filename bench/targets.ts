@@ -23,7 +23,11 @@ function find(workloads: readonly WorkloadReport[], lookup: Lookup): number | un
   const measurement = workloads
     .find((w) => w.id === lookup.workload)
     ?.measurements.find(
-      (m) => m.metric === lookup.metric && m.system === lookup.system && m.setup === lookup.setup && lookup.variant(m.variant),
+      (m) =>
+        m.metric === lookup.metric &&
+        m.system === lookup.system &&
+        m.setup === lookup.setup &&
+        lookup.variant(m.variant),
     );
   if (measurement === undefined || measurement.failures.length > 0 || measurement.values.length === 0) return undefined;
   return median(measurement.values);
@@ -39,7 +43,8 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
   const figure = (lookup: Lookup) => find(workloads, lookup);
 
   for (const variant of ['1 worker', '8 workers', '32 workers']) {
-    const at = (system: SystemName) => figure({ workload: 'burn-down', metric: 'jobs/s', system, setup: 'tuned', variant: is(variant) });
+    const at = (system: SystemName) =>
+      figure({ workload: 'burn-down', metric: 'jobs/s', system, setup: 'tuned', variant: is(variant) });
     const [skiplock, graphile] = [at('skiplock'), at('graphile-worker')];
     if (skiplock === undefined || graphile === undefined) continue;
     const stretch = variant === '32 workers' ? '' : ` Stretch, 1.5×: ${verdict(skiplock >= 1.5 * graphile)}.`;
@@ -50,7 +55,8 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
   }
 
   for (const setup of SETUPS) {
-    const cost = (system: SystemName, metric: string) => figure({ workload: 'cost', metric, system, setup, variant: () => true });
+    const cost = (system: SystemName, metric: string) =>
+      figure({ workload: 'cost', metric, system, setup, variant: () => true });
     const wal = (system: SystemName) => {
       const [enqueue, work] = [cost(system, 'WAL bytes per job, enqueue'), cost(system, 'WAL bytes per job, work')];
       return enqueue === undefined || work === undefined ? undefined : enqueue + work;
@@ -62,7 +68,10 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
           `(${ratio(walSkiplock / walGraphile)}). At most 1.5×: ${verdict(walSkiplock <= 1.5 * walGraphile)}.`,
       );
     }
-    const [bytesSkiplock, bytesGraphile] = [cost('skiplock', 'table + index bytes per job'), cost('graphile-worker', 'table + index bytes per job')];
+    const [bytesSkiplock, bytesGraphile] = [
+      cost('skiplock', 'table + index bytes per job'),
+      cost('graphile-worker', 'table + index bytes per job'),
+    ];
     if (bytesSkiplock !== undefined && bytesGraphile !== undefined) {
       lines.push(
         `Table + index bytes per finished job, ${setup}: skiplock ${formatNumber(bytesSkiplock)}, graphile-worker ${formatNumber(bytesGraphile)} ` +
@@ -72,8 +81,11 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
   }
 
   for (const setup of SETUPS) {
-    const at = (system: SystemName, metric: string) => figure({ workload: 'latency', metric, system, setup, variant: is('wake-up: listen') });
-    const figures = ['p50 ms', 'p99 ms'].map((metric) => [at('skiplock', metric), at('graphile-worker', metric)] as const);
+    const at = (system: SystemName, metric: string) =>
+      figure({ workload: 'latency', metric, system, setup, variant: is('wake-up: listen') });
+    const figures = ['p50 ms', 'p99 ms'].map(
+      (metric) => [at('skiplock', metric), at('graphile-worker', metric)] as const,
+    );
     if (figures.some(([skiplock, graphile]) => skiplock === undefined || graphile === undefined)) continue;
     const [[p50, graphileP50], [p99, graphileP99]] = figures as [[number, number], [number, number]];
     const [first, graphileFirst] = [at('skiplock', 'first job ms'), at('graphile-worker', 'first job ms')];
@@ -88,8 +100,12 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
     );
   }
 
-  const enqueue = (system: SystemName, variant: string) => figure({ workload: 'enqueue', metric: 'jobs/s', system, setup: 'defaults', variant: is(variant) });
-  const [batch, batchGraphile] = [enqueue('skiplock', '1,000 jobs per call'), enqueue('graphile-worker', '1,000 jobs per call')];
+  const enqueue = (system: SystemName, variant: string) =>
+    figure({ workload: 'enqueue', metric: 'jobs/s', system, setup: 'defaults', variant: is(variant) });
+  const [batch, batchGraphile] = [
+    enqueue('skiplock', '1,000 jobs per call'),
+    enqueue('graphile-worker', '1,000 jobs per call'),
+  ];
   if (batch !== undefined && batchGraphile !== undefined) {
     lines.push(
       `Batch enqueue of 1,000: skiplock ${formatNumber(batch)} jobs/s, graphile-worker ${formatNumber(batchGraphile)} (${ratio(batch / batchGraphile)}). ` +
@@ -97,7 +113,9 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
     );
   }
   const single = enqueue('skiplock', 'one job per call');
-  const peers = (['pg-boss', 'graphile-worker'] as const).map((system) => enqueue(system, 'one job per call')).filter((value) => value !== undefined);
+  const peers = (['pg-boss', 'graphile-worker'] as const)
+    .map((system) => enqueue(system, 'one job per call'))
+    .filter((value) => value !== undefined);
   if (single !== undefined && peers.length > 0) {
     const best = Math.max(...peers);
     lines.push(
@@ -107,7 +125,8 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
   }
 
   for (const setup of SETUPS) {
-    const kept = (system: SystemName) => figure({ workload: 'snapshot', metric: 'held / before', system, setup, variant: () => true });
+    const kept = (system: SystemName) =>
+      figure({ workload: 'snapshot', metric: 'held / before', system, setup, variant: () => true });
     const [skiplock, graphile] = [kept('skiplock'), kept('graphile-worker')];
     if (skiplock === undefined || graphile === undefined) continue;
     lines.push(
@@ -133,9 +152,17 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
     );
   }
   for (const setup of SETUPS) {
-    const position = figure({ workload: 'fairness', metric: 'first small-tenant start (position)', system: 'skiplock', setup, variant: () => true });
+    const position = figure({
+      workload: 'fairness',
+      metric: 'first small-tenant start (position)',
+      system: 'skiplock',
+      setup,
+      variant: () => true,
+    });
     if (position === undefined) continue;
-    lines.push(`Fairness, ${setup}: the small tenant's first job started as job #${formatNumber(position)}. Within the first 20: ${verdict(position <= 20)}.`);
+    lines.push(
+      `Fairness, ${setup}: the small tenant's first job started as job #${formatNumber(position)}. Within the first 20: ${verdict(position <= 20)}.`,
+    );
   }
 
   // Issue 15: through the Worker alone, with fan-out (its Paid default) and without.
@@ -144,7 +171,9 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
   const [noop, noopAlone] = [worker('no-op jobs/s', 'fan-out 8'), worker('no-op jobs/s', 'fan-out off')];
   if (noop !== undefined) {
     const alone = noopAlone === undefined ? '' : ` (${formatNumber(noopAlone)} with fan-out off)`;
-    lines.push(`Through the Worker, no-op jobs: ${formatNumber(noop)} jobs/s with fan-out${alone}. At least 5,000: ${verdict(noop >= 5000)}.`);
+    lines.push(
+      `Through the Worker, no-op jobs: ${formatNumber(noop)} jobs/s with fan-out${alone}. At least 5,000: ${verdict(noop >= 5000)}.`,
+    );
   }
   const [io, ioAlone] = [worker('50 ms I/O jobs/s', 'fan-out 8'), worker('50 ms I/O jobs/s', 'fan-out off')];
   if (io !== undefined) {

@@ -50,7 +50,11 @@ async function main(): Promise<void> {
 
     const beforeNow = await transactions();
     const ready = (await (
-      await fetch(`${api}/v1/queues/idle-bench/jobs`, { method: 'POST', headers, body: JSON.stringify({ type: 'noop' }) })
+      await fetch(`${api}/v1/queues/idle-bench/jobs`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ type: 'noop' }),
+      })
     ).json()) as { id: string };
     await sleep(3 * drainEverySeconds * 1000);
     const immediateStatements = (await transactions()) - beforeNow;

@@ -29,9 +29,16 @@ const jobs = Number(process.env.JOBS ?? 10_000);
 async function main(): Promise<void> {
   const database = await createBenchDatabase('workerd');
   // As under `npm start`: DRAIN_FANOUT=1 npm run bench:workerd measures without fan-out.
-  const vars = Object.fromEntries(TUNING_VARIABLES.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]!]])));
+  const vars = Object.fromEntries(
+    TUNING_VARIABLES.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]!]])),
+  );
   const workerd = await startWorkerdStack(database.url, vars);
-  const stack: WorkerTarget = { api: workerd.url, headers: adminHeaders, db: database.db, transactions: database.transactions };
+  const stack: WorkerTarget = {
+    api: workerd.url,
+    headers: adminHeaders,
+    db: database.db,
+    transactions: database.transactions,
+  };
   try {
     await sleep(3000);
     const meter = await cpuMeter(database.adminUrl);

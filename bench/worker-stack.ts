@@ -82,5 +82,11 @@ export async function startWorkerStack(options: { name: string; drainEverySecond
     }
     await sleep(200);
   }
-  return { api: `http://127.0.0.1:${port}`, headers: adminHeaders, db: database.db, transactions: database.transactions, stop };
+  return {
+    api: `http://127.0.0.1:${port}`,
+    headers: adminHeaders,
+    db: database.db,
+    transactions: database.transactions,
+    stop,
+  };
 }

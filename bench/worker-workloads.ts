@@ -28,7 +28,12 @@ async function unfinished(target: WorkerTarget, queue: string, reads: { count: n
 }
 
 /** `jobs` copies of `job` enqueued in batches of 1,000, then until all have finished; statements less the script's reads. */
-export async function burnDown(target: WorkerTarget, queue: string, job: Record<string, unknown>, jobs: number): Promise<BurnDown> {
+export async function burnDown(
+  target: WorkerTarget,
+  queue: string,
+  job: Record<string, unknown>,
+  jobs: number,
+): Promise<BurnDown> {
   const reads = { count: 0 };
   const before = await target.transactions();
   const started = performance.now();
@@ -45,7 +50,12 @@ export async function burnDown(target: WorkerTarget, queue: string, job: Record<
   const seconds = (performance.now() - started) / 1000;
   await sleep(2000);
   const statements = (await target.transactions()) - before - reads.count;
-  return { jobs, seconds: round(seconds), jobsPerSecond: Math.round(jobs / seconds), statementsPerJob: round(statements / jobs) };
+  return {
+    jobs,
+    seconds: round(seconds),
+    jobsPerSecond: Math.round(jobs / seconds),
+    statementsPerJob: round(statements / jobs),
+  };
 }
 
 export interface Burst {
@@ -59,7 +69,11 @@ export interface Burst {
 }
 
 /** `clients` clients enqueueing single no-op jobs for `seconds`: the rate, the latency, and enqueue to start once all ran. */
-export async function enqueueBurst(target: WorkerTarget, queue: string, options: { clients: number; seconds: number }): Promise<Burst> {
+export async function enqueueBurst(
+  target: WorkerTarget,
+  queue: string,
+  options: { clients: number; seconds: number },
+): Promise<Burst> {
   const latencies: number[] = [];
   let enqueued = 0;
   let failed = 0;

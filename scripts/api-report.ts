@@ -42,7 +42,12 @@ function entries(): { report: string; types: string }[] {
   return Object.entries(manifest.exports).flatMap(([subpath, target]) =>
     typeof target === 'string'
       ? []
-      : [{ report: subpath === '.' ? 'skiplock' : `skiplock-${subpath.slice(2).replaceAll('/', '-')}`, types: target.types }],
+      : [
+          {
+            report: subpath === '.' ? 'skiplock' : `skiplock-${subpath.slice(2).replaceAll('/', '-')}`,
+            types: target.types,
+          },
+        ],
   );
 }
 
@@ -117,7 +122,8 @@ function report(entry: { report: string; types: string }, workFolder: string): b
       if (QUIET.has(message.messageId)) message.logLevel = ExtractorLogLevel.None;
     },
   });
-  if (result.errorCount > 0) throw new Error(`API Extractor failed on ${entry.types} (${result.errorCount} errors, above)`);
+  if (result.errorCount > 0)
+    throw new Error(`API Extractor failed on ${entry.types} (${result.errorCount} errors, above)`);
   return !result.apiReportChanged;
 }
 

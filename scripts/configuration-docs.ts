@@ -32,12 +32,15 @@ const TABLES: Readonly<Record<string, () => string>> = {
 /** The document with every table made again from the settings; a missing or unknown table is refused. */
 export function withTables(document: string): string {
   const seen = new Set<string>();
-  const made = document.replace(/(<!-- table: ([\w-]+) -->\n)[\s\S]*?(<!-- end table -->)/g, (_block, start: string, name: string, end: string) => {
-    const make = TABLES[name];
-    if (make === undefined) throw new Error(`docs/configuration.md names a table "${name}" that no settings make`);
-    seen.add(name);
-    return `${start}${make()}${end}`;
-  });
+  const made = document.replace(
+    /(<!-- table: ([\w-]+) -->\n)[\s\S]*?(<!-- end table -->)/g,
+    (_block, start: string, name: string, end: string) => {
+      const make = TABLES[name];
+      if (make === undefined) throw new Error(`docs/configuration.md names a table "${name}" that no settings make`);
+      seen.add(name);
+      return `${start}${make()}${end}`;
+    },
+  );
   const missing = Object.keys(TABLES).filter((name) => !seen.has(name));
   if (missing.length > 0) throw new Error(`docs/configuration.md has no place for the table ${missing.join(', ')}`);
   return made;

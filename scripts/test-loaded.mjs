@@ -6,9 +6,12 @@ import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 
 // Each loop also ends by itself once its parent is gone (SIGKILL leaves no handler to stop it).
-const BUSY_LOOP = 'const parent = process.ppid; for (;;) { for (let i = 0; i < 1e8; i++); if (process.ppid !== parent) process.exit(); }';
+const BUSY_LOOP =
+  'const parent = process.ppid; for (;;) { for (let i = 0; i < 1e8; i++); if (process.ppid !== parent) process.exit(); }';
 
-const hogs = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', BUSY_LOOP], { stdio: 'ignore' }));
+const hogs = Array.from({ length: availableParallelism() }, () =>
+  spawn(process.execPath, ['-e', BUSY_LOOP], { stdio: 'ignore' }),
+);
 const stopHogs = () => hogs.forEach((hog) => hog.kill('SIGKILL'));
 process.on('exit', stopHogs);
 

@@ -45,10 +45,14 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const merged = { ...inherited, SKIPLOCK_URL: url, SKIPLOCK_API_KEY: ADMIN, ...env };
     const defined = Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined));
     try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-        cwd: projectRoot,
-        env: defined,
-      });
+      const { stdout, stderr } = await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli/main.ts', ...args],
+        {
+          cwd: projectRoot,
+          env: defined,
+        },
+      );
       return { code: 0, stdout, stderr };
     } catch (error) {
       const failed = error as { code: number; stdout: string; stderr: string };
@@ -58,7 +62,10 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
 
   /** A failed run printed one line on stderr, naming the cause, and no stack trace. */
   function expectOneLine(run: CliRun, code: number, message: RegExp): void {
-    expect({ code: run.code, lines: run.stderr.trimEnd().split('\n') }).toEqual({ code, lines: [expect.stringMatching(message)] });
+    expect({ code: run.code, lines: run.stderr.trimEnd().split('\n') }).toEqual({
+      code,
+      lines: [expect.stringMatching(message)],
+    });
   }
 
   async function enqueue(queue: string, body: Record<string, unknown>): Promise<JobJson> {
@@ -95,7 +102,12 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
   beforeAll(async () => {
     [checkout, database] = await Promise.all([scratchCheckout(), createTestDatabase({ migrated: false })]);
     const port = await anyFreePort();
-    stack = await npmStart(checkout, { DATABASE_URL: database.url, PORT: String(port), ADMIN_TOKEN: ADMIN, DRAIN_EVERY_SECONDS: '1' });
+    stack = await npmStart(checkout, {
+      DATABASE_URL: database.url,
+      PORT: String(port),
+      ADMIN_TOKEN: ADMIN,
+      DRAIN_EVERY_SECONDS: '1',
+    });
     expect(stack.output()).toContain('Ctrl-C stops everything');
     url = `http://127.0.0.1:${port}`;
   }, 120_000);
@@ -109,14 +121,38 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     // A type nothing runs, so the jobs stay queued.
     for (const tenant of ['acme', 'acme', 'acme', 'globex']) await enqueue('cli-list', { type: 'cli-idle', tenant });
 
-    const first = await skiplock(['jobs', 'list', '--queue', 'cli-list', '--tenant', 'acme', '--status', 'queued', '--limit', '2', '--json']);
+    const first = await skiplock([
+      'jobs',
+      'list',
+      '--queue',
+      'cli-list',
+      '--tenant',
+      'acme',
+      '--status',
+      'queued',
+      '--limit',
+      '2',
+      '--json',
+    ]);
     const page1 = JSON.parse(first.stdout) as { jobs: JobJson[]; nextCursor: string | null };
     expect(page1.jobs.map((job) => [job.queue, job.tenant, job.status])).toEqual([
       ['cli-list', 'acme', 'queued'],
       ['cli-list', 'acme', 'queued'],
     ]);
     expect(page1.nextCursor).toEqual(expect.any(String));
-    const second = await skiplock(['jobs', 'list', '--queue', 'cli-list', '--tenant', 'acme', '--limit', '2', '--cursor', page1.nextCursor!, '--json']);
+    const second = await skiplock([
+      'jobs',
+      'list',
+      '--queue',
+      'cli-list',
+      '--tenant',
+      'acme',
+      '--limit',
+      '2',
+      '--cursor',
+      page1.nextCursor!,
+      '--json',
+    ]);
     const page2 = JSON.parse(second.stdout) as { jobs: JobJson[]; nextCursor: string | null };
     expect(page2).toMatchObject({ jobs: [{ tenant: 'acme' }], nextCursor: null });
     expect(new Set([...page1.jobs, ...page2.jobs].map((job) => job.id)).size).toBe(3);
@@ -124,7 +160,9 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const human = await skiplock(['jobs', 'list', '--queue', 'cli-list', '--limit', '3']);
     const lines = human.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID +QUEUE +TYPE +TENANT +STATUS +ATTEMPTS +CREATED$/);
-    expect(lines.slice(1, 4)).toEqual(Array(3).fill(expect.stringMatching(/^[0-9a-f-]{36} +cli-list +cli-idle +(acme|globex) +queued +0\/5 +\d{4}-/)));
+    expect(lines.slice(1, 4)).toEqual(
+      Array(3).fill(expect.stringMatching(/^[0-9a-f-]{36} +cli-list +cli-idle +(acme|globex) +queued +0\/5 +\d{4}-/)),
+    );
     expect(lines[4]).toMatch(/^more: add --cursor \S+$/);
     expect({ code: human.code, stderr: human.stderr }).toEqual({ code: 0, stderr: '' });
   });
@@ -141,7 +179,11 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     expectOneLine(failed, 6, new RegExp(`^skiplock jobs: job ${doomed.id} ended failed: .*planned failure 1 of 5`));
 
     const idle = await enqueue('cli-wait', { type: 'cli-idle' });
-    expectOneLine(await skiplock(['jobs', 'get', idle.id, '--wait', '--timeout', '1']), 7, /is still queued after 1 s$/);
+    expectOneLine(
+      await skiplock(['jobs', 'get', idle.id, '--wait', '--timeout', '1']),
+      7,
+      /is still queued after 1 s$/,
+    );
     const plain = await skiplock(['jobs', 'get', idle.id]);
     expect(plain.stdout).toMatch(/^id +\S+\nstatus +queued\nqueue +cli-wait\n/);
   });
@@ -162,7 +204,10 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     let terminal = '';
     onTerminal.stdout.on('data', (chunk: Buffer) => (terminal += chunk.toString()));
     const statusLine = new RegExp(`\\r\\x1b\\[2Kjob ${held.id}: running, attempt 1 of 5, \\d+ s`);
-    await waitFor('the CLI on a terminal to show the job running', () => statusLine.test(terminal) || onTerminal.exitCode !== null);
+    await waitFor(
+      'the CLI on a terminal to show the job running',
+      () => statusLine.test(terminal) || onTerminal.exitCode !== null,
+    );
     await complete(claimed);
     expect((await exited)[0]).toBe(0);
     expect(terminal).toMatch(statusLine);
@@ -187,12 +232,20 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const doomed = await enqueue('cli-ops', { type: 'fail', payload: { times: 5 }, maxAttempts: 1 });
     await skiplock(['jobs', 'get', doomed.id, '--wait']);
     const retried = await skiplock(['jobs', 'retry', doomed.id]);
-    expect(retried).toEqual({ code: 0, stdout: `job ${doomed.id} is queued again, with 1 fresh attempt\n`, stderr: '' });
+    expect(retried).toEqual({
+      code: 0,
+      stdout: `job ${doomed.id} is queued again, with 1 fresh attempt\n`,
+      stderr: '',
+    });
 
     const idle = await enqueue('cli-ops', { type: 'cli-idle' });
     const cancelled = await skiplock(['jobs', 'cancel', idle.id, '--json']);
     expect(JSON.parse(cancelled.stdout)).toMatchObject({ id: idle.id, status: 'cancelled' });
-    expectOneLine(await skiplock(['jobs', 'cancel', idle.id]), 1, /^skiplock jobs: 409 Already finished: the job already ended cancelled$/);
+    expectOneLine(
+      await skiplock(['jobs', 'cancel', idle.id]),
+      1,
+      /^skiplock jobs: 409 Already finished: the job already ended cancelled$/,
+    );
   });
 
   it('jobs reschedule moves a waiting job; workers release hands back what a worker holds', async () => {
@@ -203,11 +256,25 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const now = await skiplock(['jobs', 'reschedule', idle.id, '--delay', '0']);
     expect(now.stdout).toMatch(new RegExp(`^job ${idle.id} is queued, priority 5, to run at `));
     expectOneLine(await skiplock(['jobs', 'reschedule', idle.id]), 2, /give --priority, --run-at or --delay$/);
-    expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', 'high']), 2, /--priority must be a whole number, not "high"$/);
+    expectOneLine(
+      await skiplock(['jobs', 'reschedule', idle.id, '--priority', 'high']),
+      2,
+      /--priority must be a whole number, not "high"$/,
+    );
     expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', '5000']), 1, /^skiplock jobs: 400 /);
 
     // The worker's own key, bound to its id: it claims under that id, and it alone may hand back what the id holds.
-    const created = await skiplock(['keys', 'create', '--name', 'cli-crashed', '--scope', 'worker', '--worker-id', 'cli-crashed', '--json']);
+    const created = await skiplock([
+      'keys',
+      'create',
+      '--name',
+      'cli-crashed',
+      '--scope',
+      'worker',
+      '--worker-id',
+      'cli-crashed',
+      '--json',
+    ]);
     const workerKey = (JSON.parse(created.stdout) as { secret: string }).secret;
     const claim = await fetch(`${url}/v1/queues/cli-moves/claim`, {
       method: 'POST',
@@ -215,32 +282,54 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       body: JSON.stringify({ workerId: 'cli-crashed', types: ['cli-idle'] }),
     });
     expect(((await claim.json()) as { jobs: JobJson[] }).jobs.map((job) => job.id)).toEqual([idle.id]);
-    expectOneLine(await skiplock(['jobs', 'reschedule', idle.id, '--priority', '1']), 1, /^skiplock jobs: 409 Not waiting: the job is running/);
-    expectOneLine(await skiplock(['workers', 'release', 'cli-crashed']), 4, /^skiplock workers: 403 Forbidden: only a key bound to worker cli-crashed /);
+    expectOneLine(
+      await skiplock(['jobs', 'reschedule', idle.id, '--priority', '1']),
+      1,
+      /^skiplock jobs: 409 Not waiting: the job is running/,
+    );
+    expectOneLine(
+      await skiplock(['workers', 'release', 'cli-crashed']),
+      4,
+      /^skiplock workers: 403 Forbidden: only a key bound to worker cli-crashed /,
+    );
     const released = await skiplock(['workers', 'release', 'cli-crashed'], { SKIPLOCK_API_KEY: workerKey });
-    expect(released).toEqual({ code: 0, stdout: `handed back 1 job of worker cli-crashed: ${idle.id} queued\n`, stderr: '' });
-    expect((await skiplock(['workers', 'release', 'cli-crashed'], { SKIPLOCK_API_KEY: workerKey })).stdout).toBe('worker cli-crashed holds no jobs\n');
+    expect(released).toEqual({
+      code: 0,
+      stdout: `handed back 1 job of worker cli-crashed: ${idle.id} queued\n`,
+      stderr: '',
+    });
+    expect((await skiplock(['workers', 'release', 'cli-crashed'], { SKIPLOCK_API_KEY: workerKey })).stdout).toBe(
+      'worker cli-crashed holds no jobs\n',
+    );
   });
 
   it('queues and stats count the jobs per queue, tenant and status', async () => {
     await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
     const queues = await skiplock(['queues']);
-    expect(queues.stdout).toMatch(/^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT +DELIVERY\n/);
+    expect(queues.stdout).toMatch(
+      /^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT +DELIVERY\n/,
+    );
     expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1 +-\n/);
-    const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as { queues: Array<{ queue: string; counts: object }> };
+    const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as {
+      queues: Array<{ queue: string; counts: object }>;
+    };
     expect(json.queues.find((queue) => queue.queue === 'cli-counts')?.counts).toMatchObject({ queued: 1 });
 
     const stats = await skiplock(['stats']);
     expect(stats.stdout).toMatch(/\ncli-counts +initech +queued +1 +/);
     expect(stats.stdout).toMatch(/\nexpired leases reaped +\d+ in the last hour\n/);
     const statsJson = JSON.parse((await skiplock(['stats', '--json'])).stdout) as { stats: unknown[]; health: object };
-    expect(statsJson.stats).toContainEqual(expect.objectContaining({ queue: 'cli-counts', tenant: 'initech', status: 'queued', count: 1 }));
+    expect(statsJson.stats).toContainEqual(
+      expect.objectContaining({ queue: 'cli-counts', tenant: 'initech', status: 'queued', count: 1 }),
+    );
     expect(statsJson.health).toHaveProperty('expiredLeasesReaped');
   });
 
   it('tenants set changes the settings given and keeps the others; tenants get shows them', async () => {
     const set = await skiplock(['tenants', 'set', 'cli-tenant', '--concurrency', '2', '--rate-limit', '10/60']);
-    expect(set.stdout).toMatch(/^tenant +cli-tenant\nconcurrency +2 running at once\nrate limit +10 started per 60 s\nweight +1\n/);
+    expect(set.stdout).toMatch(
+      /^tenant +cli-tenant\nconcurrency +2 running at once\nrate limit +10 started per 60 s\nweight +1\n/,
+    );
     await skiplock(['tenants', 'set', 'cli-tenant', '--weight', '3']);
     const got = await skiplock(['tenants', 'get', 'cli-tenant', '--json']);
     expect(JSON.parse(got.stdout)).toEqual({
@@ -251,9 +340,22 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       custom: true,
       running: 0,
     });
-    const unlimited = await skiplock(['tenants', 'set', 'cli-tenant', '--concurrency', 'none', '--rate-limit', 'none', '--json']);
+    const unlimited = await skiplock([
+      'tenants',
+      'set',
+      'cli-tenant',
+      '--concurrency',
+      'none',
+      '--rate-limit',
+      'none',
+      '--json',
+    ]);
     expect(JSON.parse(unlimited.stdout)).toMatchObject({ concurrency: null, rateLimit: null, weight: 3 });
-    expectOneLine(await skiplock(['tenants', 'set', 'cli-tenant']), 2, /give at least one of --concurrency, --rate-limit, --weight$/);
+    expectOneLine(
+      await skiplock(['tenants', 'set', 'cli-tenant']),
+      2,
+      /give at least one of --concurrency, --rate-limit, --weight$/,
+    );
     expectOneLine(
       await skiplock(['tenants', 'set', 'cli-tenant', '--concurrency', '999999999']),
       1,
@@ -263,14 +365,27 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
 
   it('queues set changes the setting given and keeps the other; queues get shows them; queues still lists', async () => {
     const set = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', '4']);
-    expect(set.stdout).toMatch(/^queue +cli-queue\nconcurrency +4 running at once, over all tenants\nweight +1\ndelivery +none \(handlers run the jobs\)\nrunning +0\n/);
+    expect(set.stdout).toMatch(
+      /^queue +cli-queue\nconcurrency +4 running at once, over all tenants\nweight +1\ndelivery +none \(handlers run the jobs\)\nrunning +0\n/,
+    );
     await skiplock(['queues', 'set', 'cli-queue', '--weight', '5']);
     const got = await skiplock(['queues', 'get', 'cli-queue', '--json']);
-    expect(JSON.parse(got.stdout)).toEqual({ name: 'cli-queue', concurrency: 4, weight: 5, delivery: null, custom: true, running: 0 });
+    expect(JSON.parse(got.stdout)).toEqual({
+      name: 'cli-queue',
+      concurrency: 4,
+      weight: 5,
+      delivery: null,
+      custom: true,
+      running: 0,
+    });
     const uncapped = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', 'none', '--json']);
     expect(JSON.parse(uncapped.stdout)).toMatchObject({ concurrency: null, weight: 5 });
     expect((await skiplock(['queues', '--json'])).code).toBe(0);
-    expectOneLine(await skiplock(['queues', 'set', 'cli-queue']), 2, /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery$/);
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue']),
+      2,
+      /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery$/,
+    );
     // The local stack allows no host (HTTP_ALLOWED_HOSTS is empty) and binds no Cloudflare queue: both targets are refused, by field.
     expectOneLine(
       await skiplock(['queues', 'set', 'cli-queue', '--webhook', 'https://hooks.example.com/in', '--batch-size', '20']),
@@ -282,21 +397,45 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       1,
       /400 Invalid request: delivery\.binding: this Worker has no Queues producer binding named DELIVERY_QUEUE_EVENTS/,
     );
-    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--webhook', 'https://a.example/', '--no-delivery']), 2, /give one of --webhook, --cloudflare-queue, --no-delivery$/);
-    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--secret-name', 'HOOK']), 2, /--secret-name goes with --webhook$/);
-    expect(JSON.parse((await skiplock(['queues', 'get', 'cli-queue', '--json'])).stdout)).toMatchObject({ concurrency: null, weight: 5, delivery: null });
-    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--weight', 'heavy']), 2, /--weight must be a whole number, not "heavy"$/);
-    expectOneLine(await skiplock(['queues', 'set', 'cli-queue', '--weight', '0']), 1, /400 Invalid request: .*\(weight: Too small/);
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--webhook', 'https://a.example/', '--no-delivery']),
+      2,
+      /give one of --webhook, --cloudflare-queue, --no-delivery$/,
+    );
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--secret-name', 'HOOK']),
+      2,
+      /--secret-name goes with --webhook$/,
+    );
+    expect(JSON.parse((await skiplock(['queues', 'get', 'cli-queue', '--json'])).stdout)).toMatchObject({
+      concurrency: null,
+      weight: 5,
+      delivery: null,
+    });
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--weight', 'heavy']),
+      2,
+      /--weight must be a whole number, not "heavy"$/,
+    );
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--weight', '0']),
+      1,
+      /400 Invalid request: .*\(weight: Too small/,
+    );
   });
 
   it('keys create, list and revoke; a key without the scope is forbidden, a revoked one refused', async () => {
-    const created = JSON.parse((await skiplock(['keys', 'create', '--name', 'cli-reader', '--scope', 'read', '--json'])).stdout) as {
+    const created = JSON.parse(
+      (await skiplock(['keys', 'create', '--name', 'cli-reader', '--scope', 'read', '--json'])).stdout,
+    ) as {
       id: string;
       secret: string;
     };
     expect(created.secret).toMatch(/^skiplock_/);
     const listed = await skiplock(['keys', 'list']);
-    expect(listed.stdout).toMatch(new RegExp(`\\n${created.id} +cli-reader +read +\\* +\\* +skiplock_\\S+ +\\d{4}-\\S+ +-\\n`));
+    expect(listed.stdout).toMatch(
+      new RegExp(`\\n${created.id} +cli-reader +read +\\* +\\* +skiplock_\\S+ +\\d{4}-\\S+ +-\\n`),
+    );
 
     const idle = await enqueue('cli-keys', { type: 'cli-idle' });
     expect((await skiplock(['jobs', 'get', idle.id], { SKIPLOCK_API_KEY: created.secret })).code).toBe(0);
@@ -340,7 +479,11 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     try {
       const { port } = stranger.address() as AddressInfo;
       const other = `http://127.0.0.1:${port}`;
-      expectOneLine(await skiplock(['queues', '--url', other]), 3, /answered something other than a skiplock API's JSON: check --url$/);
+      expectOneLine(
+        await skiplock(['queues', '--url', other]),
+        3,
+        /answered something other than a skiplock API's JSON: check --url$/,
+      );
     } finally {
       stranger.close();
     }

@@ -48,7 +48,9 @@ describe('npm start', () => {
   });
 
   // Well under a minute on an idle machine; the margin is for a busy CI box.
-  it('migrates, serves /healthz, fires drains, takes skiplock migrate and work against its database; SIGTERM stops all it started', { timeout: 120_000 }, async () => {
+  it('migrates, serves /healthz, fires drains, takes skiplock migrate and work against its database; SIGTERM stops all it started', {
+    timeout: 120_000,
+  }, async () => {
     const port = await anyFreePort();
     const stack = await npmStart(checkout, {
       DATABASE_URL: database.url,
@@ -66,7 +68,9 @@ describe('npm start', () => {
       await expectCliWorksAgainst(checkout, database.url, `http://127.0.0.1:${port}`);
       // DRAIN_EVERY_SECONDS=1: a cron drain ran (it logs its counts in the Worker log); a failed firing would have printed a line.
       const workerLog = join(checkout, '.data', 'wrangler.log');
-      await waitFor('a cron drain to log its counts in the Worker log', async () => (await readFile(workerLog, 'utf8')).includes('"event":"drain"'));
+      await waitFor('a cron drain to log its counts in the Worker log', async () =>
+        (await readFile(workerLog, 'utf8')).includes('"event":"drain"'),
+      );
       expect(stack.output()).not.toMatch(/drain \(cron/);
       const started = await descendantsOf(stack.process.pid!);
       // At least node, wrangler's launcher, wrangler and workerd.
@@ -74,7 +78,10 @@ describe('npm start', () => {
 
       stack.process.kill('SIGTERM');
       const [code] = await stack.exited;
-      expect({ code, output: stack.output() }).toEqual({ code: 0, output: expect.stringMatching(/stopping \(SIGTERM\)\nstopped\n$/) });
+      expect({ code, output: stack.output() }).toEqual({
+        code: 0,
+        output: expect.stringMatching(/stopping \(SIGTERM\)\nstopped\n$/),
+      });
       // tsx's esbuild helper ends when it sees its parent gone, a moment after the exit.
       const leftOver = await Promise.all(started.map(async (pid) => ((await waitUntilGone(pid, 3_000)) ? [] : [pid])));
       expect(leftOver.flat()).toEqual([]);

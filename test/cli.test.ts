@@ -21,7 +21,11 @@ function runMigrate(databaseUrl: string | undefined, args: string[] = []): Promi
 }
 
 /** Runs the package's CLI (src/cli/main.ts, the bin's source) with only the given DATABASE_URL (if any). */
-async function runCli(databaseUrl: string | undefined, args: string[], settings: Record<string, string> = {}): Promise<CliRun> {
+async function runCli(
+  databaseUrl: string | undefined,
+  args: string[],
+  settings: Record<string, string> = {},
+): Promise<CliRun> {
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
   const env = { ...inherited, ...settings };
   try {
@@ -145,8 +149,16 @@ describe('skiplock work: job modules that cannot work', () => {
   const job = (type: string) => `defineJob('${type}', z.unknown(), () => null)`;
 
   it.each([
-    ['exports no jobs', 'export const answer = 42;', /^skiplock work: .*none\.ts exports no job definitions: export defineJob/],
-    ['defines one type twice', `export const a = ${job('twice')};\nexport const b = ${job('twice')};`, /^skiplock work: job type "twice" is defined twice$/],
+    [
+      'exports no jobs',
+      'export const answer = 42;',
+      /^skiplock work: .*none\.ts exports no job definitions: export defineJob/,
+    ],
+    [
+      'defines one type twice',
+      `export const a = ${job('twice')};\nexport const b = ${job('twice')};`,
+      /^skiplock work: job type "twice" is defined twice$/,
+    ],
     [
       'schedules an unknown type',
       `export const a = ${job('known')};\nexport const s = definePeriodicJob({ name: 'nightly', cron: '0 3 * * *', type: 'unknown' });`,
@@ -156,7 +168,10 @@ describe('skiplock work: job modules that cannot work', () => {
   ])('refuses a module that %s, in one line', async (_case, body, message) => {
     const dir = await modules({ 'none.ts': header + body });
     try {
-      expectOneLineFailure(await runCli('postgres://postgres@127.0.0.1:1/unused', ['work', join(dir, 'none.ts')]), message);
+      expectOneLineFailure(
+        await runCli('postgres://postgres@127.0.0.1:1/unused', ['work', join(dir, 'none.ts')]),
+        message,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -23,7 +23,9 @@ describe("npm start's embedded Postgres password", () => {
   afterAll(() => Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true }))));
 
   // A new cluster's random password: test/security/local-proxy.test.ts, on a fresh npm start.
-  it('changes the old "postgres" of a cluster made before to a random one, kept owner-only, and reads it back next time', { timeout: 120_000 }, async () => {
+  it('changes the old "postgres" of a cluster made before to a random one, kept owner-only, and reads it back next time', {
+    timeout: 120_000,
+  }, async () => {
     const folder = await mkdtemp(join(tmpdir(), 'skiplock-password-'));
     folders.push(folder);
     // As root, the server runs as another user, which must reach its data folder.

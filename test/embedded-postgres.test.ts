@@ -42,12 +42,22 @@ describe('the embedded Postgres and the user it runs as', () => {
     }
   });
 
-  it.runIf(isRoot)('as root, runs Postgres as the postgres user, and refuses in one line a data folder that user cannot reach', async () => {
-    expect(await serverUser()).toMatchObject({ name: 'postgres' });
-    const closed = await folder(0o700);
-    const start = startEmbeddedPostgres({ dataDir: join(closed, 'data'), port: await anyFreePort(), persistent: false, password: 'unused' });
-    await expect(start).rejects.toThrow(
-      new RegExp(`^the user "postgres" that Postgres runs as cannot enter ${closed}, where its data folder is: [^\\n]+$`),
-    );
-  });
+  it.runIf(isRoot)(
+    'as root, runs Postgres as the postgres user, and refuses in one line a data folder that user cannot reach',
+    async () => {
+      expect(await serverUser()).toMatchObject({ name: 'postgres' });
+      const closed = await folder(0o700);
+      const start = startEmbeddedPostgres({
+        dataDir: join(closed, 'data'),
+        port: await anyFreePort(),
+        persistent: false,
+        password: 'unused',
+      });
+      await expect(start).rejects.toThrow(
+        new RegExp(
+          `^the user "postgres" that Postgres runs as cannot enter ${closed}, where its data folder is: [^\\n]+$`,
+        ),
+      );
+    },
+  );
 });

@@ -64,18 +64,38 @@ describe('upgrading a database of the first release', () => {
     });
     expect(claimed).toHaveLength(5);
     const [, succeeded, retrying, failed] = claimed;
-    await db.query({ text: 'SELECT skiplock.complete($1, $2, $3)', params: [succeeded!.id, succeeded!.lease_token, { ok: true }] });
-    await db.query({ text: `SELECT skiplock.fail($1, $2, '{"message":"later"}', 3600)`, params: [retrying!.id, retrying!.lease_token] });
-    await db.query({ text: `SELECT skiplock.fail($1, $2, '{"message":"never"}', for_good => true)`, params: [failed!.id, failed!.lease_token] });
+    await db.query({
+      text: 'SELECT skiplock.complete($1, $2, $3)',
+      params: [succeeded!.id, succeeded!.lease_token, { ok: true }],
+    });
+    await db.query({
+      text: `SELECT skiplock.fail($1, $2, '{"message":"later"}', 3600)`,
+      params: [retrying!.id, retrying!.lease_token],
+    });
+    await db.query({
+      text: `SELECT skiplock.fail($1, $2, '{"message":"never"}', for_good => true)`,
+      params: [failed!.id, failed!.lease_token],
+    });
     await db.query({
       text: `INSERT INTO skiplock.api_keys (name, scopes, secret_sha256, secret_prefix) VALUES ('old', ARRAY['worker'], $1, 'skiplock_old')`,
       params: ['a'.repeat(64)],
     });
     const statesOf = () =>
-      db.query<Row>({ text: `SELECT id, state FROM skiplock.all_jobs WHERE queue = 'upgrade' ORDER BY id`, params: [] });
+      db.query<Row>({
+        text: `SELECT id, state FROM skiplock.all_jobs WHERE queue = 'upgrade' ORDER BY id`,
+        params: [],
+      });
     const before = await statesOf();
     const eventsBefore = await Promise.all(before.map(({ id }) => getJobEvents(db, id)));
-    expect(before.map((row) => row.state).sort()).toEqual(['failed', 'queued', 'retrying', 'running', 'running', 'scheduled', 'succeeded']);
+    expect(before.map((row) => row.state).sort()).toEqual([
+      'failed',
+      'queued',
+      'retrying',
+      'running',
+      'running',
+      'scheduled',
+      'succeeded',
+    ]);
 
     const upgrade = await migrate(db, migrations);
 

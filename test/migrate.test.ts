@@ -47,7 +47,10 @@ describe('migrate', () => {
     const migrations = await loadMigrations();
     const a = pgDb(database.url, { max: 1 });
     const b = pgDb(database.url, { max: 1 });
-    cleanups.push(() => a.close(), () => b.close());
+    cleanups.push(
+      () => a.close(),
+      () => b.close(),
+    );
     const results = await Promise.all([migrate(a, migrations), migrate(b, migrations)]);
     const applied = results.map((r) => r.applied.length).sort();
     expect(applied).toEqual([0, migrations.length]);

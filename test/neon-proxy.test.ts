@@ -111,13 +111,10 @@ describe('neon() over HTTP', () => {
 
   it('sends arrays, objects, dates and booleans as parameters', async () => {
     const at = new Date('2030-01-01T00:00:00.000Z');
-    const rows = await sql.query('SELECT $1::int[] AS ints, $2::text[] AS texts, $3::jsonb AS doc, $4::timestamptz AS at, $5::bool AS flag', [
-      [1, 2],
-      ['x,y', 'z"'],
-      { nested: [true] },
-      at,
-      false,
-    ]);
+    const rows = await sql.query(
+      'SELECT $1::int[] AS ints, $2::text[] AS texts, $3::jsonb AS doc, $4::timestamptz AS at, $5::bool AS flag',
+      [[1, 2], ['x,y', 'z"'], { nested: [true] }, at, false],
+    );
     expect(rows).toEqual([{ ints: [1, 2], texts: ['x,y', 'z"'], doc: { nested: [true] }, at, flag: false }]);
   });
 
@@ -283,7 +280,11 @@ describe('Pool and Client over WebSocket', () => {
 });
 
 /** A raw request with headers fetch would not let a test choose (Host), answered with its status and body. */
-function rawRequest(path: string, headers: Record<string, string>, body = ''): Promise<{ status: number; body: string }> {
+function rawRequest(
+  path: string,
+  headers: Record<string, string>,
+  body = '',
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const sent = httpRequest({ host: '127.0.0.1', port: proxy.port, path, method: 'POST', headers }, (response) => {
       let text = '';
@@ -326,8 +327,16 @@ describe('who may use the proxy', () => {
   it('refuses SQL over HTTP from a web page, and under a foreign Host (DNS rebinding)', async () => {
     const body = JSON.stringify({ query: 'SELECT 1 AS one' });
     const host = `127.0.0.1:${proxy.port}`;
-    const fromPage = await rawRequest(`/${secret()}/sql`, { ...sqlHeaders(), host, origin: 'http://evil.example' }, body);
-    const rebound = await rawRequest(`/${secret()}/sql`, { ...sqlHeaders(), host: `rebind.evil.example:${proxy.port}` }, body);
+    const fromPage = await rawRequest(
+      `/${secret()}/sql`,
+      { ...sqlHeaders(), host, origin: 'http://evil.example' },
+      body,
+    );
+    const rebound = await rawRequest(
+      `/${secret()}/sql`,
+      { ...sqlHeaders(), host: `rebind.evil.example:${proxy.port}` },
+      body,
+    );
     const allowed = await rawRequest(`/${secret()}/sql`, { ...sqlHeaders(), host }, body);
 
     expect(fromPage).toEqual({ status: 403, body: expect.stringMatching(/web pages/) });
@@ -385,8 +394,17 @@ describe('close()', () => {
     const other = await startNeonProxy({ postgres });
     const endpoint = `${other.url}/sql`;
     const headers = { 'Neon-Connection-String': connectionString, 'Neon-Raw-Text-Output': 'true' };
-    const response = await fetch(endpoint, { method: 'POST', headers, body: JSON.stringify({ query: 'SELECT 1 AS one' }) });
-    expect(await response.json()).toMatchObject({ rows: [{ one: '1' }], command: 'SELECT', rowCount: 1, rowAsArray: false });
+    const response = await fetch(endpoint, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ query: 'SELECT 1 AS one' }),
+    });
+    expect(await response.json()).toMatchObject({
+      rows: [{ one: '1' }],
+      command: 'SELECT',
+      rowCount: 1,
+      rowAsArray: false,
+    });
 
     await within(2000, other.close());
     await expect(fetch(endpoint, { method: 'POST', headers, body: '{}' })).rejects.toThrow();

@@ -81,20 +81,29 @@ describe('GET /v1/openapi.json', () => {
 
   const operations = () =>
     Object.entries(document.paths).flatMap(([path, methods]) =>
-      Object.entries(methods).map(([method, operation]) => ({ route: `${method.toUpperCase()} ${path}`, ...operation })),
+      Object.entries(methods).map(([method, operation]) => ({
+        route: `${method.toUpperCase()} ${path}`,
+        ...operation,
+      })),
     );
 
   it("is clean under Redocly's recommended rules", async () => {
     const config = await createConfig({ extends: ['recommended'] });
     const problems = await lintFromString({ source: text, absoluteRef: `${stack.url}/v1/openapi.json`, config });
-    const found = problems.map((problem) => `${problem.severity} ${problem.ruleId} ${problem.location[0]?.pointer}: ${problem.message}`);
+    const found = problems.map(
+      (problem) => `${problem.severity} ${problem.ruleId} ${problem.location[0]?.pointer}: ${problem.message}`,
+    );
     expect(found).toEqual([]);
   });
 
   it('names and tags every operation, declares its security, and names this deployment as the server', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(document.servers).toEqual([{ url: stack.url }]);
-    expect(operations().map((operation) => operation.operationId).sort()).toEqual(OPERATION_IDS);
+    expect(
+      operations()
+        .map((operation) => operation.operationId)
+        .sort(),
+    ).toEqual(OPERATION_IDS);
     const tagNames = document.tags!.map((tag) => tag.name);
     for (const { route, tags, security } of operations()) {
       expect(tags?.length, route).toBe(1);
@@ -104,7 +113,9 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
-  it('generates with @hey-api/openapi-ts into a client that compiles and calls the Worker by operationId', { timeout: 60_000 }, async () => {
+  it('generates with @hey-api/openapi-ts into a client that compiles and calls the Worker by operationId', {
+    timeout: 60_000,
+  }, async () => {
     const output = await mkdtemp(join(tmpdir(), 'skiplock-sdk-'));
     try {
       await generateClient({ input: JSON.parse(text) as Record<string, unknown>, output, logs: { level: 'silent' } });
@@ -113,7 +124,8 @@ describe('GET /v1/openapi.json', () => {
       const sdk = (await import(join(output, 'sdk.gen.ts'))) as Record<string, SdkFunction>;
       // The generated client's base URL is the document's server; the key goes in as its bearer auth.
       const auth = { auth: ADMIN_TOKEN };
-      const call = (operationId: string, options: Record<string, unknown> = {}) => sdk[operationId]!({ ...auth, ...options });
+      const call = (operationId: string, options: Record<string, unknown> = {}) =>
+        sdk[operationId]!({ ...auth, ...options });
 
       expect((await sdk.getHealth!()).data).toMatchObject({ status: 'ok' });
 
@@ -126,13 +138,18 @@ describe('GET /v1/openapi.json', () => {
       expect(listed.data!.jobs!.map((job) => job.id)).toEqual([id]);
 
       const claimed = await call('claimJobs', { path: { queue }, body: { workerId: 'sdk-worker', max: 5 } });
-      expect(claimed.data!.jobs).toEqual([expect.objectContaining({ id, status: 'running', leaseToken: expect.any(String) })]);
+      expect(claimed.data!.jobs).toEqual([
+        expect.objectContaining({ id, status: 'running', leaseToken: expect.any(String) }),
+      ]);
       const leaseToken = claimed.data!.jobs![0]!.leaseToken;
       const completed = await call('completeJob', { path: { id }, body: { leaseToken, result: { sum: 1 } } });
       expect(completed.data).toMatchObject({ id, status: 'succeeded', result: { sum: 1 } });
 
       const unknown = await call('getJob', { path: { id: crypto.randomUUID() } });
-      expect({ status: unknown.response.status, title: unknown.error?.title }).toEqual({ status: 404, title: 'Not found' });
+      expect({ status: unknown.response.status, title: unknown.error?.title }).toEqual({
+        status: 404,
+        title: 'Not found',
+      });
       const anonymous = await sdk.listJobs!({ query: { queue } });
       expect(anonymous.response.status).toBe(401);
     } finally {

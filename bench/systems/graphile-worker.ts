@@ -2,7 +2,15 @@ import { Logger, makeWorkerUtils, run, type WorkerUtils } from 'graphile-worker'
 import { PRODUCERS } from '../config';
 import { incident } from '../progress';
 import { readPackageVersion } from './package-version';
-import { payloadOf, type BenchPayload, type Inventory, type QueueSystem, type SetupName, type Settings, type SystemDriver } from './types';
+import {
+  payloadOf,
+  type BenchPayload,
+  type Inventory,
+  type QueueSystem,
+  type SetupName,
+  type Settings,
+  type SystemDriver,
+} from './types';
 
 const TASK = 'bench';
 
@@ -68,7 +76,11 @@ export const graphileWorkerDriver: SystemDriver = {
   settings: { defaults: describe('defaults'), tuned: describe('tuned') },
   async open(databaseUrl, setup) {
     const options = SETUPS[setup];
-    const producer: WorkerUtils = await makeWorkerUtils({ connectionString: databaseUrl, maxPoolSize: PRODUCERS, logger });
+    const producer: WorkerUtils = await makeWorkerUtils({
+      connectionString: databaseUrl,
+      maxPoolSize: PRODUCERS,
+      logger,
+    });
     await producer.migrate();
     const system: QueueSystem = {
       name: 'graphile-worker',
@@ -108,11 +120,15 @@ export const graphileWorkerDriver: SystemDriver = {
         };
       },
       async inventory() {
-        const [row] = await producer.withPgClient((client) => client.query<Inventory>(inventorySql, [TASK]).then((r) => r.rows));
+        const [row] = await producer.withPgClient((client) =>
+          client.query<Inventory>(inventorySql, [TASK]).then((r) => r.rows),
+        );
         return row!;
       },
       async fill({ firstN, waiting }) {
-        await producer.withPgClient((client) => client.query(fillSql, [TASK, firstN, waiting, payloadOf({ n: 0 }).text]));
+        await producer.withPgClient((client) =>
+          client.query(fillSql, [TASK, firstN, waiting, payloadOf({ n: 0 }).text]),
+        );
       },
       close: async () => {
         await producer.release();

@@ -2,7 +2,15 @@ import PgBoss from 'pg-boss';
 import { PRODUCERS } from '../config';
 import { incident } from '../progress';
 import { readPackageVersion } from './package-version';
-import { payloadOf, type BenchPayload, type Inventory, type QueueSystem, type SetupName, type Settings, type SystemDriver } from './types';
+import {
+  payloadOf,
+  type BenchPayload,
+  type Inventory,
+  type QueueSystem,
+  type SetupName,
+  type Settings,
+  type SystemDriver,
+} from './types';
 
 const QUEUE = 'bench';
 
@@ -118,7 +126,11 @@ export const pgBossDriver: SystemDriver = {
       async claimDirect(max, handler) {
         const jobs = await producer.fetch<BenchPayload>(QUEUE, { batchSize: max });
         for (const job of jobs) await handler(job.data);
-        if (jobs.length > 0) await producer.complete(QUEUE, jobs.map((job) => job.id));
+        if (jobs.length > 0)
+          await producer.complete(
+            QUEUE,
+            jobs.map((job) => job.id),
+          );
         return jobs.length;
       },
       async inventory() {

@@ -5,7 +5,15 @@ import type { EnqueueInput } from '../../src/engine/enqueue';
 import { PRODUCERS } from '../config';
 import { incident } from '../progress';
 import { readPackageVersion } from './package-version';
-import { payloadOf, type BenchJob, type Inventory, type QueueSystem, type SetupName, type Settings, type SystemDriver } from './types';
+import {
+  payloadOf,
+  type BenchJob,
+  type Inventory,
+  type QueueSystem,
+  type SetupName,
+  type Settings,
+  type SystemDriver,
+} from './types';
 
 const QUEUE = 'bench';
 
@@ -103,8 +111,18 @@ export function skiplockDriverAt(root: URL, name: SystemDriver['name'], version:
     version,
     settings: { defaults: describe('defaults'), tuned: describe('tuned') },
     async open(databaseUrl, setup) {
-      const { pgDb, migrate, loadMigrations, enqueue, enqueueBatch, defineJob, startWorker, claimBatch, completeMany, refreshStatistics } =
-        await (tree ??= loadTree(root));
+      const {
+        pgDb,
+        migrate,
+        loadMigrations,
+        enqueue,
+        enqueueBatch,
+        defineJob,
+        startWorker,
+        claimBatch,
+        completeMany,
+        refreshStatistics,
+      } = await (tree ??= loadTree(root));
       const db = pgDb(databaseUrl, { max: PRODUCERS });
       await migrate(db, await loadMigrations());
       const options = SETUPS[setup];
@@ -158,7 +176,11 @@ export function skiplockDriverAt(root: URL, name: SystemDriver['name'], version:
   };
 }
 
-export const skiplockDriver = skiplockDriverAt(new URL('../../', import.meta.url), 'skiplock', `${readPackageVersion()} (this tree)`);
+export const skiplockDriver = skiplockDriverAt(
+  new URL('../../', import.meta.url),
+  'skiplock',
+  `${readPackageVersion()} (this tree)`,
+);
 
 /** The driver of a checkout of another commit (see bench/baseline.ts). */
 export function baselineDriver(root: string, ref: string): SystemDriver {

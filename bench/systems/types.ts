@@ -23,7 +23,8 @@ export interface BenchPayload {
   text: string;
 }
 
-const FILLER = 'lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua';
+const FILLER =
+  'lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua';
 
 export function payloadOf(job: BenchJob): BenchPayload {
   return { n: job.n, tenant: job.tenant ?? 'default', text: FILLER };

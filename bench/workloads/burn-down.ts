@@ -5,7 +5,16 @@ import { progress } from '../progress';
 import { Results, type Figure } from '../results';
 import { formatNumber } from '../stats';
 import { SETUPS, type SystemDriver } from '../systems/types';
-import { preloadedBacklog, repetitions, reportRep, stopAndGate, withSystem, type Backlog, type Workload, type WorkloadContext } from './harness';
+import {
+  preloadedBacklog,
+  repetitions,
+  reportRep,
+  stopAndGate,
+  withSystem,
+  type Backlog,
+  type Workload,
+  type WorkloadContext,
+} from './harness';
 import { preload } from './produce';
 
 /** How long workers may take to start their first job before the run counts as stuck. */
@@ -31,27 +40,44 @@ export const burnDownWorkload: Workload = async (context) => {
       for (const rep of reps) {
         for (const driver of context.drivers) {
           const backlog = await burnDownBacklog(context, driver);
-          await withSystem(context, driver, setup, 'burn_down', async (system) => {
-            const ledger = JobLedger.fromBacklog(backlog.jobs);
-            const workers = await system.startWorkers({ concurrency, handler: ledger.handler });
-            await ledger.whenStarted(1, FIRST_JOB_WAIT_MS);
-            const [cpuBefore, startedBefore] = [await context.cpu?.read(), ledger.started];
-            const finished = await ledger.whenStarted(scale.burnDownJobs, scale.burnDownCapSeconds * 1000);
-            const cpuAfter = await context.cpu?.read();
-            const ran = ledger.started;
-            const cpuFigures = cpuPerJob(cpuBefore, cpuAfter, ran - startedBefore);
-            const stopAt = performance.now();
-            const gate = await stopAndGate(workers, system, ledger);
-            const perSecond = ledger.startRate();
-            const flag = finished ? undefined : `capped at ${scale.burnDownCapSeconds} s`;
-            results.recordAll(
-              { system: driver.name, setup, variant },
-              gate,
-              [{ metric: 'jobs/s', better: 'higher', value: perSecond, ...(flag === undefined ? {} : { flag }) }, ...cpuFigures],
-              { ran, finished, stopMs: performance.now() - stopAt },
-            );
-            reportRep(`${driver.name} ${setup} ${variant}`, rep, context, gate, `${formatNumber(perSecond)} jobs/s${finished ? '' : ` (${ran} ran before the cap)`}`, reps.length);
-          }, backlog);
+          await withSystem(
+            context,
+            driver,
+            setup,
+            'burn_down',
+            async (system) => {
+              const ledger = JobLedger.fromBacklog(backlog.jobs);
+              const workers = await system.startWorkers({ concurrency, handler: ledger.handler });
+              await ledger.whenStarted(1, FIRST_JOB_WAIT_MS);
+              const [cpuBefore, startedBefore] = [await context.cpu?.read(), ledger.started];
+              const finished = await ledger.whenStarted(scale.burnDownJobs, scale.burnDownCapSeconds * 1000);
+              const cpuAfter = await context.cpu?.read();
+              const ran = ledger.started;
+              const cpuFigures = cpuPerJob(cpuBefore, cpuAfter, ran - startedBefore);
+              const stopAt = performance.now();
+              const gate = await stopAndGate(workers, system, ledger);
+              const perSecond = ledger.startRate();
+              const flag = finished ? undefined : `capped at ${scale.burnDownCapSeconds} s`;
+              results.recordAll(
+                { system: driver.name, setup, variant },
+                gate,
+                [
+                  { metric: 'jobs/s', better: 'higher', value: perSecond, ...(flag === undefined ? {} : { flag }) },
+                  ...cpuFigures,
+                ],
+                { ran, finished, stopMs: performance.now() - stopAt },
+              );
+              reportRep(
+                `${driver.name} ${setup} ${variant}`,
+                rep,
+                context,
+                gate,
+                `${formatNumber(perSecond)} jobs/s${finished ? '' : ` (${ran} ran before the cap)`}`,
+                reps.length,
+              );
+            },
+            backlog,
+          );
         }
       }
     }
@@ -89,12 +115,18 @@ export const burnDownWorkload: Workload = async (context) => {
 function cpuPerJob(before: CpuReading | undefined, after: CpuReading | undefined, jobs: number): Figure[] {
   if (before === undefined || after === undefined || jobs <= 0) return [];
   return [
-    { metric: 'database CPU µs per job', better: 'lower', value: ((after.postgresMs - before.postgresMs) * 1000) / jobs },
+    {
+      metric: 'database CPU µs per job',
+      better: 'lower',
+      value: ((after.postgresMs - before.postgresMs) * 1000) / jobs,
+    },
     { metric: 'worker CPU µs per job', better: 'lower', value: ((after.processMs - before.processMs) * 1000) / jobs },
   ];
 }
 
 /** The burn-down backlog of a system, also the held-snapshot workload's. */
 export function burnDownBacklog(context: WorkloadContext, driver: SystemDriver): Promise<Backlog> {
-  return preloadedBacklog(context, driver, 'burn_down', (system, ledger) => preload(system, ledger, context.options.scale.burnDownJobs));
+  return preloadedBacklog(context, driver, 'burn_down', (system, ledger) =>
+    preload(system, ledger, context.options.scale.burnDownJobs),
+  );
 }

@@ -47,10 +47,15 @@ export const ceilingWorkload: Workload = async (context) => {
           const client = new pg.Client({ connectionString: db.url });
           await client.connect();
           const startedAt = performance.now();
-          const loop = await tightLoop(client, mode, batch, ledger, startedAt + scale.ceilingSeconds * 1000).finally(() => client.end());
+          const loop = await tightLoop(client, mode, batch, ledger, startedAt + scale.ceilingSeconds * 1000).finally(
+            () => client.end(),
+          );
           const perSecond = (ledger.started * 1000) / (performance.now() - startedAt);
           const checked = ledger.gate(await system.inventory());
-          const problems = [...checked.problems, ...(loop.stale > 0 ? [`${loop.stale} completions found their lease taken`] : [])];
+          const problems = [
+            ...checked.problems,
+            ...(loop.stale > 0 ? [`${loop.stale} completions found their lease taken`] : []),
+          ];
           const gate = { ...checked, passed: problems.length === 0, problems };
           results.recordAll({ system: 'skiplock', setup: 'defaults', variant }, gate, [
             { metric: 'jobs/s', better: 'higher', value: perSecond, ...(loop.ranDry ? { flag: 'queue ran dry' } : {}) },
@@ -62,7 +67,7 @@ export const ceilingWorkload: Workload = async (context) => {
   }
   return {
     id: 'ceiling',
-    title: '(4) Ceiling: skiplock\'s statements in a tight loop',
+    title: "(4) Ceiling: skiplock's statements in a tight loop",
     method: [
       `${jobs.toLocaleString('en-US')} jobs are bulk-inserted; then one loop on one pg connection runs \`claimBatch\` ` +
         `(the worker's claim statement, its types filter included) and \`completeMany\` for the jobs it got, for ${scale.ceilingSeconds} s. ` +
@@ -84,7 +89,13 @@ interface LoopOutcome {
 }
 
 /** Claims and completes until `endBy` (performance.now()) or until the queue is empty. */
-async function tightLoop(client: pg.Client, mode: Mode, batch: number, ledger: JobLedger, endBy: number): Promise<LoopOutcome> {
+async function tightLoop(
+  client: pg.Client,
+  mode: Mode,
+  batch: number,
+  ledger: JobLedger,
+  endBy: number,
+): Promise<LoopOutcome> {
   const db = clientQueryable(client, { preparedStatements: mode !== 'unprepared' });
   const oneCommit = mode === 'prepared, one commit per turn';
   let stale = 0;
@@ -106,4 +117,3 @@ async function tightLoop(client: pg.Client, mode: Mode, batch: number, ledger: J
   await complete();
   return { ranDry: false, stale };
 }
-

@@ -41,7 +41,10 @@ export const dbCostWorkload: Workload = async (context) => {
                 await enqueueAll(system, ledger, ledger.allocate(jobs), { callers: PRODUCERS, perCall: 1 });
               });
               const workPhase = await measurePhase(db, counter, async () => {
-                const workers = await system.startWorkers({ concurrency: STANDARD_CONCURRENCY, handler: ledger.handler });
+                const workers = await system.startWorkers({
+                  concurrency: STANDARD_CONCURRENCY,
+                  handler: ledger.handler,
+                });
                 await ledger.whenStarted(jobs, scale.costCapSeconds * 1000);
                 await stopWorkers(workers);
               });
@@ -58,13 +61,27 @@ export const dbCostWorkload: Workload = async (context) => {
             gate,
             [
               { metric: 'statements per job, enqueue', better: 'lower', value: enqueuePhase.statements / jobs },
-              { metric: 'statements per job, work', better: 'lower', value: workPhase.statements / ledger.started, ...capped },
+              {
+                metric: 'statements per job, work',
+                better: 'lower',
+                value: workPhase.statements / ledger.started,
+                ...capped,
+              },
               { metric: 'WAL bytes per job, enqueue', better: 'lower', value: enqueuePhase.walBytes / jobs },
-              { metric: 'WAL bytes per job, work', better: 'lower', value: workPhase.walBytes / ledger.started, ...capped },
+              {
+                metric: 'WAL bytes per job, work',
+                better: 'lower',
+                value: workPhase.walBytes / ledger.started,
+                ...capped,
+              },
               { metric: 'table + index bytes per job', better: 'lower', value: tables.bytes / jobs },
               { metric: 'dead tuples after', better: 'lower', value: tables.deadTuples },
             ],
-            { tables: { ...tables }, enqueueStatements: topStatements(enqueuePhase.counts), workStatements: topStatements(workPhase.counts) },
+            {
+              tables: { ...tables },
+              enqueueStatements: topStatements(enqueuePhase.counts),
+              workStatements: topStatements(workPhase.counts),
+            },
           );
           reportRep(
             `${driver.name} ${setup}`,
@@ -88,10 +105,16 @@ export const dbCostWorkload: Workload = async (context) => {
         `the phase, maintenance and polling included (source: ${source || 'pg_stat_statements, else client round trips'}; each is one round trip). ` +
         'WAL bytes per job are the difference of pg_current_wal_lsn() across the phase.',
       `After both phases and once every connection of the system has closed: the total size of the tables in the system's schema ` +
-        '(heap, indexes, TOAST) per job, and their dead tuples (autovacuum runs with the server\'s defaults). skiplock keeps every ' +
+        "(heap, indexes, TOAST) per job, and their dead tuples (autovacuum runs with the server's defaults). skiplock keeps every " +
         'finished job and its events; pg-boss keeps finished jobs; graphile-worker deletes them.',
     ],
-    parameters: { jobs, capSeconds: scale.costCapSeconds, producers: PRODUCERS, concurrency: STANDARD_CONCURRENCY, statementSource: source },
+    parameters: {
+      jobs,
+      capSeconds: scale.costCapSeconds,
+      producers: PRODUCERS,
+      concurrency: STANDARD_CONCURRENCY,
+      statementSource: source,
+    },
     measurements: results.measurements,
   };
 };
@@ -102,7 +125,11 @@ interface PhaseCost {
   counts: StatementCount[];
 }
 
-async function measurePhase(db: BenchDatabase, counter: ReturnType<typeof statementCounter>, phase: () => Promise<void>): Promise<PhaseCost> {
+async function measurePhase(
+  db: BenchDatabase,
+  counter: ReturnType<typeof statementCounter>,
+  phase: () => Promise<void>,
+): Promise<PhaseCost> {
   await counter.reset();
   const wal = await walPosition(db);
   await phase();
@@ -112,5 +139,7 @@ async function measurePhase(db: BenchDatabase, counter: ReturnType<typeof statem
 }
 
 function topStatements(counts: readonly StatementCount[]): Array<{ calls: number; query: string }> {
-  return counts.slice(0, TOP_STATEMENTS).map(({ calls, query }) => ({ calls, query: query.replace(/\s+/g, ' ').slice(0, 160) }));
+  return counts
+    .slice(0, TOP_STATEMENTS)
+    .map(({ calls, query }) => ({ calls, query: query.replace(/\s+/g, ' ').slice(0, 160) }));
 }

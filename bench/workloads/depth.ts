@@ -66,16 +66,24 @@ export const depthWorkload: Workload = async (context) => {
           for (const rep of repetitions(context)) {
             const counter = statementCounter(db);
             await counter.reset();
-            const cycles = batch === undefined ? await workerCycles(system, ledger, scale.depthSeconds) : await directCycles(system, ledger, batch, scale.depthSeconds, topUp);
+            const cycles =
+              batch === undefined
+                ? await workerCycles(system, ledger, scale.depthSeconds)
+                : await directCycles(system, ledger, batch, scale.depthSeconds, topUp);
             const claim = await statementTime(db, system.claimStatementMarker);
             if (batch === undefined) await topUp(level.waiting - (await system.inventory()).waiting);
             const gate = ledger.gate(await system.inventory());
             const figures: Figure[] = [
               { metric: 'cycle p50 ms', better: 'lower', value: percentile(cycles, 0.5) },
               { metric: 'cycle p99 ms', better: 'lower', value: percentile(cycles, 0.99) },
-              ...(claim === undefined ? [] : [{ metric: 'claim statement mean ms', better: 'lower' as const, value: claim.meanMs }]),
+              ...(claim === undefined
+                ? []
+                : [{ metric: 'claim statement mean ms', better: 'lower' as const, value: claim.meanMs }]),
             ];
-            const details: Json = { cycles: cycles.length, ...(claim === undefined ? {} : { claimCalls: claim.calls, claimMaxMs: claim.maxMs }) };
+            const details: Json = {
+              cycles: cycles.length,
+              ...(claim === undefined ? {} : { claimCalls: claim.calls, claimMaxMs: claim.maxMs }),
+            };
             results.recordAll({ system: driver.name, setup: 'defaults', variant }, gate, figures, details);
             reportRep(`${driver.name} ${variant}`, rep, context, gate, describeFigures(figures));
           }
@@ -89,15 +97,21 @@ export const depthWorkload: Workload = async (context) => {
     method: [
       `Each system gets one database. First ${SHALLOW.toLocaleString('en-US')} jobs wait; then the backlog grows to ` +
         `${scale.depthWaiting.toLocaleString('en-US')} waiting plus ${scale.depthFinished.toLocaleString('en-US')} finished jobs ` +
-        '(bulk INSERT ... SELECT into the system\'s own table, then VACUUM ANALYZE). At each depth a repetition runs up to ' +
+        "(bulk INSERT ... SELECT into the system's own table, then VACUUM ANALYZE). At each depth a repetition runs up to " +
         `${CYCLES} claim-run-complete cycles in series, at most ${scale.depthSeconds} s.`,
       'skiplock and pg-boss are driven through their public claim calls (`claimBatch` + `completeMany`, `fetch` + `complete`) with 1 and ' +
         'with 10 jobs per claim, topping the queue up after every cycle (untimed) so the depth stays put. graphile-worker has no public ' +
         'claim call: its worker runs at concurrency 1 with no local queue, one claim per job, and a cycle is the time between two job starts ' +
         '(it keeps no finished jobs, so its deep level has only the waiting ones).',
-      'The claim statement\'s mean server time comes from pg_stat_statements, found by a piece of its text.',
+      "The claim statement's mean server time comes from pg_stat_statements, found by a piece of its text.",
     ],
-    parameters: { cycles: CYCLES, seconds: scale.depthSeconds, shallow: SHALLOW, deepWaiting: scale.depthWaiting, deepFinished: scale.depthFinished },
+    parameters: {
+      cycles: CYCLES,
+      seconds: scale.depthSeconds,
+      shallow: SHALLOW,
+      deepWaiting: scale.depthWaiting,
+      deepFinished: scale.depthFinished,
+    },
     measurements: results.measurements,
   };
 };

@@ -27,10 +27,15 @@ export const enqueueWorkload: Workload = async (context) => {
           const ms = await enqueueAll(system, ledger, ledger.allocate(jobs), { callers: PRODUCERS, perCall });
           const gate = ledger.gate(await system.inventory());
           const perSecond = (jobs * 1000) / ms;
-          results.recordAll({ system: driver.name, setup: 'defaults', variant }, gate, [{ metric: 'jobs/s', better: 'higher', value: perSecond }], {
-            jobs,
-            ms,
-          });
+          results.recordAll(
+            { system: driver.name, setup: 'defaults', variant },
+            gate,
+            [{ metric: 'jobs/s', better: 'higher', value: perSecond }],
+            {
+              jobs,
+              ms,
+            },
+          );
           reportRep(`${driver.name} ${variant}`, rep, context, gate, `${formatNumber(perSecond)} jobs/s`);
         });
       }
@@ -45,7 +50,12 @@ export const enqueueWorkload: Workload = async (context) => {
         'The clock runs from the first call to the last commit. No workers run; the gate checks that every job is in the database, waiting.',
       'Enqueueing uses none of the worker settings, so only the defaults setup runs.',
     ],
-    parameters: { callers: PRODUCERS, singleJobs: scale.enqueueSingleJobs, bulkJobs: scale.enqueueBulkJobs, bulkSize: BULK_SIZE },
+    parameters: {
+      callers: PRODUCERS,
+      singleJobs: scale.enqueueSingleJobs,
+      bulkJobs: scale.enqueueBulkJobs,
+      bulkSize: BULK_SIZE,
+    },
     measurements: results.measurements,
   };
 };

@@ -24,7 +24,9 @@ export const fairnessWorkload: Workload = async (context) => {
   const watched = scale.fairnessClaimsWatched;
   const results = new Results();
   for (const setup of SETUPS) {
-    progress(`(f) fairness · ${setup}: ${SMALL_JOBS} small-tenant jobs behind ${scale.fairnessBacklog.toLocaleString('en-US')}`);
+    progress(
+      `(f) fairness · ${setup}: ${SMALL_JOBS} small-tenant jobs behind ${scale.fairnessBacklog.toLocaleString('en-US')}`,
+    );
     for (const rep of repetitions(context)) {
       for (const driver of context.drivers) {
         const backlog = await preloadedBacklog(context, driver, 'fairness', async (system, ledger) => {
@@ -34,29 +36,63 @@ export const fairnessWorkload: Workload = async (context) => {
             ledger.recordEnqueued(1);
           }
         });
-        await withSystem(context, driver, setup, 'fairness', async (system) => {
-          const ledger = JobLedger.fromBacklog(backlog.jobs);
-          const tenants: string[] = [];
-          const handler = async (payload: BenchPayload) => {
-            tenants.push(payload.tenant);
-            await ledger.handler(payload);
-          };
-          const workers = await system.startWorkers({ concurrency: STANDARD_CONCURRENCY, handler });
-          await waitFor(() => tenants.filter((t) => t === 'small').length >= SMALL_JOBS || tenants.length >= watched, scale.fairnessWatchSeconds * 1000);
-          const gate = await stopAndGate(workers, system, ledger);
-          const first = tenants.indexOf('small') + 1;
-          const last = tenants.lastIndexOf('small') + 1;
-          const seen = first > 0;
-          const value = seen ? first : scale.fairnessBacklog + 1;
-          const flag = seen ? undefined : `not among the first ${tenants.length} starts: FIFO position`;
-          results.recordAll(
-            { system: driver.name, setup, variant: `${SMALL_JOBS} jobs behind ${scale.fairnessBacklog.toLocaleString('en-US')}` },
-            gate,
-            [{ metric: 'first small-tenant start (position)', better: 'lower', value, ...(flag === undefined ? {} : { flag }) }],
-            { observedStarts: tenants.length, firstSmall: seen ? first : null, lastSmall: seen ? last : null, smallStarted: tenants.filter((t) => t === 'small').length },
-          );
-          reportRep(`${driver.name} ${setup}`, rep, context, gate, seen ? `first small job at start #${first}, last at #${last}` : `no small job among ${tenants.length} starts`);
-        }, backlog);
+        await withSystem(
+          context,
+          driver,
+          setup,
+          'fairness',
+          async (system) => {
+            const ledger = JobLedger.fromBacklog(backlog.jobs);
+            const tenants: string[] = [];
+            const handler = async (payload: BenchPayload) => {
+              tenants.push(payload.tenant);
+              await ledger.handler(payload);
+            };
+            const workers = await system.startWorkers({ concurrency: STANDARD_CONCURRENCY, handler });
+            await waitFor(
+              () => tenants.filter((t) => t === 'small').length >= SMALL_JOBS || tenants.length >= watched,
+              scale.fairnessWatchSeconds * 1000,
+            );
+            const gate = await stopAndGate(workers, system, ledger);
+            const first = tenants.indexOf('small') + 1;
+            const last = tenants.lastIndexOf('small') + 1;
+            const seen = first > 0;
+            const value = seen ? first : scale.fairnessBacklog + 1;
+            const flag = seen ? undefined : `not among the first ${tenants.length} starts: FIFO position`;
+            results.recordAll(
+              {
+                system: driver.name,
+                setup,
+                variant: `${SMALL_JOBS} jobs behind ${scale.fairnessBacklog.toLocaleString('en-US')}`,
+              },
+              gate,
+              [
+                {
+                  metric: 'first small-tenant start (position)',
+                  better: 'lower',
+                  value,
+                  ...(flag === undefined ? {} : { flag }),
+                },
+              ],
+              {
+                observedStarts: tenants.length,
+                firstSmall: seen ? first : null,
+                lastSmall: seen ? last : null,
+                smallStarted: tenants.filter((t) => t === 'small').length,
+              },
+            );
+            reportRep(
+              `${driver.name} ${setup}`,
+              rep,
+              context,
+              gate,
+              seen
+                ? `first small job at start #${first}, last at #${last}`
+                : `no small job among ${tenants.length} starts`,
+            );
+          },
+          backlog,
+        );
       }
     }
   }
@@ -71,7 +107,12 @@ export const fairnessWorkload: Workload = async (context) => {
       'skiplock: jobs carry their tenant. pg-boss and graphile-worker have no tenants, so both tenants share one queue, as their users ' +
         'would; where the small tenant did not start within the watched jobs, the figure is its FIFO position.',
     ],
-    parameters: { backlog: scale.fairnessBacklog, smallJobs: SMALL_JOBS, watchedStarts: watched, watchSeconds: scale.fairnessWatchSeconds },
+    parameters: {
+      backlog: scale.fairnessBacklog,
+      smallJobs: SMALL_JOBS,
+      watchedStarts: watched,
+      watchSeconds: scale.fairnessWatchSeconds,
+    },
     measurements: results.measurements,
   };
 };

@@ -92,7 +92,11 @@ export async function preloadedBacklog(
 const AFTER_STOP_MS = 300;
 
 /** Stops the workers through the library's graceful stop, then holds what the ledger saw against the database. */
-export async function stopAndGate(workers: RunningWorkers, system: QueueSystem, ledger: JobLedger): Promise<GateResult> {
+export async function stopAndGate(
+  workers: RunningWorkers,
+  system: QueueSystem,
+  ledger: JobLedger,
+): Promise<GateResult> {
   await stopWorkers(workers);
   return ledger.gate(await system.inventory());
 }
@@ -109,8 +113,16 @@ export function repetitions(context: WorkloadContext, atLeast = 0): number[] {
 }
 
 /** One progress line for a finished repetition: its figures, or why its gate failed. */
-export function reportRep(what: string, rep: number, context: WorkloadContext, gate: GateResult, figures: string, reps = context.options.reps): void {
-  const unrecorded = gate.unrecordedCompletions > 0 ? ` [${gate.unrecordedCompletions} ran but left marked running by the stop]` : '';
+export function reportRep(
+  what: string,
+  rep: number,
+  context: WorkloadContext,
+  gate: GateResult,
+  figures: string,
+  reps = context.options.reps,
+): void {
+  const unrecorded =
+    gate.unrecordedCompletions > 0 ? ` [${gate.unrecordedCompletions} ran but left marked running by the stop]` : '';
   const outcome = gate.passed ? `${figures}${unrecorded}` : `gate failed: ${gate.problems.join('; ')}`;
   progress(`  ${what} rep ${rep}/${reps}: ${outcome}`);
 }

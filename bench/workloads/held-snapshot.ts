@@ -53,7 +53,11 @@ export const heldSnapshotWorkload: Workload = async (context) => {
             await holder.end();
             const gate = await stopAndGate(workers, system, ledger);
             results.recordAll(
-              { system: driver.name, setup, variant: `${STANDARD_CONCURRENCY} workers draining ${backlog.jobs.toLocaleString('en-US')} jobs` },
+              {
+                system: driver.name,
+                setup,
+                variant: `${STANDARD_CONCURRENCY} workers draining ${backlog.jobs.toLocaleString('en-US')} jobs`,
+              },
               gate,
               [
                 { metric: 'jobs/s before', better: 'higher', value: before },
@@ -62,7 +66,13 @@ export const heldSnapshotWorkload: Workload = async (context) => {
               ],
               { ran: ledger.started },
             );
-            reportRep(`${driver.name} ${setup}`, rep, context, gate, `${formatNumber(before)} jobs/s before, ${formatNumber(during)} with the snapshot held`);
+            reportRep(
+              `${driver.name} ${setup}`,
+              rep,
+              context,
+              gate,
+              `${formatNumber(before)} jobs/s before, ${formatNumber(during)} with the snapshot held`,
+            );
           },
           backlog,
         );
@@ -80,7 +90,11 @@ export const heldSnapshotWorkload: Workload = async (context) => {
         `(vacuum can remove no row that dies after it), while the count goes on until ${DURING_SHARE * 100}% have started. ` +
         `Each window also ends after ${scale.snapshotWindowSeconds} s, so slow systems are measured over that time.`,
     ],
-    parameters: { windowSeconds: scale.snapshotWindowSeconds, concurrency: STANDARD_CONCURRENCY, shares: [WARM_UP_SHARE, BEFORE_SHARE, DURING_SHARE] },
+    parameters: {
+      windowSeconds: scale.snapshotWindowSeconds,
+      concurrency: STANDARD_CONCURRENCY,
+      shares: [WARM_UP_SHARE, BEFORE_SHARE, DURING_SHARE],
+    },
     measurements: results.measurements,
   };
 };

@@ -49,13 +49,22 @@ export const latencyWorkload: Workload = async (context) => {
             for (let i = 0; i < scale.latencySamples && performance.now() < endBy; i++) await sample(i + 2);
             const gate = await stopAndGate(workers, system, ledger);
             const [first, ...latencies] = ledger.pickups().map((pickup) => pickup.ms);
-            const figures = [...latencyFigures(latencies), { metric: 'first job ms', better: 'lower' as const, value: first ?? Number.NaN }];
+            const figures = [
+              ...latencyFigures(latencies),
+              { metric: 'first job ms', better: 'lower' as const, value: first ?? Number.NaN },
+            ];
             results.recordAll({ system: driver.name, setup, variant }, gate, figures, {
               samples: latencies.length,
               timedOut,
               latenciesMs: latencies.map((ms) => Math.round(ms * 100) / 100),
             });
-            reportRep(`${driver.name} ${setup} ${variant}`, rep, context, gate, `${describeFigures(figures)} (${latencies.length} samples)`);
+            reportRep(
+              `${driver.name} ${setup} ${variant}`,
+              rep,
+              context,
+              gate,
+              `${describeFigures(figures)} (${latencies.length} samples)`,
+            );
           });
         }
       }

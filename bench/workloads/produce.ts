@@ -54,14 +54,19 @@ export interface ProductionCounts {
  * or as fast as the callers go. Every enqueue call is marked in the ledger,
  * so each job's pickup latency runs from its call.
  */
-export function produce(system: QueueSystem, ledger: JobLedger, options: { callers: number; perSecond?: number }): Production {
+export function produce(
+  system: QueueSystem,
+  ledger: JobLedger,
+  options: { callers: number; perSecond?: number },
+): Production {
   let stopping = false;
   let due = 0;
   let sent = 0;
   const startedAt = performance.now();
   const rate = options.perSecond;
   /** With a rate: how many jobs the clock has made due by now. */
-  const dueByNow = () => (rate === undefined ? Number.POSITIVE_INFINITY : Math.floor(((performance.now() - startedAt) / 1000) * rate));
+  const dueByNow = () =>
+    rate === undefined ? Number.POSITIVE_INFINITY : Math.floor(((performance.now() - startedAt) / 1000) * rate);
 
   async function caller(): Promise<void> {
     while (!stopping) {

@@ -5,7 +5,15 @@ import { progress } from '../progress';
 import { type Figure, latencyFigures, Results } from '../results';
 import { formatNumber, mean } from '../stats';
 import { SETUPS, type SetupName, type SystemDriver } from '../systems/types';
-import { describeFigures, reportRep, sleep, stopAndGate, withSystem, type Workload, type WorkloadContext } from './harness';
+import {
+  describeFigures,
+  reportRep,
+  sleep,
+  stopAndGate,
+  withSystem,
+  type Workload,
+  type WorkloadContext,
+} from './harness';
 import { produce } from './produce';
 
 const LOADS = [0.5, 0.8] as const;
@@ -39,14 +47,19 @@ export const steadyStateWorkload: Workload = async (context) => {
       for (const load of LOADS) {
         const variant = `${load * 100}% of capacity`;
         const perSecond = capacity * load;
-        progress(`(d) steady state · ${driver.name} ${setup} · ${variant}: ${formatNumber(perSecond)} jobs/s for ${scale.steadySeconds} s`);
+        progress(
+          `(d) steady state · ${driver.name} ${setup} · ${variant}: ${formatNumber(perSecond)} jobs/s for ${scale.steadySeconds} s`,
+        );
         await withSystem(context, driver, setup, 'steady', async (system) => {
           const ledger = new JobLedger();
           const workers = await system.startWorkers({ concurrency: STANDARD_CONCURRENCY, handler: ledger.handler });
           const startedAt = performance.now();
           const production = produce(system, ledger, { callers: PRODUCERS, perSecond });
           const depth: Array<{ at: number; jobs: number }> = [];
-          const sampler = setInterval(() => depth.push({ at: performance.now(), jobs: ledger.enqueued - ledger.started }), DEPTH_SAMPLE_MS);
+          const sampler = setInterval(
+            () => depth.push({ at: performance.now(), jobs: ledger.enqueued - ledger.started }),
+            DEPTH_SAMPLE_MS,
+          );
           await sleep(scale.steadySeconds * 1000);
           clearInterval(sampler);
           const { sent, behind } = await production.stop();
@@ -58,8 +71,15 @@ export const steadyStateWorkload: Workload = async (context) => {
             const to = from + windowMs;
             const latencies = pickups.filter((p) => p.calledAt >= from && p.calledAt < to).map((p) => p.ms);
             const depths = depth.filter((d) => d.at >= from && d.at < to).map((d) => d.jobs);
-            const details: Json = { jobs: latencies.length, jobsPerSecond: (latencies.length * 1000) / windowMs, maxDepth: Math.max(...depths) };
-            const figures: Figure[] = [...latencyFigures(latencies), { metric: 'mean depth', better: 'lower', value: mean(depths) }];
+            const details: Json = {
+              jobs: latencies.length,
+              jobsPerSecond: (latencies.length * 1000) / windowMs,
+              maxDepth: Math.max(...depths),
+            };
+            const figures: Figure[] = [
+              ...latencyFigures(latencies),
+              { metric: 'mean depth', better: 'lower', value: mean(depths) },
+            ];
             results.recordAll({ system: driver.name, setup, variant }, gate, figures, details);
             reportRep(`${driver.name} ${setup} ${variant} window`, window + 1, context, gate, describeFigures(figures));
           }
@@ -79,7 +99,14 @@ export const steadyStateWorkload: Workload = async (context) => {
         'Latency runs from the enqueue call to the handler start; depth is the number of jobs enqueued (committed) but not yet started, ' +
         `sampled every ${DEPTH_SAMPLE_MS} ms.`,
     ],
-    parameters: { seconds: scale.steadySeconds, warmUpMs, windowMs, loads: [...LOADS], concurrency: STANDARD_CONCURRENCY, capacities },
+    parameters: {
+      seconds: scale.steadySeconds,
+      warmUpMs,
+      windowMs,
+      loads: [...LOADS],
+      concurrency: STANDARD_CONCURRENCY,
+      capacities,
+    },
     measurements: results.measurements,
   };
 };
@@ -97,7 +124,9 @@ async function measureCapacity(context: WorkloadContext, driver: SystemDriver, s
     const capacity = (ledger.started - before) / seconds;
     await production.stop();
     const gate = await stopAndGate(workers, system, ledger);
-    progress(`(d) capacity · ${driver.name} ${setup}: ${formatNumber(capacity)} jobs/s${gate.passed ? '' : ` (gate failed: ${gate.problems.join('; ')})`}`);
+    progress(
+      `(d) capacity · ${driver.name} ${setup}: ${formatNumber(capacity)} jobs/s${gate.passed ? '' : ` (gate failed: ${gate.problems.join('; ')})`}`,
+    );
     return capacity;
   });
 }

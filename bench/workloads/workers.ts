@@ -70,13 +70,22 @@ export const workersWorkload: Workload = async (context) => {
               { metric: `${kind} jobs/s`, better: 'higher', value: ran.jobsPerSecond },
               { metric: `statements per ${kind} job`, better: 'lower', value: ran.statementsPerJob },
             ]);
-            reportRep(`skiplock Worker ${kind}, ${variant}`, rep, context, gate, `${formatNumber(ran.jobsPerSecond)} jobs/s`);
+            reportRep(
+              `skiplock Worker ${kind}, ${variant}`,
+              rep,
+              context,
+              gate,
+              `${formatNumber(ran.jobsPerSecond)} jobs/s`,
+            );
           }
           const burst = await withCpu(context.cpu, () =>
             enqueueBurst(target, 'bench-burst', { clients: 64, seconds: scale.workersBurstSeconds }),
           );
           const gate = await everyJobSucceeded(target, 'bench-burst', burst.result.enqueued);
-          const failed: GateResult = burst.result.failed === 0 ? gate : { ...gate, passed: false, problems: [...gate.problems, `${burst.result.failed} enqueues failed`] };
+          const failed: GateResult =
+            burst.result.failed === 0
+              ? gate
+              : { ...gate, passed: false, problems: [...gate.problems, `${burst.result.failed} enqueues failed`] };
           const perRequest = cpuPer(burst.cpu, burst.result.enqueued + burst.result.failed);
           const figures: Figure[] = [
             { metric: 'enqueue requests/s', better: 'higher', value: burst.result.enqueuesPerSecond },
@@ -86,9 +95,19 @@ export const workersWorkload: Workload = async (context) => {
             { metric: 'workerd CPU ms per enqueue request', better: 'lower', value: perRequest.workerd! },
           ];
           results.recordAll({ system: 'skiplock', setup: 'defaults', variant }, failed, figures, {
-            cpuMsPerRequest: { workerd: perRequest.workerd ?? null, node: perRequest.node ?? null, postgres: perRequest.postgres ?? null },
+            cpuMsPerRequest: {
+              workerd: perRequest.workerd ?? null,
+              node: perRequest.node ?? null,
+              postgres: perRequest.postgres ?? null,
+            },
           });
-          reportRep(`skiplock Worker enqueue burst, ${variant}`, rep, context, failed, `${formatNumber(burst.result.enqueuesPerSecond)} requests/s`);
+          reportRep(
+            `skiplock Worker enqueue burst, ${variant}`,
+            rep,
+            context,
+            failed,
+            `${formatNumber(burst.result.enqueuesPerSecond)} requests/s`,
+          );
         } finally {
           await db.close();
           await workerd.stop();
@@ -110,7 +129,12 @@ export const workersWorkload: Workload = async (context) => {
         "and includes its fast-path drains' share. Each figure's gate: every job succeeded, in one attempt.",
       'skiplock only: pg-boss and graphile-worker have no Worker to measure.',
     ],
-    parameters: { jobs: scale.workersJobs, burstClients: 64, burstSeconds: scale.workersBurstSeconds, fanout: FANOUT_VARIANTS.map((v) => v.variant) },
+    parameters: {
+      jobs: scale.workersJobs,
+      burstClients: 64,
+      burstSeconds: scale.workersBurstSeconds,
+      fanout: FANOUT_VARIANTS.map((v) => v.variant),
+    },
     measurements: results.measurements,
   };
 };

@@ -31,7 +31,10 @@ export interface ApiConnection {
 const REQUEST_TIMEOUT_MS = 60_000;
 
 /** The API named by the flags, else by SKIPLOCK_URL and SKIPLOCK_API_KEY; missing or malformed ones are usage errors. */
-export function connect(flags: { url?: string; 'api-key'?: string }, env: NodeJS.ProcessEnv = process.env): ApiConnection {
+export function connect(
+  flags: { url?: string; 'api-key'?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): ApiConnection {
   const urlSource = flags.url === undefined ? 'SKIPLOCK_URL' : '--url';
   const url = flags.url ?? env.SKIPLOCK_URL?.trim();
   if (!url) {
@@ -46,7 +49,9 @@ export function connect(flags: { url?: string; 'api-key'?: string }, env: NodeJS
   const keySource = flags['api-key'] === undefined ? 'SKIPLOCK_API_KEY' : '--api-key';
   const apiKey = flags['api-key'] ?? env.SKIPLOCK_API_KEY?.trim();
   if (!apiKey) {
-    throw usageFailure('SKIPLOCK_API_KEY is not set: set it to an API key (npm start prints its admin key) or pass --api-key');
+    throw usageFailure(
+      'SKIPLOCK_API_KEY is not set: set it to an API key (npm start prints its admin key) or pass --api-key',
+    );
   }
   const base = parsed.href.replace(/\/+$/, '');
   const options = { apiKey, fetch: fetchWithTimeout };

@@ -22,9 +22,14 @@ function explainApiFailure(error: unknown, { url, urlSource, keySource }: ApiCon
   if (error instanceof SkiplockApiError) {
     const { status, problem } = error;
     if (problem.type === undefined) {
-      return new CliError(`${url} answered ${status}, not as a skiplock API does: check ${urlSource}`, EXIT.unreachable);
+      return new CliError(
+        `${url} answered ${status}, not as a skiplock API does: check ${urlSource}`,
+        EXIT.unreachable,
+      );
     }
-    const fields = problem.errors?.length ? ` (${problem.errors.map((field) => `${field.path}: ${field.message}`).join('; ')})` : '';
+    const fields = problem.errors?.length
+      ? ` (${problem.errors.map((field) => `${field.path}: ${field.message}`).join('; ')})`
+      : '';
     const said = `${error.message}${fields}`;
     if (status === 401) return new CliError(`the API refused the key: ${said}; check ${keySource}`, EXIT.refused);
     if (status === 403) return new CliError(`${said}: use a key with that scope`, EXIT.refused);
@@ -33,11 +38,17 @@ function explainApiFailure(error: unknown, { url, urlSource, keySource }: ApiCon
     return new CliError(said, EXIT.failed);
   }
   if (error instanceof SyntaxError) {
-    return new CliError(`${url} answered something other than a skiplock API's JSON: check ${urlSource}`, EXIT.unreachable);
+    return new CliError(
+      `${url} answered something other than a skiplock API's JSON: check ${urlSource}`,
+      EXIT.unreachable,
+    );
   }
   const reason = unreachableReason(error);
   if (reason !== undefined) {
-    return new CliError(`cannot reach ${url} (${reason}): is skiplock running there (npm start)? check ${urlSource}`, EXIT.unreachable);
+    return new CliError(
+      `cannot reach ${url} (${reason}): is skiplock running there (npm start)? check ${urlSource}`,
+      EXIT.unreachable,
+    );
   }
   return error;
 }

@@ -27,7 +27,11 @@ const list = operatorCommand({
       `${job.attempts}/${job.maxAttempts}`,
       shortTime(job.createdAt),
     ]);
-    const lines = [page.jobs.length === 0 ? 'no jobs' : table(['id', 'queue', 'type', 'tenant', 'status', 'attempts', 'created'], rows)];
+    const lines = [
+      page.jobs.length === 0
+        ? 'no jobs'
+        : table(['id', 'queue', 'type', 'tenant', 'status', 'attempts', 'created'], rows),
+    ];
     if (page.nextCursor !== null) lines.push(`more: add --cursor ${page.nextCursor}`);
     return { json: page, human: lines.join('\n') };
   },
@@ -56,7 +60,11 @@ const get = operatorCommand({
     } finally {
       line.end();
     }
-    return { json: job, human: describeJob(job), ...(job.status === 'succeeded' ? {} : { failure: notSucceeded(job) }) };
+    return {
+      json: job,
+      human: describeJob(job),
+      ...(job.status === 'succeeded' ? {} : { failure: notSucceeded(job) }),
+    };
   },
 });
 
@@ -67,7 +75,8 @@ const retry = operatorCommand({
   async run({ positionals: [id], connection }) {
     const job = await successBody(connection.api.v1.jobs[':id'].retry.$post({ param: { id: id! } }));
     // A key without the read scope gets the job's id and status only.
-    const attempts = 'maxAttempts' in job ? `, with ${job.maxAttempts} fresh attempt${job.maxAttempts === 1 ? '' : 's'}` : '';
+    const attempts =
+      'maxAttempts' in job ? `, with ${job.maxAttempts} fresh attempt${job.maxAttempts === 1 ? '' : 's'}` : '';
     return { json: job, human: `job ${job.id} is queued again${attempts}` };
   },
 });

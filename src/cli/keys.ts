@@ -13,7 +13,8 @@ const create = operatorCommand({
     'worker-id': { type: 'string' },
   },
   async run({ values: { name, scope = [], tenant, 'worker-id': workerId }, connection }) {
-    if (name === undefined || scope.length === 0) throw usageFailure('--name and at least one --scope (admin, enqueue, read, worker) are required');
+    if (name === undefined || scope.length === 0)
+      throw usageFailure('--name and at least one --scope (admin, enqueue, read, worker) are required');
     // The API checks the scopes and names the ones there are.
     const scopes = scope.flatMap((value) => value.split(',')).map((value) => value.trim()) as ApiKeyScope[];
     const key = await successBody(connection.api.v1.keys.$post({ json: { name, scopes, tenant, workerId } }));
@@ -21,7 +22,9 @@ const create = operatorCommand({
       ['key', `${key.id} (${key.name})`],
       ['scopes', key.scopes.join(', ')],
       ['tenant', key.tenant ?? 'every tenant'],
-      ...(key.workerId === null ? [] : [['worker', `${key.workerId} only (it may hand back that worker's jobs)`] as [string, string]]),
+      ...(key.workerId === null
+        ? []
+        : [['worker', `${key.workerId} only (it may hand back that worker's jobs)`] as [string, string]]),
       ['secret', `${key.secret}  (shown this once: only its hash is stored)`],
     ]);
     return { json: key, human };
@@ -43,7 +46,10 @@ const list = operatorCommand({
       shortTime(key.createdAt),
       shortTime(key.revokedAt),
     ]);
-    const human = rows.length === 0 ? 'no API keys (the ADMIN_TOKEN is not one of them)' : table(['id', 'name', 'scopes', 'tenant', 'worker', 'secret', 'created', 'revoked'], rows);
+    const human =
+      rows.length === 0
+        ? 'no API keys (the ADMIN_TOKEN is not one of them)'
+        : table(['id', 'name', 'scopes', 'tenant', 'worker', 'secret', 'created', 'revoked'], rows);
     return { json: answer, human };
   },
 });

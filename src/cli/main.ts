@@ -14,11 +14,20 @@ import { workersCommand } from './workers.js';
 const COMMANDS: Record<string, Command> = {
   migrate: { run: migrateCommand, summary: 'apply the pending migrations to DATABASE_URL (safe to run twice)' },
   work: { run: workCommand, summary: 'run a Node worker for the jobs your modules export: skiplock work ./jobs.js' },
-  jobs: { run: jobsCommand, summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID' },
+  jobs: {
+    run: jobsCommand,
+    summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID',
+  },
   workers: { run: workersCommand, summary: 'workers release WORKER: hand back the jobs a crashed worker holds' },
-  queues: { run: queuesCommand, summary: 'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--weight N]' },
+  queues: {
+    run: queuesCommand,
+    summary: 'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--weight N]',
+  },
   stats: { run: statsCommand, summary: 'job counts per queue, tenant and status, and the queue health' },
-  tenants: { run: tenantsCommand, summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]' },
+  tenants: {
+    run: tenantsCommand,
+    summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]',
+  },
   keys: { run: keysCommand, summary: 'keys create --name N --scope S | list | revoke KEY_ID' },
 };
 
@@ -27,7 +36,9 @@ const HELP = [
   ...Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(8)} ${command.summary}`),
   '',
   `jobs, workers, queues, stats, tenants and keys call a skiplock API: ${CONNECTION_USAGE}.`,
-  `Exit codes: ${Object.entries(EXIT).map(([kind, code]) => `${code} ${kind.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`).join(', ')}.`,
+  `Exit codes: ${Object.entries(EXIT)
+    .map(([kind, code]) => `${code} ${kind.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`)
+    .join(', ')}.`,
 ].join('\n');
 
 const [name, ...args] = process.argv.slice(2);
@@ -37,7 +48,8 @@ if (name === undefined || name === 'help' || name === '--help' || name === '-h')
 } else {
   const command = COMMANDS[name];
   runCli(`skiplock ${name}`, async () => {
-    if (command === undefined) throw usageFailure(`unknown command; commands: ${Object.keys(COMMANDS).join(', ')} (skiplock help)`);
+    if (command === undefined)
+      throw usageFailure(`unknown command; commands: ${Object.keys(COMMANDS).join(', ')} (skiplock help)`);
     await command.run(args);
   });
 }

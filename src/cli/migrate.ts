@@ -8,7 +8,11 @@ const USAGE =
 
 /** `skiplock migrate`: applies the pending migrations to DATABASE_URL. Safe to run twice, or from two places at once. */
 export async function migrateCommand(args: string[]): Promise<void> {
-  const options = readOptions(args, { 'database-url': { type: 'string' }, 'migrations-dir': { type: 'string' } }, USAGE).values;
+  const options = readOptions(
+    args,
+    { 'database-url': { type: 'string' }, 'migrations-dir': { type: 'string' } },
+    USAGE,
+  ).values;
   const value = options['database-url'] ?? process.env.DATABASE_URL;
   if (!value) {
     throw new Error(

@@ -34,11 +34,7 @@ export function operatorCommand<const Own extends Options>(spec: {
   usage: string;
   options: Own;
   positionals?: readonly string[];
-  run(input: {
-    values: Values<Own>;
-    positionals: string[];
-    connection: ApiConnection;
-  }): Promise<Answer>;
+  run(input: { values: Values<Own>; positionals: string[]; connection: ApiConnection }): Promise<Answer>;
 }): (args: string[]) => Promise<void> {
   const names = spec.positionals ?? [];
   const usage = `usage: ${spec.usage} ${CONNECTION_USAGE}`;
@@ -48,10 +44,13 @@ export function operatorCommand<const Own extends Options>(spec: {
     const values = parsed.values as Values<Own>;
     const { positionals } = parsed;
     if (positionals.length !== names.length) {
-      throw usageFailure(`${positionals.length < names.length ? `${names[positionals.length]} is missing` : `unexpected "${positionals[names.length]}"`}; ${usage}`);
+      throw usageFailure(
+        `${positionals.length < names.length ? `${names[positionals.length]} is missing` : `unexpected "${positionals[names.length]}"`}; ${usage}`,
+      );
     }
     positionals.forEach((value, index) => {
-      if (names[index]!.endsWith('_ID') && !UUID.test(value)) throw usageFailure(`${names[index]} must be an id (a UUID), not "${value}"`);
+      if (names[index]!.endsWith('_ID') && !UUID.test(value))
+        throw usageFailure(`${names[index]} must be an id (a UUID), not "${value}"`);
     });
     const connection = connect(values);
     const answer = await withApi(connection, () => spec.run({ values, positionals, connection }));

@@ -32,7 +32,9 @@ const set = operatorCommand({
   async run({ values, positionals: [queue], connection }) {
     const delivery = deliveryOf(values);
     const given = {
-      ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
+      ...(values.concurrency === undefined
+        ? {}
+        : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
       ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
       ...(delivery === undefined ? {} : { delivery }),
     };
@@ -42,7 +44,9 @@ const set = operatorCommand({
     const route = connection.api.v1.queues[':queue'];
     // The API replaces every setting at once; those not given here keep their current values.
     const { concurrency, weight, delivery: current } = await successBody(route.$get({ param: { queue: queue! } }));
-    const answer = await successBody(route.$put({ param: { queue: queue! }, json: { concurrency, weight, delivery: current, ...given } }));
+    const answer = await successBody(
+      route.$put({ param: { queue: queue! }, json: { concurrency, weight, delivery: current, ...given } }),
+    );
     return { json: answer, human: describeQueue(answer) };
   },
 });
@@ -55,18 +59,25 @@ function deliveryOf(values: {
   'no-delivery'?: boolean | undefined;
   'batch-size'?: string | undefined;
 }): DeliveryTarget | null | undefined {
-  const chosen = [values.webhook !== undefined, values['cloudflare-queue'] !== undefined, values['no-delivery'] === true];
+  const chosen = [
+    values.webhook !== undefined,
+    values['cloudflare-queue'] !== undefined,
+    values['no-delivery'] === true,
+  ];
   if (chosen.filter(Boolean).length > 1) throw usageFailure('give one of --webhook, --cloudflare-queue, --no-delivery');
-  if (values['secret-name'] !== undefined && values.webhook === undefined) throw usageFailure('--secret-name goes with --webhook');
+  if (values['secret-name'] !== undefined && values.webhook === undefined)
+    throw usageFailure('--secret-name goes with --webhook');
   if (values['batch-size'] !== undefined && values.webhook === undefined && values['cloudflare-queue'] === undefined) {
     throw usageFailure('--batch-size goes with --webhook or --cloudflare-queue');
   }
-  const batchSize = values['batch-size'] === undefined ? {} : { batchSize: wholeNumberFlag(values['batch-size'], '--batch-size') };
+  const batchSize =
+    values['batch-size'] === undefined ? {} : { batchSize: wholeNumberFlag(values['batch-size'], '--batch-size') };
   if (values.webhook !== undefined) {
     const secretName = values['secret-name'] === undefined ? {} : { secretName: values['secret-name'] };
     return { target: 'webhook', url: values.webhook, ...secretName, ...batchSize };
   }
-  if (values['cloudflare-queue'] !== undefined) return { target: 'cloudflare-queue', binding: values['cloudflare-queue'], ...batchSize };
+  if (values['cloudflare-queue'] !== undefined)
+    return { target: 'cloudflare-queue', binding: values['cloudflare-queue'], ...batchSize };
   return values['no-delivery'] === true ? null : undefined;
 }
 
@@ -95,7 +106,7 @@ export function describeDelivery(delivery: DeliveryTarget | null | undefined): s
   if (delivery === null) return 'none (handlers run the jobs)';
   const batch = `batches of ${delivery.batchSize ?? 100}`;
   if (delivery.target === 'webhook') {
-      return `webhook ${delivery.url}, ${batch} of one tenant, ${delivery.secretName === undefined ? 'unsigned' : `signed with ${delivery.secretName}`}`;
+    return `webhook ${delivery.url}, ${batch} of one tenant, ${delivery.secretName === undefined ? 'unsigned' : `signed with ${delivery.secretName}`}`;
   }
   const delay = delivery.delaySeconds === undefined ? '' : `, held ${delivery.delaySeconds} s`;
   return `Cloudflare queue ${delivery.binding}, ${batch}${delay}`;

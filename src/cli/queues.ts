@@ -38,11 +38,22 @@ export const statsCommand = operatorCommand({
   async run({ connection }) {
     const answer = await successBody(connection.api.v1.stats.$get());
     const { stats, health } = answer;
-    const rows = stats.map((row) => [row.queue, row.tenant, row.status, String(row.count), duration(row.oldestWaitSeconds)]);
-    const counts = stats.length === 0 ? 'no jobs' : `${table(['queue', 'tenant', 'status', 'count', 'oldest wait'], rows)}\n(${FINISHED_NOTE})`;
+    const rows = stats.map((row) => [
+      row.queue,
+      row.tenant,
+      row.status,
+      String(row.count),
+      duration(row.oldestWaitSeconds),
+    ]);
+    const counts =
+      stats.length === 0
+        ? 'no jobs'
+        : `${table(['queue', 'tenant', 'status', 'count', 'oldest wait'], rows)}\n(${FINISHED_NOTE})`;
     // The database-wide figures are for keys bound to no tenant; a tenant-bound key gets its own only.
     const snapshot =
-      health.oldestSnapshotSeconds == null ? 'none' : `${duration(health.oldestSnapshotSeconds)} (pid ${health.oldestSnapshotPid})`;
+      health.oldestSnapshotSeconds == null
+        ? 'none'
+        : `${duration(health.oldestSnapshotSeconds)} (pid ${health.oldestSnapshotPid})`;
     const signs = fields([
       ['oldest waiting job', duration(health.oldestWaitingSeconds)],
       ['expired leases reaped', `${health.expiredLeasesReaped} in the last hour`],

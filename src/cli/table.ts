@@ -6,7 +6,9 @@ export function table(columns: readonly string[], rows: ReadonlyArray<readonly s
   const header = columns.map((column) => column.toUpperCase());
   const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => (row[index] ?? '').length)));
   return [header, ...rows]
-    .map((cells) => cells.map((cell, index) => (index === cells.length - 1 ? cell : cell.padEnd(widths[index]!))).join('  '))
+    .map((cells) =>
+      cells.map((cell, index) => (index === cells.length - 1 ? cell : cell.padEnd(widths[index]!))).join('  '),
+    )
     .join('\n');
 }
 

@@ -21,14 +21,21 @@ const set = operatorCommand({
   positionals: ['TENANT'],
   async run({ values, positionals: [tenant], connection }) {
     const given = {
-      ...(values.concurrency === undefined ? {} : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
+      ...(values.concurrency === undefined
+        ? {}
+        : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
       ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimit(values['rate-limit']) }),
       ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
     };
-    if (Object.keys(given).length === 0) throw usageFailure('give at least one of --concurrency, --rate-limit, --weight');
+    if (Object.keys(given).length === 0)
+      throw usageFailure('give at least one of --concurrency, --rate-limit, --weight');
     const route = connection.api.v1.tenants[':tenant'];
     // The API replaces every setting at once; the ones not given here keep their current values.
-    const { concurrency, rateLimit: currentRateLimit, weight } = await successBody(route.$get({ param: { tenant: tenant! } }));
+    const {
+      concurrency,
+      rateLimit: currentRateLimit,
+      weight,
+    } = await successBody(route.$get({ param: { tenant: tenant! } }));
     const json = { concurrency, rateLimit: currentRateLimit, weight, ...given };
     const answer = await successBody(route.$put({ param: { tenant: tenant! }, json }));
     return { json: answer, human: describeTenant(answer) };
@@ -44,7 +51,10 @@ function describeTenant(tenant: Tenant): string {
   return fields([
     ['tenant', `${tenant.name}${tenant.custom ? '' : ' (on the defaults)'}`],
     ['concurrency', tenant.concurrency === null ? 'no limit' : `${tenant.concurrency} running at once`],
-    ['rate limit', tenant.rateLimit === null ? 'none' : `${tenant.rateLimit.count} started per ${tenant.rateLimit.perSeconds} s`],
+    [
+      'rate limit',
+      tenant.rateLimit === null ? 'none' : `${tenant.rateLimit.count} started per ${tenant.rateLimit.perSeconds} s`,
+    ],
     ['weight', String(tenant.weight)],
     ['running', String(tenant.running)],
   ]);
@@ -53,6 +63,9 @@ function describeTenant(tenant: Tenant): string {
 function rateLimit(value: string): RateLimit | null {
   if (value === 'none') return null;
   const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
-  if (match === null) throw usageFailure(`--rate-limit must be COUNT/SECONDS (100/60: 100 jobs started per 60 s) or none, not "${value}"`);
+  if (match === null)
+    throw usageFailure(
+      `--rate-limit must be COUNT/SECONDS (100/60: 100 jobs started per 60 s) or none, not "${value}"`,
+    );
   return { count: Number(match[1]), perSeconds: Number(match[2]) };
 }

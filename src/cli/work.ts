@@ -66,7 +66,8 @@ function collectDefinitions(module: Record<string, unknown>): { jobs: JobDefinit
     if (isJobDefinition(value)) jobs.add(value);
     else if (isPeriodicJob(value)) schedules.add(value);
     else if (depth < 2 && Array.isArray(value)) value.forEach((item) => visit(item, depth + 1));
-    else if (depth < 1 && typeof value === 'object' && value !== null) Object.values(value).forEach((item) => visit(item, depth + 1));
+    else if (depth < 1 && typeof value === 'object' && value !== null)
+      Object.values(value).forEach((item) => visit(item, depth + 1));
   };
   Object.values(module).forEach((value) => visit(value, 0));
   return { jobs: [...jobs], schedules: [...schedules] };
@@ -74,10 +75,16 @@ function collectDefinitions(module: Record<string, unknown>): { jobs: JobDefinit
 
 function isJobDefinition(value: unknown): value is JobDefinition {
   const candidate = value as Partial<JobDefinition> | null;
-  return typeof candidate?.type === 'string' && typeof candidate.run === 'function' && typeof candidate.checkPayload === 'function';
+  return (
+    typeof candidate?.type === 'string' &&
+    typeof candidate.run === 'function' &&
+    typeof candidate.checkPayload === 'function'
+  );
 }
 
 function isPeriodicJob(value: unknown): value is PeriodicJob {
   const candidate = value as Partial<PeriodicJob> | null;
-  return typeof candidate?.name === 'string' && typeof candidate.cron === 'string' && typeof candidate.type === 'string';
+  return (
+    typeof candidate?.name === 'string' && typeof candidate.cron === 'string' && typeof candidate.type === 'string'
+  );
 }

@@ -7,7 +7,9 @@ const release = operatorCommand({
   // A worker's id is the name it claims under, not a UUID.
   positionals: ['WORKER'],
   async run({ positionals: [workerId], connection }) {
-    const { jobs } = await successBody(connection.api.v1.workers[':workerId'].release.$post({ param: { workerId: workerId! } }));
+    const { jobs } = await successBody(
+      connection.api.v1.workers[':workerId'].release.$post({ param: { workerId: workerId! } }),
+    );
     const human =
       jobs.length === 0
         ? `worker ${workerId} holds no jobs`

@@ -70,7 +70,12 @@ function isConnectionFailure(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 3) return false;
   // A WebSocket's error event (Neon's Pool) is not even an Error: only the network raises one.
   if (typeof Event !== 'undefined' && error instanceof Event) return true;
-  const { code, message, cause, sourceError } = error as { code?: unknown; message?: unknown; cause?: unknown; sourceError?: unknown };
+  const { code, message, cause, sourceError } = error as {
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    sourceError?: unknown;
+  };
   if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true;
   if (typeof message === 'string' && CONNECTION_FAILURE_MESSAGES.test(message)) return true;
   return isConnectionFailure(cause, depth + 1) || isConnectionFailure(sourceError, depth + 1);

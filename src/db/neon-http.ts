@@ -14,8 +14,7 @@ export function neonHttpDb(connectionString: string): Db {
       translateErrors(async () => (await sql.query(text, [...params])) as R[]),
     transaction: (queries) =>
       translateErrors(
-        async () =>
-          (await sql.transaction(queries.map(({ text, params }) => sql.query(text, [...params])))) as Row[][],
+        async () => (await sql.transaction(queries.map(({ text, params }) => sql.query(text, [...params])))) as Row[][],
       ),
     close: async () => {},
   };

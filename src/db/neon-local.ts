@@ -8,7 +8,8 @@ import type { NeonConfig } from '@neondatabase/serverless';
  * Node. Node callers must also set `neonConfig.webSocketConstructor = ws`,
  * because Node 20 has no global WebSocket.
  */
-export interface LocalNeonConfig extends Pick<NeonConfig, 'useSecureWebSocket' | 'pipelineConnect' | 'poolQueryViaFetch'> {
+export interface LocalNeonConfig
+  extends Pick<NeonConfig, 'useSecureWebSocket' | 'pipelineConnect' | 'poolQueryViaFetch'> {
   wsProxy: (host: string, port: number | string) => string;
   fetchEndpoint: () => string;
 }

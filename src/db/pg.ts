@@ -25,7 +25,11 @@ export interface PgDbOptions {
  * same as the Neon driver's, so rows look alike whichever driver read them.
  */
 export function pgDb(connectionString: string, options: PgDbOptions = {}): SessionDb {
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10, idleTimeoutMillis: options.idleTimeoutMs ?? 10_000 });
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
+  });
   // An idle client whose server went away emits 'error'; without a listener Node exits.
   pool.on('error', () => {});
   return poolDb(pool, { preparedStatements: options.preparedStatements ?? true });

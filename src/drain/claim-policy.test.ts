@@ -78,7 +78,9 @@ describe('ClaimPolicy: claiming ahead in halves (no subrequest cap)', () => {
     expect(policy.claimsAllowed(BACKLOG)).toBe(2);
     expect(policy.claimsAllowed(SHORT)).toBe(1);
     expect(policy.claimsAllowed(EMPTY)).toBe(1);
-    expect(policy.nextClaim(state({ lastClaim: SHORT, somethingHappened: true, claimsOut: 1, beingClaimed: 13 }))).toBe(0);
+    expect(policy.nextClaim(state({ lastClaim: SHORT, somethingHappened: true, claimsOut: 1, beingClaimed: 13 }))).toBe(
+      0,
+    );
     expect(policy.nextClaim(state({ lastClaim: SHORT, somethingHappened: true }))).toBe(13);
   });
 

@@ -89,7 +89,9 @@ export class ClaimPolicy {
     const halfBatch = Math.max(concurrency, Math.floor(this.claimBatchSize / 2));
     this.claimsAtOnce = this.claimsAhead && !capped ? CLAIMS_AHEAD_AT_ONCE : 1;
     this.claimSize =
-      this.claimsAtOnce > 1 ? Math.max(concurrency, Math.ceil(this.claimBatchSize / this.claimsAtOnce)) : this.claimBatchSize;
+      this.claimsAtOnce > 1
+        ? Math.max(concurrency, Math.ceil(this.claimBatchSize / this.claimsAtOnce))
+        : this.claimBatchSize;
     this.refillBelow = !this.claimsAhead ? 1 : this.claimsAtOnce > 1 ? this.claimBatchSize : halfBatch;
     this.holdAtMost = this.claimsAhead ? this.claimBatchSize + halfBatch : this.claimBatchSize;
   }

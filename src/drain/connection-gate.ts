@@ -14,7 +14,8 @@ export class ConnectionGate {
 
   /** @param size connections open at once; at least 2 (one kept for the drain). */
   constructor(readonly size: number) {
-    if (!(Number.isInteger(size) && size >= 2)) throw new RangeError(`a connection gate needs at least 2 connections, not ${size}`);
+    if (!(Number.isInteger(size) && size >= 2))
+      throw new RangeError(`a connection gate needs at least 2 connections, not ${size}`);
   }
 
   /** The same database, each statement holding one of the drain's connections while it runs (Neon HTTP: a fetch each). */

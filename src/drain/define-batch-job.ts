@@ -17,7 +17,9 @@ export interface BatchItem<Payload> {
 export type BatchOutcome<Result> = { result: Result } | { error: unknown };
 
 /** Outcomes by job id: a Map or a plain object. */
-export type BatchOutcomes<Result> = ReadonlyMap<string, BatchOutcome<Result>> | Readonly<Record<string, BatchOutcome<Result>>>;
+export type BatchOutcomes<Result> =
+  | ReadonlyMap<string, BatchOutcome<Result>>
+  | Readonly<Record<string, BatchOutcome<Result>>>;
 
 /** What a batch handler gets beside its jobs. */
 export interface BatchContext {
@@ -71,7 +73,8 @@ export function defineBatchJob<const Type extends string, Schema extends z.ZodTy
   if (!(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 1000)) {
     throw new RangeError(`job type "${type}": batchSize must be a whole number from 1 to 1000`);
   }
-  if (!(Number.isFinite(lingerMs) && lingerMs >= 0)) throw new RangeError(`job type "${type}": lingerMs must be 0 or more`);
+  if (!(Number.isFinite(lingerMs) && lingerMs >= 0))
+    throw new RangeError(`job type "${type}": lingerMs must be 0 or more`);
   const batches = new BatchCollector<z.output<Schema>, Result>(type, handler, batchSize, lingerMs);
   return defineJob(type, schema, (payload, context) => batches.add(payload, context), jobOptions);
 }
@@ -120,16 +123,21 @@ class BatchCollector<Payload, Result> {
       return;
     }
     const byId = outcomeMap(outcomes);
-    if (byId === undefined) return this.refuse(batch, 'the handler must return outcomes by job id (a Map or an object)');
+    if (byId === undefined)
+      return this.refuse(batch, 'the handler must return outcomes by job id (a Map or an object)');
     const given = new Set(batch.map((waiting) => waiting.item.id));
     const strangers = [...byId.keys()].filter((id) => !given.has(id));
-    if (strangers.length > 0) return this.refuse(batch, `outcomes for jobs this batch was not given: ${strangers.join(', ')}`);
+    if (strangers.length > 0)
+      return this.refuse(batch, `outcomes for jobs this batch was not given: ${strangers.join(', ')}`);
     for (const { item, resolve, reject } of batch) {
       const outcome: unknown = byId.get(item.id);
       if (isOutcome(outcome, 'result')) resolve(outcome.result as Result);
       else if (isOutcome(outcome, 'error')) reject(outcome.error);
       else if (outcome === undefined) reject(new InvalidBatchOutcomeError(this.type, `no outcome for job ${item.id}`));
-      else reject(new InvalidBatchOutcomeError(this.type, `the outcome for job ${item.id} is neither { result } nor { error }`));
+      else
+        reject(
+          new InvalidBatchOutcomeError(this.type, `the outcome for job ${item.id} is neither { result } nor { error }`),
+        );
     }
   }
 

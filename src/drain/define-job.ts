@@ -123,7 +123,10 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
  * schema needs it: most payload schemas have no async refinement, and a
  * busy drain parses a payload per job.
  */
-function safeParse<Schema extends z.ZodType>(schema: Schema, payload: unknown): z.ZodSafeParseResult<z.output<Schema>> | Promise<z.ZodSafeParseResult<z.output<Schema>>> {
+function safeParse<Schema extends z.ZodType>(
+  schema: Schema,
+  payload: unknown,
+): z.ZodSafeParseResult<z.output<Schema>> | Promise<z.ZodSafeParseResult<z.output<Schema>>> {
   try {
     return schema.safeParse(payload);
   } catch (error) {
@@ -139,25 +142,34 @@ function payloadIssues(error: z.ZodError): PayloadIssue[] {
 /** The same rule as the HTTP API's names, so every defined type can be enqueued over HTTP too. */
 function checkType(type: string): void {
   if (typeof type !== 'string' || type.length < 1 || type.length > 128 || !/^[^\p{Cc}\p{Cs}]+$/u.test(type)) {
-    throw new RangeError(`job type ${JSON.stringify(type)}: a name is 1 to 128 characters, none of them control characters`);
+    throw new RangeError(
+      `job type ${JSON.stringify(type)}: a name is 1 to 128 characters, none of them control characters`,
+    );
   }
 }
 
 function checkOptions<Result>(type: string, options: JobOptions<Result>): void {
   const positive = (value: number | undefined) => value === undefined || (Number.isFinite(value) && value > 0);
   const problems = [
-    options.leaseSeconds !== undefined && !(Number.isInteger(options.leaseSeconds) && options.leaseSeconds >= 1) &&
+    options.leaseSeconds !== undefined &&
+      !(Number.isInteger(options.leaseSeconds) && options.leaseSeconds >= 1) &&
       'leaseSeconds must be a whole number from 1',
-    options.maxAttempts !== undefined && !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1) &&
+    options.maxAttempts !== undefined &&
+      !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1) &&
       'maxAttempts must be an integer from 1',
     !positive(options.timeoutSeconds) && 'timeoutSeconds must be above 0',
-    options.subrequests !== undefined && !(Number.isInteger(options.subrequests) && options.subrequests >= 0) &&
+    options.subrequests !== undefined &&
+      !(Number.isInteger(options.subrequests) && options.subrequests >= 0) &&
       'subrequests must be a whole number from 0',
     options.backoff !== undefined &&
       !(positive(options.backoff.baseSeconds) && options.backoff.maxSeconds >= options.backoff.baseSeconds) &&
       'backoff needs baseSeconds above 0 and maxSeconds >= baseSeconds',
-    options.publicResult !== undefined && typeof options.publicResult !== 'function' && 'publicResult must be a function',
-    options.publicProgress !== undefined && typeof options.publicProgress !== 'function' && 'publicProgress must be a function',
+    options.publicResult !== undefined &&
+      typeof options.publicResult !== 'function' &&
+      'publicResult must be a function',
+    options.publicProgress !== undefined &&
+      typeof options.publicProgress !== 'function' &&
+      'publicProgress must be a function',
   ].filter((problem) => problem !== false);
   if (problems.length > 0) throw new RangeError(`job type "${type}": ${problems.join('; ')}`);
 }

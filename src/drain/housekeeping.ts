@@ -49,10 +49,7 @@ export const NO_HOUSEKEEPING: HousekeepingCounts = {
  * the history (which never prunes what the statistics have not summed). Each step is bounded; a backlog larger than
  * one round is finished by the next.
  */
-export async function runHousekeeping(
-  db: Queryable,
-  options: HousekeepingOptions,
-): Promise<HousekeepingCounts> {
+export async function runHousekeeping(db: Queryable, options: HousekeepingOptions): Promise<HousekeepingCounts> {
   const maintenance = await runMaintenance(db);
   const periodicEnqueued = await enqueueDuePeriodicJobs(db, options.logger);
   const rollup = await rollUpAttemptStats(db, { keepDays: options.statsRetentionDays });

@@ -6,7 +6,14 @@
  * no HTTP server. The runtimes that run these are `skiplock/worker` and
  * `skiplock/node-worker`.
  */
-export { defineJob, type Backoff, type JobContext, type JobDefinition, type JobHandler, type JobOptions } from './define-job.js';
+export {
+  defineJob,
+  type Backoff,
+  type JobContext,
+  type JobDefinition,
+  type JobHandler,
+  type JobOptions,
+} from './define-job.js';
 export {
   defineBatchJob,
   type BatchContext,
@@ -40,8 +47,18 @@ export {
   type QueueMessage,
   type QueueProducer,
 } from './bulk-delivery/cloudflare-queue.js';
-export { QueueDeliveries, type DeliveryProblem, type QueueDeliveriesOptions } from './bulk-delivery/queue-deliveries.js';
+export {
+  QueueDeliveries,
+  type DeliveryProblem,
+  type QueueDeliveriesOptions,
+} from './bulk-delivery/queue-deliveries.js';
 export { builtInJobs, type BuiltInJobSettings } from './handlers/built-in.js';
 export type { JobSettings } from './settings.js';
-export { httpJob, type DeliveryFetch, type DeliveryRequest, type HttpJobPayload, type HttpJobSettings } from './handlers/http.js';
+export {
+  httpJob,
+  type DeliveryFetch,
+  type DeliveryRequest,
+  type HttpJobPayload,
+  type HttpJobSettings,
+} from './handlers/http.js';
 export { httpEndpointSecret } from './handlers/http-signature.js';

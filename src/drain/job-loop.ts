@@ -288,7 +288,11 @@ class JobLoop {
       this.arrivals !== undefined && this.mode !== 'finishing' && this.running < this.concurrency
         ? setTimeout(() => this.wake.notify(), ARRIVALS_LOOK_EVERY_MS)
         : undefined;
-    const event = await nextEvent(this.wake, this.mode === 'listening' ? this.waitForWork : undefined, this.budget.stopped);
+    const event = await nextEvent(
+      this.wake,
+      this.mode === 'listening' ? this.waitForWork : undefined,
+      this.budget.stopped,
+    );
     clearTimeout(lookForArrivals);
     if (event === 'work') this.workArrived();
     if (this.anAttemptEnded) {
@@ -308,7 +312,11 @@ class JobLoop {
   /** Sends the claim of one for arrived work, then the claims the policy asks for (after a claim beside, it allows no other). */
   private sendClaims(): void {
     if (this.workArrivedWhileClaiming && this.claimsOut.size === 1) this.claimInBackground(1);
-    for (let size = this.policy.nextClaim(this.claimingState()); size > 0; size = this.policy.nextClaim(this.claimingState())) {
+    for (
+      let size = this.policy.nextClaim(this.claimingState());
+      size > 0;
+      size = this.policy.nextClaim(this.claimingState())
+    ) {
       this.claimInBackground(size);
     }
   }
@@ -356,7 +364,12 @@ class JobLoop {
 
   private claimBatch(max: number): Promise<ClaimedJob[]> {
     const { registry, deliveries } = this;
-    return claimBatch(this.claimsDb, { max, workerId: this.options.workerId, types: registry.types, deliveryTargets: deliveries?.targets });
+    return claimBatch(this.claimsDb, {
+      max,
+      workerId: this.options.workerId,
+      types: registry.types,
+      deliveryTargets: deliveries?.targets,
+    });
   }
 
   /** A claim came back: its jobs wait for a slot, and what it says about the queue is kept; the first full one reports a backlog. */
@@ -405,7 +418,11 @@ class JobLoop {
     // more comes only when a claim answering arrived work and the claim it
     // went out beside both found one, and it goes back at once, for any
     // worker to start.
-    if (!this.policy.claimsAhead) await this.handBack(this.held.splice(0).map(({ job }) => job), 0);
+    if (!this.policy.claimsAhead)
+      await this.handBack(
+        this.held.splice(0).map(({ job }) => job),
+        0,
+      );
   }
 
   /** Gives back jobs claimed but never started: their attempt does not count. */
@@ -483,7 +500,11 @@ class JobLoop {
     return this.writeOutcome(job, outcome, heldMs);
   }
 
-  private async writeOutcome(job: ClaimedJob, outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>, heldMs: number): Promise<void> {
+  private async writeOutcome(
+    job: ClaimedJob,
+    outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>,
+    heldMs: number,
+  ): Promise<void> {
     try {
       await recordOutcome(this.db, { ...job, heldMs }, outcome, this.counts, this.options.handBackDelaySeconds);
     } finally {
@@ -493,7 +514,9 @@ class JobLoop {
 
   /** What runs a claimed job: its queue's delivery target when the claim gave one, else its type's handler. */
   private definitionOf(job: ClaimedJob): JobDefinition {
-    return job.delivery === undefined ? this.registry.definitionOf(job.type)! : this.deliveries!.definitionFor(job.queue, job.delivery);
+    return job.delivery === undefined
+      ? this.registry.definitionOf(job.type)!
+      : this.deliveries!.definitionFor(job.queue, job.delivery);
   }
 
   // Subrequests (under a cap)
@@ -520,7 +543,9 @@ class JobLoop {
    */
   private affordableJobs(): number {
     if (this.subrequests === undefined) return Number.POSITIVE_INFINITY;
-    return this.subrequests.affordableJobs(1 + heartbeatsWithin(this.budget.msUntilAbort(), this.lastLeaseSeconds) + this.mostDeclared);
+    return this.subrequests.affordableJobs(
+      1 + heartbeatsWithin(this.budget.msUntilAbort(), this.lastLeaseSeconds) + this.mostDeclared,
+    );
   }
 
   /** An enqueue announced to this loop must find room in it: none is left waiting for a drain that cannot take it. */

@@ -68,7 +68,11 @@ export async function enqueueDuePeriodicJobs(db: Queryable, logger: Logger): Pro
     // Past both the tick and the database's now: missed ticks are skipped.
     const after = new Date(Math.max(Date.parse(schedule.now), Date.parse(schedule.dueAtIso)));
     try {
-      ticks.push({ name: schedule.name, dueAt: schedule.dueAt, nextRunAt: nextTick(schedule.cron, schedule.timezone, after) });
+      ticks.push({
+        name: schedule.name,
+        dueAt: schedule.dueAt,
+        nextRunAt: nextTick(schedule.cron, schedule.timezone, after),
+      });
     } catch (error) {
       // A bad expression written straight into the table must not stop the others.
       logger.error('cannot read the cron expression of a schedule; it is skipped', {

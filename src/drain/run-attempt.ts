@@ -73,7 +73,11 @@ export class Attempt implements JobContext, Beating {
   }
 
   get log(): Logger {
-    return (this.logger ??= withFields(this.loopLogger, { jobId: this.job.id, type: this.job.type, attempt: this.attempt }));
+    return (this.logger ??= withFields(this.loopLogger, {
+      jobId: this.job.id,
+      type: this.job.type,
+      attempt: this.attempt,
+    }));
   }
 
   extendLease(leaseSeconds?: number): Promise<void> {
@@ -131,7 +135,10 @@ export class Attempt implements JobContext, Beating {
     const timeout =
       timeoutSeconds === undefined
         ? undefined
-        : setTimeout(() => this.interrupt(new AttemptInterruptedError('timeout', `${timeoutSeconds} s`)), timeoutSeconds * 1000);
+        : setTimeout(
+            () => this.interrupt(new AttemptInterruptedError('timeout', `${timeoutSeconds} s`)),
+            timeoutSeconds * 1000,
+          );
     try {
       const settled = await this.settleUnlessInterrupted();
       // Interrupted, or threw because it was: either way the interruption decides.
@@ -191,7 +198,8 @@ function failureOutcome(error: unknown, job: ClaimedJob, definition: JobDefiniti
   if (error instanceof PermanentError) return { kind: 'failed', error: errorJson(error), forGood: true };
   const { maxAttempts, backoff } = definition.options;
   const forGood = maxAttempts !== undefined && job.attempts >= maxAttempts;
-  if (error instanceof RetryAfterError) return { kind: 'failed', error: errorJson(error), forGood, retryInSeconds: error.seconds };
+  if (error instanceof RetryAfterError)
+    return { kind: 'failed', error: errorJson(error), forGood, retryInSeconds: error.seconds };
   return {
     kind: 'failed',
     error: errorJson(error),
@@ -205,7 +213,8 @@ function errorJson(error: unknown): Json {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
   const described: { [key: string]: Json } = { name: error.name, message: error.message };
   if (error instanceof AttemptInterruptedError) described.why = error.why;
-  if (error instanceof InvalidPayloadError) described.issues = error.issues.map(({ path, message }) => ({ path, message }));
+  if (error instanceof InvalidPayloadError)
+    described.issues = error.issues.map(({ path, message }) => ({ path, message }));
   if (error instanceof RetryAfterError) described.retryInSeconds = error.seconds;
   return described;
 }

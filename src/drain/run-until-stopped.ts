@@ -89,10 +89,7 @@ export async function runUntilStopped(
 }
 
 /** Housekeeping every `intervalMs` until the drain stops; a failed round is logged and tried again next time. */
-async function keepHouse(
-  db: Queryable,
-  options: HousekeepingOptions & { intervalMs: number },
-): Promise<void> {
+async function keepHouse(db: Queryable, options: HousekeepingOptions & { intervalMs: number }): Promise<void> {
   const { budget, logger } = options;
   if (options.intervalMs <= 0) return;
   while (!budget.stopped.aborted) {

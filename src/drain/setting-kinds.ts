@@ -37,7 +37,11 @@ export function secondsAsMilliseconds(range: Range): SettingKind<number> {
   return numberKind(range, false, 1000);
 }
 
-function numberKind({ min, max = Number.POSITIVE_INFINITY }: Range, integer: boolean, scale: number): SettingKind<number> {
+function numberKind(
+  { min, max = Number.POSITIVE_INFINITY }: Range,
+  integer: boolean,
+  scale: number,
+): SettingKind<number> {
   const within = (factor: number) => {
     const kind = integer ? z.int() : z.number();
     return Number.isFinite(max) ? kind.min(min * factor).max(max * factor) : kind.min(min * factor);
@@ -58,7 +62,9 @@ function numberKind({ min, max = Number.POSITIVE_INFINITY }: Range, integer: boo
 }
 
 /** A switch: `on` or `off`, or the words given (SKIPLOCK_DEV takes 1 and 0 only). */
-export function onOff(words: { on: readonly [string, ...string[]]; off: readonly [string, ...string[]] } = DEFAULT_SWITCH_WORDS): SettingKind<boolean> {
+export function onOff(
+  words: { on: readonly [string, ...string[]]; off: readonly [string, ...string[]] } = DEFAULT_SWITCH_WORDS,
+): SettingKind<boolean> {
   const others = words.on.slice(1).map((on, index) => `${on} or ${words.off[index + 1]}`);
   return {
     accepts: `${words.on[0]} or ${words.off[0]}${others.length > 0 ? ` (also ${others.join(', ')})` : ''}`,

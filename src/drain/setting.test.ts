@@ -14,7 +14,7 @@ const GROUP = {
   cap: setting({
     variable: 'CAP',
     kind: wholeNumber({ min: 1 }),
-    defaultFrom: { shown: 'the plan\'s', of: (values) => PLAN_CAPS[values.plan as 'small' | 'large'] },
+    defaultFrom: { shown: "the plan's", of: (values) => PLAN_CAPS[values.plan as 'small' | 'large'] },
     description: 'follows the plan',
   }),
   hosts: setting({
@@ -23,7 +23,12 @@ const GROUP = {
     unset: 'none',
     description: 'a list',
   }),
-  grace: setting({ variable: 'GRACE_SECONDS', kind: secondsAsMilliseconds({ min: 0, max: 60 }), default: 20_000, description: 'a grace' }),
+  grace: setting({
+    variable: 'GRACE_SECONDS',
+    kind: secondsAsMilliseconds({ min: 0, max: 60 }),
+    default: 20_000,
+    description: 'a grace',
+  }),
   name: setting({ variable: 'NAME', kind: text('a name'), unset: 'none', description: 'a name' }),
   hidden: setting({ variable: 'HIDDEN', kind: onOff(), default: false, option: false, description: 'a variable only' }),
 };
@@ -100,13 +105,22 @@ describe('readSettings', () => {
     expect(() => readSettings(GROUP, env, { size: 80 })).toThrow(/^size must be a whole number from 1 to 50, not 80$/);
     // @ts-expect-error -- a plan is small or large: this must not compile, and is refused when it runs anyway.
     expect(() => readSettings(GROUP, {}, { plan: 'huge' })).toThrow('plan must be small or large, not "huge"');
-    expect(() => readSettings(GROUP, {}, { hosts: ['a.example', 'B_AD'] })).toThrow('hosts must be names, comma-separated, not "B_AD"');
-    expect(() => readSettings(GROUP, {}, { grace: 61_000 })).toThrow('grace must be a number from 0 to 60000 (milliseconds), not 61000');
+    expect(() => readSettings(GROUP, {}, { hosts: ['a.example', 'B_AD'] })).toThrow(
+      'hosts must be names, comma-separated, not "B_AD"',
+    );
+    expect(() => readSettings(GROUP, {}, { grace: 61_000 })).toThrow(
+      'grace must be a number from 0 to 60000 (milliseconds), not 61000',
+    );
   });
 
   it('types each setting by its kind alone', () => {
     // @ts-expect-error -- a whole number's default is a number: this must not compile.
-    const wrong = setting({ variable: 'WRONG', kind: wholeNumber({ min: 1 }), default: 'many', description: 'mistyped' });
+    const wrong = setting({
+      variable: 'WRONG',
+      kind: wholeNumber({ min: 1 }),
+      default: 'many',
+      description: 'mistyped',
+    });
     expect(wrong.kind.fromCode.safeParse(wrong.default).success).toBe(false);
   });
 
@@ -114,6 +128,8 @@ describe('readSettings', () => {
     expect(readSettings(SHARED_SETTINGS, { SKIPLOCK_DEV: '1' }).devMode).toBe(true);
     expect(readSettings(SHARED_SETTINGS, { SKIPLOCK_DEV: '0' }).devMode).toBe(false);
     expect(readSettings(SHARED_SETTINGS, {}).devMode).toBe(false);
-    expect(() => readSettings(SHARED_SETTINGS, { SKIPLOCK_DEV: 'true' })).toThrow('SKIPLOCK_DEV must be 1 or 0, not "true"');
+    expect(() => readSettings(SHARED_SETTINGS, { SKIPLOCK_DEV: 'true' })).toThrow(
+      'SKIPLOCK_DEV must be 1 or 0, not "true"',
+    );
   });
 });

@@ -48,11 +48,15 @@ export type Setting<T, Variable extends string = string> =
   | SettingWithoutDefault<T, Variable>;
 
 /** A setting, typed: its default must be a value of its kind. */
-export function setting<T, Variable extends string>(fields: SettingWithDefault<T, Variable>): SettingWithDefault<T, Variable>;
+export function setting<T, Variable extends string>(
+  fields: SettingWithDefault<T, Variable>,
+): SettingWithDefault<T, Variable>;
 export function setting<T, Variable extends string>(
   fields: SettingWithDerivedDefault<T, Variable>,
 ): SettingWithDerivedDefault<T, Variable>;
-export function setting<T, Variable extends string>(fields: SettingWithoutDefault<T, Variable>): SettingWithoutDefault<T, Variable>;
+export function setting<T, Variable extends string>(
+  fields: SettingWithoutDefault<T, Variable>,
+): SettingWithoutDefault<T, Variable>;
 export function setting<T, Variable extends string>(fields: Setting<T, Variable>): Setting<T, Variable> {
   return fields;
 }
@@ -114,7 +118,13 @@ function fromVariable(each: Setting<unknown>, raw: unknown): unknown {
 }
 
 /** The value read by the schema, or one line naming the setting, what it takes, and the value (the entry, in a list) it could not. */
-function checked(schema: z.ZodType, value: unknown, name: string, accepts: string, quote: (value: unknown) => string): unknown {
+function checked(
+  schema: z.ZodType,
+  value: unknown,
+  name: string,
+  accepts: string,
+  quote: (value: unknown) => string,
+): unknown {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;

@@ -28,7 +28,8 @@ export const SHARED_SETTINGS = {
     variable: 'RETENTION_SECONDS',
     kind: number({ min: 0 }),
     default: 7 * 24 * 3600,
-    description: 'how long finished jobs and events are kept, in seconds (finished jobs go by whole days: at least this long, at most a day more)',
+    description:
+      'how long finished jobs and events are kept, in seconds (finished jobs go by whole days: at least this long, at most a day more)',
   }),
   statsRetentionDays: setting({
     variable: 'STATS_RETENTION_DAYS',
@@ -52,7 +53,8 @@ export const SHARED_SETTINGS = {
     kind: text('any long random string'),
     unset: 'unsigned',
     secret: true,
-    description: 'signs `http` job deliveries (Standard Webhooks, a `whsec_` secret per tenant and endpoint derived from it)',
+    description:
+      'signs `http` job deliveries (Standard Webhooks, a `whsec_` secret per tenant and endpoint derived from it)',
   }),
 };
 

@@ -67,7 +67,11 @@ export async function acknowledge(
 
 async function jobsOfTenant(db: Queryable, leases: readonly Lease[], tenant: string): Promise<Set<string>> {
   const ids = leases.map((lease) => lease.id);
-  const rows = await db.query<{ id: string }>({ name: 'skiplock_jobs_of_tenant', text: jobsOfTenantSql, params: [ids, tenant] });
+  const rows = await db.query<{ id: string }>({
+    name: 'skiplock_jobs_of_tenant',
+    text: jobsOfTenantSql,
+    params: [ids, tenant],
+  });
   return new Set(rows.map((row) => row.id));
 }
 
@@ -79,9 +83,14 @@ function checkAcknowledgements(...lists: ReadonlyArray<readonly Lease[]>): void 
     throw new InvalidInputError(`one acknowledgement carries at most ${MAX_ACKNOWLEDGEMENTS} jobs`, 'complete');
   }
   const seen = new Set<string>();
-  for (const [name, list] of [['complete', complete!], ['fail', fail!], ['release', release!]] as const) {
+  for (const [name, list] of [
+    ['complete', complete!],
+    ['fail', fail!],
+    ['release', release!],
+  ] as const) {
     list.forEach((lease, index) => {
-      if (seen.has(lease.id)) throw new InvalidInputError(`job ${lease.id} is acknowledged twice`, `${name}.${index}.id`);
+      if (seen.has(lease.id))
+        throw new InvalidInputError(`job ${lease.id} is acknowledged twice`, `${name}.${index}.id`);
       seen.add(lease.id);
     });
   }

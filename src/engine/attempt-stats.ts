@@ -79,7 +79,11 @@ interface DailyAttemptStatsRecord extends AttemptTimingsRow {
 }
 
 /** Per day and over the period, per queue and tenant: counts, and p50 and p95 of waits and runs. */
-export async function dailyAttemptStats(db: Queryable, days: number, scope: TenantScope = {}): Promise<DailyAttemptStats> {
+export async function dailyAttemptStats(
+  db: Queryable,
+  days: number,
+  scope: TenantScope = {},
+): Promise<DailyAttemptStats> {
   if (!Number.isInteger(days) || days < 1 || days > MAX_STATS_DAYS) {
     throw new InvalidInputError(`days must be a whole number from 1 to ${MAX_STATS_DAYS}`, 'days');
   }

@@ -45,7 +45,11 @@ GROUP BY queue, tenant
 ORDER BY queue, tenant`;
 
 /** Per queue and tenant, the attempts that ended in the window: counts, and p50 and p95 of their waits and runs. */
-export async function attemptTimings(db: Queryable, window: TimingWindow, scope: TenantScope = {}): Promise<AttemptTimingsRow[]> {
+export async function attemptTimings(
+  db: Queryable,
+  window: TimingWindow,
+  scope: TenantScope = {},
+): Promise<AttemptTimingsRow[]> {
   if (!Object.hasOwn(TIMING_WINDOWS, window)) {
     throw new InvalidInputError(`window must be one of ${Object.keys(TIMING_WINDOWS).join(', ')}`, 'window');
   }

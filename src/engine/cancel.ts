@@ -54,7 +54,11 @@ WHERE f.id = $1 AND ($2::text IS NULL OR f.tenant = $2)`;
  * Cancels a job. `tenant` scopes the lookup for a tenant-bound caller: another
  * tenant's job is reported as not found (undefined).
  */
-export async function cancel(db: Queryable, id: string, scope: { tenant?: string } = {}): Promise<CancelResult | undefined> {
+export async function cancel(
+  db: Queryable,
+  id: string,
+  scope: { tenant?: string } = {},
+): Promise<CancelResult | undefined> {
   const [row] = await db.query<CancelResult>({
     name: 'skiplock_cancel',
     text: cancelSql,

@@ -29,7 +29,10 @@ export const MAX_CLAIM = 1000;
 const claimBatchSql = /* sql */ `SELECT * FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6, $7)`;
 
 /** A row of skiplock.claim_batch: the job's own columns (skiplock.claimed_job). */
-type ClaimedRow = Omit<ClaimedJob, 'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result' | 'delivery'> & {
+type ClaimedRow = Omit<
+  ClaimedJob,
+  'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result' | 'delivery'
+> & {
   delivery: DeliveryTarget | null;
   /** The job's place in the claim's order, from 1: the rows come back unordered. */
   position: number;

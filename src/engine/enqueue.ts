@@ -199,7 +199,11 @@ function enqueuedJob(row: EnqueuedColumns): Job {
  * it (a concurrent enqueue committed it meanwhile): a later statement can.
  */
 async function readHeldJob(db: Queryable, row: EnqueueRow): Promise<Job> {
-  const [held] = await db.query<{ job: Job }>({ name: 'skiplock_get_job', text: getJobSql, params: [row.heldBy, null] });
+  const [held] = await db.query<{ job: Job }>({
+    name: 'skiplock_get_job',
+    text: getJobSql,
+    params: [row.heldBy, null],
+  });
   if (held === undefined) throw new Error(`the job holding a dedup key vanished: ${row.heldBy}`);
   return held.job;
 }
@@ -218,7 +222,10 @@ function checkBatch(jobs: readonly EnqueueInput[]): void {
     for (const field of ['callbackUrl', 'failureCallbackUrl'] as const) {
       const url = job[field];
       if (url !== undefined && !isCallbackUrl(url)) {
-        throw new InvalidInputError(`${field} must be an http or https URL of at most ${MAX_CALLBACK_URL_LENGTH} characters`, `jobs.${index}.${field}`);
+        throw new InvalidInputError(
+          `${field} must be an http or https URL of at most ${MAX_CALLBACK_URL_LENGTH} characters`,
+          `jobs.${index}.${field}`,
+        );
       }
     }
     if (job.dedupKey === undefined) return;

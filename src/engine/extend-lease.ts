@@ -38,7 +38,11 @@ SELECT skiplock.iso(lease_expires_at) AS "leaseExpiresAt",
        cancel_requested_at IS NOT NULL AS "cancelRequested"
 FROM extended`;
 
-export async function extendLease(db: Queryable, lease: Lease, options: ExtendLeaseOptions = {}): Promise<ExtendedLease> {
+export async function extendLease(
+  db: Queryable,
+  lease: Lease,
+  options: ExtendLeaseOptions = {},
+): Promise<ExtendedLease> {
   const [row] = await db.query<ExtendedLease>({
     name: 'skiplock_extend_lease',
     text: extendLeaseSql,

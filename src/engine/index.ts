@@ -74,7 +74,14 @@ export {
 } from './attempt-stats.js';
 export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health.js';
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
-export { getTenant, setTenant, setTenantDefaults, type RateLimit, type Tenant, type TenantSettings } from './tenants.js';
+export {
+  getTenant,
+  setTenant,
+  setTenantDefaults,
+  type RateLimit,
+  type Tenant,
+  type TenantSettings,
+} from './tenants.js';
 export { getQueue, listQueueSettings, setQueue, type Queue, type QueueSettings } from './queue-settings.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';

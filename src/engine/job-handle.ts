@@ -58,11 +58,7 @@ const MAX_POLL_INTERVAL_MS = 1000;
 const FIRST_POLL_INTERVAL_MS = 20;
 
 /** A handle on a job by id, for one enqueued earlier (its `id` is all a later process needs). */
-export function jobHandle<Result = unknown>(
-  db: Queryable,
-  job: Job,
-  deduplicated = false,
-): JobHandle<Result> {
+export function jobHandle<Result = unknown>(db: Queryable, job: Job, deduplicated = false): JobHandle<Result> {
   const read = async () => {
     const current = await getJob(db, job.id);
     if (current === undefined) throw new JobGoneError(job.id);

@@ -33,7 +33,9 @@ describe('toJob', () => {
       leaseExpiresAt: times[2 - n]!,
     }));
     const expected = rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([field, value]) => [field, value === null ? null : new Date(value).toISOString()])),
+      Object.fromEntries(
+        Object.entries(row).map(([field, value]) => [field, value === null ? null : new Date(value).toISOString()]),
+      ),
     );
     expect(rows.map((row) => toJob(row as unknown as Job))).toEqual(expected);
   });

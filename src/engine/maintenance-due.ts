@@ -24,6 +24,10 @@ export interface MaintenanceDue {
 }
 
 export async function maintenanceDue(db: Queryable): Promise<MaintenanceDue> {
-  const [row] = await db.query<MaintenanceDue>({ name: 'skiplock_maintenance_due', text: maintenanceDueSql, params: [] });
+  const [row] = await db.query<MaintenanceDue>({
+    name: 'skiplock_maintenance_due',
+    text: maintenanceDueSql,
+    params: [],
+  });
   return row!;
 }

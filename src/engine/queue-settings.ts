@@ -69,7 +69,12 @@ export async function setQueue(
   await db.query({
     name: 'skiplock_set_queue',
     text: setQueueSql,
-    params: [name, settings.concurrency, settings.weight, settings.delivery == null ? null : JSON.stringify(settings.delivery)],
+    params: [
+      name,
+      settings.concurrency,
+      settings.weight,
+      settings.delivery == null ? null : JSON.stringify(settings.delivery),
+    ],
   });
   return getQueue(db, name);
 }

@@ -74,7 +74,11 @@ export interface ReleaseWorkerOptions extends ReclaimOptions {
 }
 
 /** Hands back every job a worker holds, at once: for a worker that restarts after a crash. */
-export async function releaseWorker(db: Queryable, workerId: string, options: ReleaseWorkerOptions = {}): Promise<Job[]> {
+export async function releaseWorker(
+  db: Queryable,
+  workerId: string,
+  options: ReleaseWorkerOptions = {},
+): Promise<Job[]> {
   const rows = await db.query<{ job: Job }>({
     name: 'skiplock_reclaim',
     text: reclaimSql,

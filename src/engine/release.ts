@@ -74,7 +74,11 @@ export interface ReleaseManyResult {
 }
 
 /** Hands many jobs back in one statement (a drain letting go of what it claimed but will not run). */
-export async function releaseMany(db: Queryable, leases: readonly Lease[], options: ReleaseOptions = {}): Promise<ReleaseManyResult> {
+export async function releaseMany(
+  db: Queryable,
+  leases: readonly Lease[],
+  options: ReleaseOptions = {},
+): Promise<ReleaseManyResult> {
   if (leases.length === 0) return { released: [], stale: [] };
   const released = new Set((await runReleases(db, leases, options, false)).map((row) => row.id));
   return {

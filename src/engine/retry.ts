@@ -33,7 +33,11 @@ UNION ALL
 SELECT skiplock.job_json(a), false FROM skiplock.all_jobs a
 WHERE a.id = $1 AND ($2::text IS NULL OR a.tenant = $2) AND NOT EXISTS (SELECT 1 FROM back)`;
 
-export async function retry(db: Queryable, id: string, scope: { tenant?: string } = {}): Promise<RetryResult | undefined> {
+export async function retry(
+  db: Queryable,
+  id: string,
+  scope: { tenant?: string } = {},
+): Promise<RetryResult | undefined> {
   const [row] = await db.query<RetryResult>({
     name: 'skiplock_retry',
     text: retrySql,

@@ -80,7 +80,12 @@ async function checkPayloads(
 }
 
 /** Callback URLs are held to the `http` job's destination rules at enqueue, not only when the job ends. */
-function checkCallbacks(c: Context<AppEnv>, deps: AppDeps, request: EnqueueRequest, inputs: readonly EnqueueInput[]): void {
+function checkCallbacks(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  request: EnqueueRequest,
+  inputs: readonly EnqueueInput[],
+): void {
   const errors: FieldError[] = [];
   for (const [index, input] of inputs.entries()) {
     for (const field of ['callbackUrl', 'failureCallbackUrl'] as const) {

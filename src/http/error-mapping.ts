@@ -32,7 +32,12 @@ function fromHttpException(error: HTTPException): ProblemError | undefined {
       const detail = error.message || 'the request could not be read';
       return new ProblemError(400, 'malformed-request', 'Malformed request', detail);
     case 415:
-      return new ProblemError(415, 'unsupported-media-type', 'Unsupported media type', 'send the body as application/json');
+      return new ProblemError(
+        415,
+        'unsupported-media-type',
+        'Unsupported media type',
+        'send the body as application/json',
+      );
     default:
       return undefined;
   }

@@ -142,7 +142,10 @@ export class JobClient {
     return this.handle(id, undefined);
   }
 
-  private handle<Result>(id: string, enqueued: EnqueuedJob | EnqueuedJobReference | undefined): ClientJobHandle<Result> {
+  private handle<Result>(
+    id: string,
+    enqueued: EnqueuedJob | EnqueuedJobReference | undefined,
+  ): ClientJobHandle<Result> {
     const path = `/v1/jobs/${encodeURIComponent(id)}`;
     return {
       id,
@@ -178,7 +181,12 @@ export class JobClient {
     return job!;
   }
 
-  private async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  private async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     return (await this.exchange<T>(method, path, body, headers)).value!;
   }
 

@@ -11,7 +11,11 @@ import type { z } from '@hono/zod-openapi';
  * job (within its tenant), a status token only the job's status view.
  * Undefined when there is no such job, or none the caller may see.
  */
-export function jobReader(deps: AppDeps, c: Context<AppEnv>, id: string): () => Promise<Job | JobStatusView | undefined> {
+export function jobReader(
+  deps: AppDeps,
+  c: Context<AppEnv>,
+  id: string,
+): () => Promise<Job | JobStatusView | undefined> {
   const database = deps.database(c.env);
   const principal = c.var.principal;
   if (principal.kind === 'status-token') {

@@ -69,11 +69,7 @@ export interface NamedOperation {
 export function authorizedRoute<
   const Path extends string,
   Config extends Omit<RouteConfig, 'path' | 'security' | 'middleware'> & NamedOperation & { path: Path },
->(
-  deps: AppDeps,
-  rule: AccessRule,
-  config: Config,
-) {
+>(deps: AppDeps, rule: AccessRule, config: Config) {
   // Every such route may turn away a client with too many failed authentications.
   const responses = { ...problemResponses(429), ...config.responses };
   return createRoute({ ...config, responses, security: BEARER_SECURITY, middleware: access(deps, rule) });

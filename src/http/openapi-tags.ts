@@ -4,8 +4,14 @@
  */
 export const API_TAGS = [
   { name: 'jobs', description: 'Enqueue jobs, follow them, list, cancel and retry them.' },
-  { name: 'pull', description: 'Workers in any language claim jobs with a lease, heartbeat, and complete, fail or release them.' },
-  { name: 'stats', description: 'Job counts per queue, tenant and status, throughput, wait and run times, and queue health.' },
+  {
+    name: 'pull',
+    description: 'Workers in any language claim jobs with a lease, heartbeat, and complete, fail or release them.',
+  },
+  {
+    name: 'stats',
+    description: 'Job counts per queue, tenant and status, throughput, wait and run times, and queue health.',
+  },
   { name: 'tenants', description: "A tenant's concurrency, rate limit and weight." },
   { name: 'queues', description: "A queue's concurrency cap and weight." },
   { name: 'keys', description: 'API keys and their scopes.' },

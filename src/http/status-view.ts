@@ -25,7 +25,8 @@ export function statusViewOf(job: Job, jobType: JobType | undefined): JobStatusV
     startedAt: job.startedAt,
     finishedAt: job.finishedAt,
     progress: published(jobType?.publicProgress ?? defaultPublicProgress, job.progress),
-    result: jobType?.publicResult === undefined || job.result === null ? null : published(jobType.publicResult, job.result),
+    result:
+      jobType?.publicResult === undefined || job.result === null ? null : published(jobType.publicResult, job.result),
   };
 }
 

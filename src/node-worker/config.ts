@@ -18,7 +18,8 @@ export interface WorkerConfig {
 export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
   const shared = readSettings(SHARED_SETTINGS, vars);
   const { deliverWebhooks, ...worker } = readSettings(NODE_WORKER_SETTINGS, vars);
-  if (shared.databaseUrl === undefined) throw new Error('DATABASE_URL is not set: the worker needs the Postgres that holds the queue');
+  if (shared.databaseUrl === undefined)
+    throw new Error('DATABASE_URL is not set: the worker needs the Postgres that holds the queue');
   const settings = jobSettings(shared);
   // In Node nothing in front of the process keeps the `http` job off private addresses: this fetch does.
   const jobs = { ...settings, http: { ...settings.http, fetch: publicAddressFetch() } };
@@ -31,7 +32,12 @@ export function readWorkerConfig(vars: WorkerVariables): WorkerConfig {
       statsRetentionDays: shared.statsRetentionDays,
       // Queues' webhook targets, signed with the secrets they name from this environment.
       ...(deliverWebhooks
-        ? { deliveries: new QueueDeliveries({ http: jobs.http, secret: (name) => (vars as Readonly<Record<string, string | undefined>>)[name] }) }
+        ? {
+            deliveries: new QueueDeliveries({
+              http: jobs.http,
+              secret: (name) => (vars as Readonly<Record<string, string | undefined>>)[name],
+            }),
+          }
         : {}),
     },
   };

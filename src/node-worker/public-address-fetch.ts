@@ -11,7 +11,9 @@ export type ResolveName = (hostname: string) => Promise<LookupAddress[]>;
 
 const systemResolver: ResolveName = (hostname) =>
   new Promise((resolve, reject) =>
-    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
+    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) =>
+      error ? reject(error) : resolve(addresses),
+    ),
   );
 
 /** Statuses whose responses have no body, which a Response must be made without. */
@@ -37,8 +39,8 @@ export function publicAddressFetch(options: PublicAddressFetchOptions = {}): Del
   const resolve = options.resolve ?? systemResolver;
   const allowAddress = options.allowAddress ?? isPublicAddress;
   const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
-    resolve(hostname).then(
-      (all) => {
+    resolve(hostname)
+      .then((all) => {
         const refused = all.find(({ address }) => !allowAddress(address));
         if (refused !== undefined) {
           throw new PermanentError(`${hostname} resolves to ${refused.address}, which is not a public address`);
@@ -49,8 +51,8 @@ export function publicAddressFetch(options: PublicAddressFetchOptions = {}): Del
         if (first === undefined) throw new Error(`${hostname} has no address`);
         if (lookupOptions.all) callback(null, usable);
         else callback(null, first.address, first.family);
-      },
-    ).catch((error: NodeJS.ErrnoException) => callback(error, '', 0));
+      })
+      .catch((error: NodeJS.ErrnoException) => callback(error, '', 0));
   };
 
   return (url, { method, headers, body, signal }) =>

@@ -23,7 +23,8 @@ export const NODE_WORKER_SETTINGS = {
     variable: 'WORKER_ID',
     kind: text('a name'),
     unset: '`skiplock:node-<host>-<pid>-<random>`',
-    description: 'recorded on every claim; a stable one (per host or pod) hands back, at start, the leases its previous run held',
+    description:
+      'recorded on every claim; a stable one (per host or pod) hands back, at start, the leases its previous run held',
   }),
   pollIntervalMs: setting({
     variable: 'POLL_INTERVAL_MS',

@@ -117,7 +117,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       concurrency,
       claimBatchSize,
       waitForWork: (signal) => started.next(signal),
-      ...(options.housekeepingIntervalMs === undefined ? {} : { housekeepingIntervalMs: options.housekeepingIntervalMs }),
+      ...(options.housekeepingIntervalMs === undefined
+        ? {}
+        : { housekeepingIntervalMs: options.housekeepingIntervalMs }),
       retentionSeconds,
       statsRetentionDays,
       ...(options.deliveries === undefined ? {} : { deliveries: options.deliveries }),

@@ -100,7 +100,10 @@ export class JobWakeups {
     } catch (error) {
       this.lastFailureAt = Date.now();
       await client.end().catch(() => {});
-      this.options.logger.warn(`cannot LISTEN for new jobs; polling every ${this.options.pollIntervalMs} ms`, errorFields(error));
+      this.options.logger.warn(
+        `cannot LISTEN for new jobs; polling every ${this.options.pollIntervalMs} ms`,
+        errorFields(error),
+      );
       return;
     }
     if (this.closed) {
@@ -117,7 +120,8 @@ export class JobWakeups {
     this.listener = undefined;
     this.lastFailureAt = Date.now();
     void client.end().catch(() => {});
-    if (!this.closed) this.options.logger.warn('lost the LISTEN connection; polling until it is back', errorFields(error));
+    if (!this.closed)
+      this.options.logger.warn('lost the LISTEN connection; polling until it is back', errorFields(error));
   }
 
   private reconnectIfLost(): void {

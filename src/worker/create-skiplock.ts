@@ -87,8 +87,15 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     if (runtime === undefined) {
       const settings = resolveSettings(options, env as SkiplockEnv, { api });
       const builtIn = builtInJobs(settings.jobs).filter((job) => options.httpJob !== false || job.type !== 'http');
-      const registry = createRegistry([...builtIn, ...(options.jobs ?? [])], options.schedules, { knownTypes: DEMO_TYPES });
-      runtime = { settings, registry, deliveries: workerDeliveries(env, settings.jobs.http), drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER };
+      const registry = createRegistry([...builtIn, ...(options.jobs ?? [])], options.schedules, {
+        knownTypes: DEMO_TYPES,
+      });
+      runtime = {
+        settings,
+        registry,
+        deliveries: workerDeliveries(env, settings.jobs.http),
+        drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER,
+      };
       runtimes.set(env, runtime);
     }
     return runtime;
@@ -124,7 +131,12 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         if (!(error instanceof ConfigurationError)) throw error;
         if (!reported.has(env)) console.error(error.message);
         reported.add(env);
-        const problem = new ProblemError(503, 'misconfigured', 'Misconfigured', 'this Worker is not configured: see its log');
+        const problem = new ProblemError(
+          503,
+          'misconfigured',
+          'Misconfigured',
+          'this Worker is not configured: see its log',
+        );
         return problemResponse(problem, crypto.randomUUID());
       }
       if (!api) return problemResponse(notFound('this Worker serves no HTTP API'), crypto.randomUUID());
@@ -152,7 +164,9 @@ function lowerClock(env: SkiplockEnv, ctx: WaitUntil): void {
   const clock = QueueClock.of(env);
   if (clock === undefined) return;
   ctx.waitUntil(
-    clock.lower(Date.now()).catch((error: unknown) => jsonConsoleLogger.error('could not tell the queue clock', errorFields(error))),
+    clock
+      .lower(Date.now())
+      .catch((error: unknown) => jsonConsoleLogger.error('could not tell the queue clock', errorFields(error))),
   );
 }
 
@@ -165,7 +179,9 @@ function checkDefinitions(options: SkiplockOptions): void {
       throw new TypeError(`skiplock: jobs must be defineJob(...) definitions; got ${JSON.stringify(job)}`);
     }
     if (reserved.has(job.type) && !(job.type === 'http' && options.httpJob === false)) {
-      throw new Error(`skiplock: job type "${job.type}" is built in; pick another name${job.type === 'http' ? ' or pass httpJob: false' : ''}`);
+      throw new Error(
+        `skiplock: job type "${job.type}" is built in; pick another name${job.type === 'http' ? ' or pass httpJob: false' : ''}`,
+      );
     }
   }
   createRegistry([...jobs], options.schedules, { knownTypes: [...reserved] });

@@ -33,7 +33,8 @@ export function requestDatabase(source: DatabaseSource): Db {
  * caller closes it before the event ends.
  */
 export function sessionDatabase(source: DatabaseSource): SessionDb {
-  if (source.kind === 'hyperdrive') return deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max: 1 }));
+  if (source.kind === 'hyperdrive')
+    return deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max: 1 }));
   configureNeon(source);
   return neonPoolDb(source.url);
 }
@@ -50,7 +51,10 @@ const HYPERDRIVE_POOL = 2;
  * runs. Over Hyperdrive the statements use a pool of 2 connections (each a
  * subrequest), and jobs get the rest. The caller closes the database when the drain ends.
  */
-export function drainDatabase(source: DatabaseSource, subrequests: SubrequestBudget): { db: Db; connections: ConnectionGate } {
+export function drainDatabase(
+  source: DatabaseSource,
+  subrequests: SubrequestBudget,
+): { db: Db; connections: ConnectionGate } {
   if (source.kind === 'hyperdrive') {
     subrequests.countUnseen(HYPERDRIVE_POOL);
     return {

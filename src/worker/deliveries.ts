@@ -17,5 +17,9 @@ export function workerDeliveries(env: Bindings, http: QueueDeliveriesOptions['ht
 }
 
 function isQueueProducer(binding: unknown): binding is QueueProducer {
-  return typeof binding === 'object' && binding !== null && typeof (binding as Partial<QueueProducer>).sendBatch === 'function';
+  return (
+    typeof binding === 'object' &&
+    binding !== null &&
+    typeof (binding as Partial<QueueProducer>).sendBatch === 'function'
+  );
 }

@@ -29,7 +29,9 @@ export interface DrainRuntime {
 const ENQUEUE_REQUEST_SUBREQUESTS = 3;
 
 /** What a cron tick did: nothing, when the queue clock said nothing is due; else the drain's counts. */
-export type ScheduledOutcome = ({ drained: true } & DrainCounts & Subrequests & Helpers) | ({ drained: false } & Subrequests);
+export type ScheduledOutcome =
+  | ({ drained: true } & DrainCounts & Subrequests & Helpers)
+  | ({ drained: false } & Subrequests);
 
 /** Helper drains a drain started (fan-out). */
 export interface Helpers {
@@ -37,7 +39,11 @@ export interface Helpers {
 }
 
 /** The fan-out of a drain that may start helpers: with SKIPLOCK_DRAINER bound and DRAIN_FANOUT above 1. */
-function fanOutOf({ settings, registry, deliveries, drainers }: DrainRuntime, db: Queryable, subrequests: SubrequestBudget): FanOut | undefined {
+function fanOutOf(
+  { settings, registry, deliveries, drainers }: DrainRuntime,
+  db: Queryable,
+  subrequests: SubrequestBudget,
+): FanOut | undefined {
   if (drainers === undefined || settings.drain.fanout <= 1) return undefined;
   return new FanOut(drainers, db, subrequests, {
     fanout: settings.drain.fanout,
@@ -56,7 +62,11 @@ const CLOCK_SETTLE_SUBREQUESTS = 2;
  * counts. With the queue clock, a tick with nothing due ends before any
  * statement, and a drain ends by telling the clock when work is next due.
  */
-export async function scheduledDrain(runtime: DrainRuntime, cron: string, clock?: QueueClock): Promise<ScheduledOutcome> {
+export async function scheduledDrain(
+  runtime: DrainRuntime,
+  cron: string,
+  clock?: QueueClock,
+): Promise<ScheduledOutcome> {
   const { settings, registry } = runtime;
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
   let epoch: number | undefined;
@@ -122,7 +132,10 @@ async function settleClock(
     });
     await clock.settle(dueAt.getTime(), epoch, subrequests);
   } catch (error) {
-    jsonConsoleLogger.error('could not tell the queue clock when work is next due; the next tick drains', errorFields(error));
+    jsonConsoleLogger.error(
+      'could not tell the queue clock when work is next due; the next tick drains',
+      errorFields(error),
+    );
   }
 }
 
@@ -184,7 +197,9 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
         async (counts) => {
           const helpers = (await fanOut?.helpersStarted()) ?? 0;
           if (settings.drain.logBackgroundDrains) {
-            console.log(JSON.stringify({ event: 'fast-path-drain', ...counts, helpers, subrequests: subrequests.sent }));
+            console.log(
+              JSON.stringify({ event: 'fast-path-drain', ...counts, helpers, subrequests: subrequests.sent }),
+            );
           }
         },
         (error: unknown) => jsonConsoleLogger.error('fast-path drain failed', errorFields(error)),
@@ -202,7 +217,10 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
  * with a cron drain's budget and subrequests and connections of its own.
  * Never throws: a failure is a log line, and the cron drain goes on.
  */
-export async function helperDrain({ settings, registry, deliveries }: DrainRuntime, name: string): Promise<DrainCounts | undefined> {
+export async function helperDrain(
+  { settings, registry, deliveries }: DrainRuntime,
+  name: string,
+): Promise<DrainCounts | undefined> {
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
   const { db, connections } = drainDatabase(settings.database, subrequests);
   try {
@@ -215,7 +233,8 @@ export async function helperDrain({ settings, registry, deliveries }: DrainRunti
       connections,
       deliveries,
     });
-    if (settings.drain.logBackgroundDrains) console.log(JSON.stringify({ event: 'helper-drain', name, ...counts, subrequests: subrequests.sent }));
+    if (settings.drain.logBackgroundDrains)
+      console.log(JSON.stringify({ event: 'helper-drain', name, ...counts, subrequests: subrequests.sent }));
     return counts;
   } catch (error) {
     jsonConsoleLogger.error('helper drain failed', { name, ...errorFields(error) });

@@ -21,7 +21,10 @@ export interface SkiplockDrainer {
   alarm(): Promise<void>;
 }
 
-export type SkiplockDrainerClass<Env extends SkiplockEnv = SkiplockEnv> = new (state: DrainerState, env: Env) => SkiplockDrainer;
+export type SkiplockDrainerClass<Env extends SkiplockEnv = SkiplockEnv> = new (
+  state: DrainerState,
+  env: Env,
+) => SkiplockDrainer;
 
 /**
  * The helper drains' Durable Object class for your job types (fan-out):
@@ -31,7 +34,9 @@ export type SkiplockDrainerClass<Env extends SkiplockEnv = SkiplockEnv> = new (s
  * skiplock.Drainer {}` (a class, so `wrangler types` can name it), bound as
  * SKIPLOCK_DRAINER.
  */
-export function drainerClass<Env extends SkiplockEnv>(runtimeOf: (env: Env) => DrainRuntime): SkiplockDrainerClass<Env> {
+export function drainerClass<Env extends SkiplockEnv>(
+  runtimeOf: (env: Env) => DrainRuntime,
+): SkiplockDrainerClass<Env> {
   return class Drainer implements SkiplockDrainer {
     declare readonly __DURABLE_OBJECT_BRAND: never;
     private draining = false;
@@ -43,7 +48,8 @@ export function drainerClass<Env extends SkiplockEnv>(runtimeOf: (env: Env) => D
 
     async fetch(): Promise<Response> {
       // A helper that drains now sets its own alarm again if it still finds work.
-      if (!this.draining && (await this.state.storage.getAlarm()) === null) await this.state.storage.setAlarm(Date.now());
+      if (!this.draining && (await this.state.storage.getAlarm()) === null)
+        await this.state.storage.setAlarm(Date.now());
       return new Response(null, { status: 204 });
     }
 

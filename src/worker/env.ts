@@ -39,11 +39,13 @@ export const WORKER_BINDINGS: Readonly<Record<keyof SkiplockBindings, { declared
   },
   SKIPLOCK_DRAINER: {
     declared: 'a Durable Object namespace of your `skiplock.Drainer` class',
-    description: 'helper drains: a drain with a backlog starts up to `DRAIN_FANOUT` - 1 of them; without it each drain works alone',
+    description:
+      'helper drains: a drain with a backlog starts up to `DRAIN_FANOUT` - 1 of them; without it each drain works alone',
   },
   AUTH_RATE_LIMITER: {
     declared: 'a rate limit binding (`[[ratelimits]]`)',
-    description: "counts failed authentications per client address across a location's isolates; without it they are counted per isolate only",
+    description:
+      "counts failed authentications per client address across a location's isolates; without it they are counted per isolate only",
   },
   LOCAL_NEON_PROXY: {
     declared: 'a var, development only: `npm start` sets it',

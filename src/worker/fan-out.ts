@@ -29,7 +29,12 @@ export class FanOut {
     private readonly drainers: DrainerNamespace,
     private readonly db: Queryable,
     private readonly subrequests: SubrequestBudget,
-    private readonly options: { fanout: number; concurrency: number; types: readonly string[]; deliveryTargets: readonly string[] },
+    private readonly options: {
+      fanout: number;
+      concurrency: number;
+      types: readonly string[];
+      deliveryTargets: readonly string[];
+    },
   ) {}
 
   /** For the drain's `onBacklog`: starts the helpers in the background, once. */
@@ -65,7 +70,8 @@ export class FanOut {
         this.subrequests.spend();
         const stub = this.drainers.get(this.drainers.idFromName(drainerName(index)));
         const response = await stub.fetch('https://skiplock-drainer/start', { method: 'POST' });
-        if (!response.ok) throw new Error(`helper ${drainerName(index)} answered ${response.status}: ${await response.text()}`);
+        if (!response.ok)
+          throw new Error(`helper ${drainerName(index)} answered ${response.status}: ${await response.text()}`);
       }
       return helpers;
     } finally {

@@ -78,7 +78,10 @@ export class SkiplockClock {
     let answer: ClockTick | null = null;
     switch (body.op) {
       case 'begin': {
-        const drain = state.dueAt <= body.now || state.definitions !== body.definitions || body.now - state.lastDrainAt >= body.recheckMs;
+        const drain =
+          state.dueAt <= body.now ||
+          state.definitions !== body.definitions ||
+          body.now - state.lastDrainAt >= body.recheckMs;
         if (drain) {
           // Should this drain never settle, the tick after its budget drains again.
           state.dueAt = body.now + body.holdMs;
@@ -126,7 +129,10 @@ export class QueueClock {
    * definitions changed, or when the last drain is `recheckMs` old; a yes
    * holds the clock for `holdMs`, the drain's time to settle it.
    */
-  async begin(tick: { now: number; definitions: string; recheckMs: number; holdMs: number }, subrequests?: SubrequestBudget): Promise<ClockTick> {
+  async begin(
+    tick: { now: number; definitions: string; recheckMs: number; holdMs: number },
+    subrequests?: SubrequestBudget,
+  ): Promise<ClockTick> {
     return (await this.send({ op: 'begin', ...tick }, subrequests)) as ClockTick;
   }
 

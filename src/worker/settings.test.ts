@@ -16,27 +16,60 @@ describe('resolveSettings', () => {
       fanout: 2,
       logBackgroundDrains: false,
     });
-    expect(settings.api).toMatchObject({ devMode: true, corsOrigins: [], maxBodyBytes: 1024 * 1024, logRequests: false });
-    expect(settings.jobs).toEqual({ devMode: true, retentionSeconds: 7 * 24 * 3600, statsRetentionDays: 365, http: { allowedHosts: [] } });
+    expect(settings.api).toMatchObject({
+      devMode: true,
+      corsOrigins: [],
+      maxBodyBytes: 1024 * 1024,
+      logRequests: false,
+    });
+    expect(settings.jobs).toEqual({
+      devMode: true,
+      retentionSeconds: 7 * 24 * 3600,
+      statsRetentionDays: 365,
+      http: { allowedHosts: [] },
+    });
     expect(settings.database).toEqual({ kind: 'neon', url: DEV.DATABASE_URL, localProxy: undefined });
   });
 
-  it('takes the plan\'s subrequest cap and fan-out unless they are set', () => {
-    expect(resolveSettings({}, { ...DEV, WORKERS_PLAN: 'paid' }, { api: true }).drain).toMatchObject({ subrequestLimit: 1000, fanout: 8 });
-    expect(resolveSettings({ subrequestLimit: 200 }, { ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '3' }, { api: true }).drain).toMatchObject({
+  it("takes the plan's subrequest cap and fan-out unless they are set", () => {
+    expect(resolveSettings({}, { ...DEV, WORKERS_PLAN: 'paid' }, { api: true }).drain).toMatchObject({
+      subrequestLimit: 1000,
+      fanout: 8,
+    });
+    expect(
+      resolveSettings({ subrequestLimit: 200 }, { ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '3' }, { api: true })
+        .drain,
+    ).toMatchObject({
       subrequestLimit: 200,
       fanout: 3,
     });
   });
 
   it('takes options given in code over the variables, as values, not as text read again', () => {
-    const env = { ...DEV, DRAIN_CONCURRENCY: '10', WORKERS_PLAN: 'free', LOG_LEVEL: 'warn', CORS_ORIGINS: 'https://env.example' };
+    const env = {
+      ...DEV,
+      DRAIN_CONCURRENCY: '10',
+      WORKERS_PLAN: 'free',
+      LOG_LEVEL: 'warn',
+      CORS_ORIGINS: 'https://env.example',
+    };
     const settings = resolveSettings(
-      { drainConcurrency: 40, workersPlan: 'paid', logLevel: 'info', corsOrigins: ['https://code.example'], httpAllowedHosts: ['acme=hooks.example.com:8443'] },
+      {
+        drainConcurrency: 40,
+        workersPlan: 'paid',
+        logLevel: 'info',
+        corsOrigins: ['https://code.example'],
+        httpAllowedHosts: ['acme=hooks.example.com:8443'],
+      },
       env,
       { api: true },
     );
-    expect(settings.drain).toMatchObject({ concurrency: 40, subrequestLimit: 1000, fanout: 8, logBackgroundDrains: true });
+    expect(settings.drain).toMatchObject({
+      concurrency: 40,
+      subrequestLimit: 1000,
+      fanout: 8,
+      logBackgroundDrains: true,
+    });
     expect(settings.api).toMatchObject({ corsOrigins: ['https://code.example'], logRequests: true });
     expect(settings.jobs.http.allowedHosts).toEqual(['acme=hooks.example.com:8443']);
   });
@@ -60,7 +93,9 @@ describe('resolveSettings', () => {
     expect(refusal(() => resolveSettings({ httpAllowedHosts: ['hooks.example.com:http'] }, DEV, { api: true }))).toBe(
       'skiplock: httpAllowedHosts must be [tenant=]host[:port] entries, comma-separated, not "hooks.example.com:http"',
     );
-    expect(refusal(() => resolveSettings({ devMode: false }, DEV, { api: true }))).toMatch(/^skiplock: ADMIN_TOKEN and STATUS_TOKEN_SECRET are not set/);
+    expect(refusal(() => resolveSettings({ devMode: false }, DEV, { api: true }))).toMatch(
+      /^skiplock: ADMIN_TOKEN and STATUS_TOKEN_SECRET are not set/,
+    );
   });
 
   it('passes the tuning variables on from npm start, never the database, the secrets or dev mode', () => {

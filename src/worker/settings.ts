@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { readSettings, setting, type DerivedDefault, type SettingOptions, type SettingValues } from '../drain/setting.js';
+import {
+  readSettings,
+  setting,
+  type DerivedDefault,
+  type SettingOptions,
+  type SettingValues,
+} from '../drain/setting.js';
 import { list, number, oneOf, onOff, text, wholeNumber } from '../drain/setting-kinds.js';
 import { jobSettings, SHARED_SETTINGS, type JobSettings } from '../drain/settings.js';
 import type { ApiSettings } from '../http/context.js';
@@ -39,7 +45,8 @@ export const WORKER_SETTINGS = {
     kind: text(`a random string, outside dev ${MIN_SECRET_LENGTH} characters or more`),
     unset: 'required outside dev while the API is on (`npm start` generates one into `.data/admin-token`)',
     secret: true,
-    description: 'the first admin API key (`Authorization: Bearer <ADMIN_TOKEN>`), which can create the others; shorter is refused at start',
+    description:
+      'the first admin API key (`Authorization: Bearer <ADMIN_TOKEN>`), which can create the others; shorter is refused at start',
   }),
   statusTokenSecret: setting({
     variable: 'STATUS_TOKEN_SECRET',
@@ -112,7 +119,8 @@ export const WORKER_SETTINGS = {
     variable: 'DRAIN_FANOUT',
     kind: wholeNumber({ min: 1, max: 64 }),
     defaultFrom: byPlan(FANOUT_OF_PLAN),
-    description: 'with `SKIPLOCK_DRAINER` bound, the most drains at once, the one that starts helpers included; 1 turns fan-out off',
+    description:
+      'with `SKIPLOCK_DRAINER` bound, the most drains at once, the one that starts helpers included; 1 turns fan-out off',
   }),
   logLevel: setting({
     variable: 'LOG_LEVEL',
@@ -129,14 +137,19 @@ export const WORKER_SETTINGS = {
  * code, in wrangler's vars and secrets, or both. docs/configuration.md lists
  * them, from SHARED_SETTINGS and WORKER_SETTINGS.
  */
-export interface SkiplockSettings extends SettingOptions<typeof SHARED_SETTINGS>, SettingOptions<typeof WORKER_SETTINGS> {}
+export interface SkiplockSettings
+  extends SettingOptions<typeof SHARED_SETTINGS>,
+    SettingOptions<typeof WORKER_SETTINGS> {}
 
 /**
  * The Worker's tuning variables, which a local stack passes on from its own
  * environment (`DRAIN_CONCURRENCY=20 npm start`); the database, the secrets
  * and dev mode are its own to set.
  */
-export const TUNING_VARIABLES: readonly string[] = [...Object.values(SHARED_SETTINGS), ...Object.values(WORKER_SETTINGS)]
+export const TUNING_VARIABLES: readonly string[] = [
+  ...Object.values(SHARED_SETTINGS),
+  ...Object.values(WORKER_SETTINGS),
+]
   .filter((each) => each.secret !== true && each.variable !== 'SKIPLOCK_DEV')
   .map((each) => each.variable);
 
@@ -179,7 +192,11 @@ export class ConfigurationError extends Error {
  * The settings of one Worker environment: each option, else its variable,
  * else its default. Throws ConfigurationError naming what to fix.
  */
-export function resolveSettings(options: SkiplockSettings, env: SkiplockEnv, needs: { api: boolean }): ResolvedSettings {
+export function resolveSettings(
+  options: SkiplockSettings,
+  env: SkiplockEnv,
+  needs: { api: boolean },
+): ResolvedSettings {
   try {
     const shared = readSettings(SHARED_SETTINGS, env, options);
     const worker = readSettings(WORKER_SETTINGS, env, options);
@@ -233,7 +250,10 @@ function apiSettings(
           `outside dev (\`npx wrangler secret put ${missing[0]}\`, any long random string)`,
       );
     }
-    for (const [name, secret] of [['ADMIN_TOKEN', adminToken], ['STATUS_TOKEN_SECRET', statusTokenSecret]] as const) {
+    for (const [name, secret] of [
+      ['ADMIN_TOKEN', adminToken],
+      ['STATUS_TOKEN_SECRET', statusTokenSecret],
+    ] as const) {
       if (secret!.length < MIN_SECRET_LENGTH) {
         throw new ConfigurationError(
           `${name} is ${secret!.length} characters: outside dev it must be at least ${MIN_SECRET_LENGTH} ` +
@@ -242,5 +262,12 @@ function apiSettings(
       }
     }
   }
-  return { adminToken, statusTokenSecret, authRateLimiter: env.AUTH_RATE_LIMITER, devMode, corsOrigins: corsOrigins ?? [], maxBodyBytes };
+  return {
+    adminToken,
+    statusTokenSecret,
+    authRateLimiter: env.AUTH_RATE_LIMITER,
+    devMode,
+    corsOrigins: corsOrigins ?? [],
+    maxBodyBytes,
+  };
 }

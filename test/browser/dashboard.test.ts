@@ -67,7 +67,11 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
 
   it('refuses an unknown key, then signs in and shows each queue as the API counts it', async () => {
     // Its only job failed for good: no drain tries the target. Cleared below, since later tests claim from the queue.
-    await setDelivery('reports-failing', { target: 'webhook', url: 'https://hooks.example.com/skiplock', batchSize: 50 });
+    await setDelivery('reports-failing', {
+      target: 'webhook',
+      url: 'https://hooks.example.com/skiplock',
+      batchSize: 50,
+    });
     const page = await newPage();
     await signIn(page, stack().url, 'not-a-key');
     await page.locator('#sign-in-error').waitFor();
@@ -80,7 +84,9 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     for (const queue of queues) {
       const row = page.locator(`tr[data-queue="${queue.queue}"]`);
       for (const status of JOB_STATUSES) {
-        expect(await row.locator(`td[data-count="${status}"]`).textContent(), `${queue.queue} ${status}`).toBe(String(queue.counts[status]));
+        expect(await row.locator(`td[data-count="${status}"]`).textContent(), `${queue.queue} ${status}`).toBe(
+          String(queue.counts[status]),
+        );
       }
       const settings = [
         queue.concurrency === null ? '' : `cap ${queue.concurrency}`,
@@ -155,7 +161,12 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     await page.click('#tenant-form button[type="submit"]');
     await confirm(page);
     expect(await noticeText(page)).toBe('Saved. Tenant acme: concurrency 3 · no rate limit · weight 1.');
-    expect(await getTenant(stack().api, 'acme')).toMatchObject({ concurrency: 3, rateLimit: null, weight: 1, custom: true });
+    expect(await getTenant(stack().api, 'acme')).toMatchObject({
+      concurrency: 3,
+      rateLimit: null,
+      weight: 1,
+      custom: true,
+    });
   });
 
   it('refuses the actions of a key without the scope for them, saying why', async () => {
@@ -189,14 +200,32 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     await signIn(page, stack().url, ADMIN_TOKEN);
     await page.locator('#timings-table tbody tr').first().waitFor();
 
-    type TimingsRow = { queue: string; tenant: string; attempts: number; failed: number; waitMs: Percentiles; runMs: Percentiles };
+    type TimingsRow = {
+      queue: string;
+      tenant: string;
+      attempts: number;
+      failed: number;
+      waitMs: Percentiles;
+      runMs: Percentiles;
+    };
     type Percentiles = Record<'p50' | 'p95', number>;
     const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
     /** What the table should show for the API's rows, and what it shows. */
     const expected = (rows: TimingsRow[]) =>
-      rows.map((row) => [row.queue, row.tenant, String(row.attempts), String(row.failed), duration(row.waitMs.p50), duration(row.waitMs.p95), duration(row.runMs.p50), duration(row.runMs.p95)]);
+      rows.map((row) => [
+        row.queue,
+        row.tenant,
+        String(row.attempts),
+        String(row.failed),
+        duration(row.waitMs.p50),
+        duration(row.waitMs.p95),
+        duration(row.runMs.p50),
+        duration(row.runMs.p95),
+      ]);
     const shown = () =>
-      page.locator('#timings-table tbody tr').evaluateAll((rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent)));
+      page
+        .locator('#timings-table tbody tr')
+        .evaluateAll((rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent)));
 
     const { timings } = await attemptTimings(api, '1h');
     expect(timings.find((row) => row.queue === 'emails')).toMatchObject({ tenant: 'acme', attempts: 1, succeeded: 1 });

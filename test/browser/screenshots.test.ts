@@ -32,9 +32,14 @@ describe.runIf(process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the docs
     await phone.screenshot({ path: join(IMAGES, 'dashboard-phone.png') });
 
     // A queue of its own, so the claim takes this job and not a demo one.
-    await enqueueManual(api, 'order-hooks', { tenant: 'globex', payload: { url: 'https://hooks.globex.example/orders', event: 'order.paid' } });
+    await enqueueManual(api, 'order-hooks', {
+      tenant: 'globex',
+      payload: { url: 'https://hooks.globex.example/orders', event: 'order.paid' },
+    });
     const failing = await claimNext(api, 'order-hooks');
-    await failForGood(api, failing.id, failing.leaseToken, { message: 'HTTP 410 from hooks.globex.example: endpoint removed' });
+    await failForGood(api, failing.id, failing.leaseToken, {
+      message: 'HTTP 410 from hooks.globex.example: endpoint removed',
+    });
     await desktop.goto(`${url}/#/jobs/${failing.id}`);
     await desktop.locator('#job-history li').nth(2).waitFor();
     await desktop.screenshot({ path: join(IMAGES, 'dashboard-job.png'), fullPage: true });

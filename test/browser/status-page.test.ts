@@ -87,7 +87,10 @@ describe.runIf(runBrowserTests)('status page in Chromium', () => {
     expect(await frame.locator('.powered').count()).toBe(0);
 
     // The same page, framed by an origin not in CORS_ORIGINS; and the dashboard, which no one may frame.
-    for (const site of [`${embedder.otherOrigin}/?src=${framed}`, `${embedder.origin}/?src=${encodeURIComponent(`${url}/`)}`]) {
+    for (const site of [
+      `${embedder.otherOrigin}/?src=${framed}`,
+      `${embedder.origin}/?src=${encodeURIComponent(`${url}/`)}`,
+    ]) {
       const refused = page.waitForEvent('console', (message) => message.text().includes('frame-ancestors'));
       await page.goto(site);
       await refused;

@@ -22,9 +22,11 @@ describe('batch handlers', () => {
         return new Map(
           jobs.map(({ id, payload: { n } }) => [
             id,
-            n % 10 === 3 ? { error: new RetryAfterError(600, 'row locked') }
-            : n % 10 === 7 ? { error: new PermanentError('row rejected') }
-            : { result: { stored: n } },
+            n % 10 === 3
+              ? { error: new RetryAfterError(600, 'row locked') }
+              : n % 10 === 7
+                ? { error: new PermanentError('row rejected') }
+                : { result: { stored: n } },
           ]),
         );
       },
@@ -42,7 +44,11 @@ describe('batch handlers', () => {
     expect(counts).toMatchObject({ claimed: 30, succeeded: 24, retrying: 3, failed: 3 });
     for (const [n, handle] of handles.entries()) {
       const job = await jobById(db, handle.id);
-      if (n % 10 === 3) expect(job).toMatchObject({ status: 'retrying', lastError: { name: 'RetryAfterError', message: 'row locked' } });
+      if (n % 10 === 3)
+        expect(job).toMatchObject({
+          status: 'retrying',
+          lastError: { name: 'RetryAfterError', message: 'row locked' },
+        });
       else if (n % 10 === 7) expect(job).toMatchObject({ status: 'failed', lastError: { name: 'PermanentError' } });
       else expect(job).toMatchObject({ status: 'succeeded', result: { stored: n } });
     }
@@ -70,24 +76,33 @@ describe('batch handlers', () => {
         status: 'retrying',
         lastError: {
           name: 'InvalidBatchOutcomeError',
-          message: 'batch job type "careless": outcomes for jobs this batch was not given: 01234567-89ab-7def-8123-456789abcdef',
+          message:
+            'batch job type "careless": outcomes for jobs this batch was not given: 01234567-89ab-7def-8123-456789abcdef',
         },
       });
     }
-    expect(await jobById(db, bad[0]!.job.id)).toMatchObject({ status: 'failed', lastError: { name: 'InvalidPayloadError' } });
+    expect(await jobById(db, bad[0]!.job.id)).toMatchObject({
+      status: 'failed',
+      lastError: { name: 'InvalidPayloadError' },
+    });
 
     // The next batch leaves its first job out: that job fails, the others succeed.
     await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE state = 'retrying'`, params: [] });
     await drain(db, [careless], { concurrency: 8 });
     const page = await listJobs(db, { queue: 'careless' });
-    const byStatus = page.jobs.reduce<Record<string, number>>((tally, job) => ({ ...tally, [job.status]: (tally[job.status] ?? 0) + 1 }), {});
+    const byStatus = page.jobs.reduce<Record<string, number>>(
+      (tally, job) => ({ ...tally, [job.status]: (tally[job.status] ?? 0) + 1 }),
+      {},
+    );
     expect(byStatus).toEqual({ succeeded: 2, retrying: 1, failed: 1 });
     const missing = page.jobs.find((job) => job.status === 'retrying')!;
     expect(missing.lastError).toMatchObject({ message: `batch job type "careless": no outcome for job ${missing.id}` });
   });
 
   it('refuses a batch size out of range when the job type is defined', () => {
-    expect(() => defineBatchJob('x', Row, () => ({}), { batchSize: 0 })).toThrow('batchSize must be a whole number from 1 to 1000');
+    expect(() => defineBatchJob('x', Row, () => ({}), { batchSize: 0 })).toThrow(
+      'batchSize must be a whole number from 1 to 1000',
+    );
     expect(() => defineBatchJob('x', Row, () => ({}), { lingerMs: -1 })).toThrow('lingerMs must be 0 or more');
   });
 });

@@ -50,11 +50,19 @@ describe('bulk delivery to a webhook', () => {
       if (earlier.length === 0) return { status: 503, headers: { 'retry-after': '1' } };
       if (earlier.length === 1) {
         const rejected = deliveryOf(request).data.jobs[0]!.id;
-        return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rejected: [{ id: rejected, error: 'busy' }] }) };
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ rejected: [{ id: rejected, error: 'busy' }] }),
+        };
       }
       return { status: 204 };
     });
-    const forward = defineWebhookDelivery('forward', z.object({ n: z.number() }), { url: `${target.base}/jobs`, secret: SECRET, backoff: QUICK_RETRIES });
+    const forward = defineWebhookDelivery('forward', z.object({ n: z.number() }), {
+      url: `${target.base}/jobs`,
+      secret: SECRET,
+      backoff: QUICK_RETRIES,
+    });
     const enqueued = (
       await enqueueBatch(
         db,
@@ -76,11 +84,23 @@ describe('bulk delivery to a webhook', () => {
     // The first claim took every job: one POST of all 30, in enqueue order, refused with a 503.
     const [first, second, ...later] = target.received.map(deliveryOf);
     expect(first!.data.jobs.map((job) => job.payload.n)).toEqual(enqueued.map((_, n) => n));
-    expect(first!.data.jobs[1]).toMatchObject({ id: enqueued[1]!.id, type: 'forward', queue: 'outbox', tenant: 'acme', attempt: 1, payload: { n: 1 } });
+    expect(first!.data.jobs[1]).toMatchObject({
+      id: enqueued[1]!.id,
+      type: 'forward',
+      queue: 'outbox',
+      tenant: 'acme',
+      attempt: 1,
+      payload: { n: 1 },
+    });
     // Every job went again; the POST after the 503 turned its first job away; that one alone went a third time.
     const retried = [second!, ...later].flatMap((delivery) => delivery.data.jobs);
     const rejected = second!.data.jobs[0]!;
-    expect(retried.filter((job) => job.attempt === 2).map((job) => job.id).sort()).toEqual(enqueued.map((job) => job.id).sort());
+    expect(
+      retried
+        .filter((job) => job.attempt === 2)
+        .map((job) => job.id)
+        .sort(),
+    ).toEqual(enqueued.map((job) => job.id).sort());
     expect(retried.filter((job) => job.attempt === 3).map((job) => job.id)).toEqual([rejected.id]);
     expect(retried).toHaveLength(31);
 
@@ -97,7 +117,10 @@ describe('bulk delivery to a webhook', () => {
 
   it('fails the batch when the receiver rejects a job it was not sent; a 4xx to a POST of several retries each alone, then fails it for good', async () => {
     const { db } = await open('pg');
-    const stranger = await receiver(() => ({ status: 200, body: JSON.stringify({ rejected: [{ id: crypto.randomUUID() }] }) }));
+    const stranger = await receiver(() => ({
+      status: 200,
+      body: JSON.stringify({ rejected: [{ id: crypto.randomUUID() }] }),
+    }));
     const refusing = await receiver(() => ({ status: 422 }));
     const confused = defineWebhookDelivery('confused', z.unknown(), { url: stranger.base, batchSize: 10 });
     const refused = defineWebhookDelivery('refused', z.unknown(), { url: refusing.base, backoff: QUICK_RETRIES });
@@ -109,15 +132,22 @@ describe('bulk delivery to a webhook', () => {
     const settled = await drainUntilSettled(db, [confused, refused]);
 
     expect(settled.map((job) => [job.type, job.status, job.attempts])).toEqual(
-      expect.arrayContaining([['confused', 'failed', 1], ['refused', 'failed', 2]]),
+      expect.arrayContaining([
+        ['confused', 'failed', 1],
+        ['refused', 'failed', 2],
+      ]),
     );
-    expect(settled.find((job) => job.type === 'confused')!.lastError).toMatchObject({ message: expect.stringContaining('rejected jobs it was not sent') });
+    expect(settled.find((job) => job.type === 'confused')!.lastError).toMatchObject({
+      message: expect.stringContaining('rejected jobs it was not sent'),
+    });
     const refusedJobs = settled.filter((job) => job.type === 'refused');
     expect(refusedJobs.map((job) => job.lastError)).toEqual([
       { name: 'PermanentError', message: expect.stringContaining('answered 422') },
       { name: 'PermanentError', message: expect.stringContaining('answered 422') },
     ]);
-    const firstFailures = await Promise.all(refusedJobs.map(async (job) => (await getJobEvents(db, job.id)).find((event) => event.kind === 'failed')));
+    const firstFailures = await Promise.all(
+      refusedJobs.map(async (job) => (await getJobEvents(db, job.id)).find((event) => event.kind === 'failed')),
+    );
     expect(firstFailures.map((event) => event?.detail)).toEqual([
       expect.objectContaining({ error: expect.objectContaining({ name: 'BatchRefusedError' }) }),
       expect.objectContaining({ error: expect.objectContaining({ name: 'BatchRefusedError' }) }),
@@ -141,7 +171,12 @@ describe('bulk delivery to a webhook', () => {
     });
     const big = 'x'.repeat(250_000);
     const enqueued = await enqueueBatch(db, [
-      ...Array.from({ length: 5 }, (_, n) => ({ queue: 'outbox', type: 'forward', tenant: 'acme', payload: { big, n } })),
+      ...Array.from({ length: 5 }, (_, n) => ({
+        queue: 'outbox',
+        type: 'forward',
+        tenant: 'acme',
+        payload: { big, n },
+      })),
       { queue: 'outbox', type: 'forward', tenant: 'globex', payload: { small: true } },
     ]);
     const globexId = enqueued[5]!.job.id;
@@ -156,7 +191,12 @@ describe('bulk delivery to a webhook', () => {
       expect(request.headers['skiplock-tenant']).toBe(tenant);
       // Signed for its tenant and this URL; another tenant's endpoint secret does not verify it.
       const own = new Webhook(await httpEndpointSecret(signingSecret, { tenant: tenant!, url: `${target.base}/jobs` }));
-      const other = new Webhook(await httpEndpointSecret(signingSecret, { tenant: tenant === 'acme' ? 'globex' : 'acme', url: `${target.base}/jobs` }));
+      const other = new Webhook(
+        await httpEndpointSecret(signingSecret, {
+          tenant: tenant === 'acme' ? 'globex' : 'acme',
+          url: `${target.base}/jobs`,
+        }),
+      );
       expect(() => own.verify(request.body, request.headers as Record<string, string>)).not.toThrow();
       expect(() => other.verify(request.body, request.headers as Record<string, string>)).toThrow();
     }
@@ -165,9 +205,13 @@ describe('bulk delivery to a webhook', () => {
     expect(globex).toMatchObject({ status: 'succeeded', attempts: 1 });
     expect(JSON.stringify(await getJobEvents(db, globexId))).not.toContain('acme');
     // acme's five went in one POST, refused with a 413, then each alone and delivered.
-    const acmeSizes = posts.filter(({ delivery }) => delivery.data.jobs[0]!.tenant === 'acme').map(({ delivery }) => delivery.data.jobs.length);
+    const acmeSizes = posts
+      .filter(({ delivery }) => delivery.data.jobs[0]!.tenant === 'acme')
+      .map(({ delivery }) => delivery.data.jobs.length);
     expect(acmeSizes).toEqual([5, 1, 1, 1, 1, 1]);
-    expect(settled.filter((job) => job.tenant === 'acme').map((job) => [job.status, job.attempts])).toEqual(Array(5).fill(['succeeded', 2]));
+    expect(settled.filter((job) => job.tenant === 'acme').map((job) => [job.status, job.attempts])).toEqual(
+      Array(5).fill(['succeeded', 2]),
+    );
   });
 
   it('keeps a POST under maxBatchBytes, a job larger than it alone', async () => {
@@ -186,13 +230,25 @@ describe('bulk delivery to a webhook', () => {
   });
 
   it('refuses a target it could not deliver to when defined', () => {
-    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'ftp://example.com/jobs' })).toThrow('url must be http or https');
-    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'not a url' })).toThrow();
-    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'https://example.com', secret: 'plain-text' })).toThrow('whsec_');
-    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'https://example.com', batchSize: 0 })).toThrow('batchSize');
-    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'https://example.com', maxBatchBytes: 10 })).toThrow('maxBatchBytes');
-    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'https://example.com', secret: SECRET, signingSecret: 'y'.repeat(32) })).toThrow(
-      'secret or signingSecret',
+    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'ftp://example.com/jobs' })).toThrow(
+      'url must be http or https',
     );
+    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'not a url' })).toThrow();
+    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'https://example.com', secret: 'plain-text' })).toThrow(
+      'whsec_',
+    );
+    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'https://example.com', batchSize: 0 })).toThrow(
+      'batchSize',
+    );
+    expect(() => defineWebhookDelivery('x', z.unknown(), { url: 'https://example.com', maxBatchBytes: 10 })).toThrow(
+      'maxBatchBytes',
+    );
+    expect(() =>
+      defineWebhookDelivery('x', z.unknown(), {
+        url: 'https://example.com',
+        secret: SECRET,
+        signingSecret: 'y'.repeat(32),
+      }),
+    ).toThrow('secret or signingSecret');
   });
 });

@@ -6,15 +6,7 @@ import { defineJob } from '../../src/drain/define-job';
 import { httpJob } from '../../src/drain/handlers/http';
 import { httpEndpointSecret } from '../../src/drain/handlers/http-signature';
 import { PermanentError } from '../../src/drain/job-errors';
-import {
-  cancel,
-  enqueue,
-  getJobEvents,
-  InvalidInputError,
-  reschedule,
-  retry,
-  type JobEvent,
-} from '../../src/engine';
+import { cancel, enqueue, getJobEvents, InvalidInputError, reschedule, retry, type JobEvent } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { drain, jobById } from './support/drain';
 import { startReceiver } from './support/receiver';
@@ -59,7 +51,6 @@ async function deliveries(db: Db): Promise<Array<{ id: string; state: string; ur
     params: [],
   });
 }
-
 
 function callbackEvents(events: JobEvent[]): JobEvent[] {
   return events.filter((event) => event.kind.startsWith('callback_'));
@@ -113,10 +104,20 @@ describe('completion callbacks', () => {
     expect(() => verifier.verify(request!.body, request!.headers as Record<string, string>)).not.toThrow();
 
     const history = await getJobEvents(db, job.id);
-    expect(history.map((event) => event.kind)).toEqual(['enqueued', 'claimed', 'completed', 'callback_enqueued', 'callback_delivered']);
+    expect(history.map((event) => event.kind)).toEqual([
+      'enqueued',
+      'claimed',
+      'completed',
+      'callback_enqueued',
+      'callback_delivered',
+    ]);
     expect(callbackEvents(history)).toMatchObject([
       { kind: 'callback_enqueued', attempt: 1, detail: { callbackJobId: delivery!.id, url, event: 'job.succeeded' } },
-      { kind: 'callback_delivered', attempt: 1, detail: { callbackJobId: delivery!.id, deliveryAttempt: 1, status: 200 } },
+      {
+        kind: 'callback_delivered',
+        attempt: 1,
+        detail: { callbackJobId: delivery!.id, deliveryAttempt: 1, status: 200 },
+      },
     ]);
   });
 
@@ -135,14 +136,24 @@ describe('completion callbacks', () => {
 
     // The receiver answered 500: the delivery waits out its backoff (10 s and up), the job's history says so.
     const [delivery] = await deliveries(db);
-    expect(delivery).toMatchObject({ state: 'retrying', url, body: { type: 'job.failed', data: { status: 'failed' } } });
-    expect((delivery!.body as { data: { lastError: { message: string } } }).data.lastError.message).toBe('the report cannot be made');
+    expect(delivery).toMatchObject({
+      state: 'retrying',
+      url,
+      body: { type: 'job.failed', data: { status: 'failed' } },
+    });
+    expect((delivery!.body as { data: { lastError: { message: string } } }).data.lastError.message).toBe(
+      'the report cannot be made',
+    );
     let history = callbackEvents(await getJobEvents(db, job.id));
     expect(history).toMatchObject([
       { kind: 'callback_enqueued', detail: { callbackJobId: delivery!.id, event: 'job.failed', url } },
       {
         kind: 'callback_failed',
-        detail: { callbackJobId: delivery!.id, deliveryAttempt: 1, error: { message: `${base} answered 500: answer 500` } },
+        detail: {
+          callbackJobId: delivery!.id,
+          deliveryAttempt: 1,
+          error: { message: `${base} answered 500: answer 500` },
+        },
       },
     ]);
     const retryAt = Date.parse((history[1]!.detail as { retryAt: string }).retryAt);
@@ -173,14 +184,27 @@ describe('completion callbacks', () => {
 
   it('announce a cancellation to failureCallbackUrl, and nothing where no URL is given for the outcome', async () => {
     const { db } = await open('pg');
-    const cancelled = await enqueue(db, { queue: 'reports', type: 'report', payload: { fail: false }, failureCallbackUrl: `${base}/cancelled` });
-    const failedWithoutUrl = await enqueue(db, { queue: 'reports', type: 'report', payload: { fail: true }, callbackUrl: `${base}/done-only` });
+    const cancelled = await enqueue(db, {
+      queue: 'reports',
+      type: 'report',
+      payload: { fail: false },
+      failureCallbackUrl: `${base}/cancelled`,
+    });
+    const failedWithoutUrl = await enqueue(db, {
+      queue: 'reports',
+      type: 'report',
+      payload: { fail: true },
+      callbackUrl: `${base}/done-only`,
+    });
     await cancel(db, cancelled.job.id);
     await drainAll(db);
 
     const all = await deliveries(db);
     expect(all).toHaveLength(1);
-    expect(all[0]).toMatchObject({ state: 'succeeded', body: { type: 'job.cancelled', data: { id: cancelled.job.id } } });
+    expect(all[0]).toMatchObject({
+      state: 'succeeded',
+      body: { type: 'job.cancelled', data: { id: cancelled.job.id } },
+    });
     expect(receiver.at('/cancelled')).toHaveLength(1);
     expect(receiver.at('/done-only')).toEqual([]);
     expect(await jobById(db, failedWithoutUrl.job.id)).toMatchObject({ status: 'failed' });
@@ -200,7 +224,10 @@ describe('completion callbacks', () => {
     }
     // A raw insert is held to the same rule by the table's constraints.
     await expect(
-      db.query({ text: `INSERT INTO skiplock.jobs (queue, type, callback_url) VALUES ('reports', 'report', 'javascript:alert(1)')`, params: [] }),
+      db.query({
+        text: `INSERT INTO skiplock.jobs (queue, type, callback_url) VALUES ('reports', 'report', 'javascript:alert(1)')`,
+        params: [],
+      }),
     ).rejects.toMatchObject({ code: '23514', constraint: 'callback_url_http' });
     expect(await db.query({ text: 'SELECT 1 FROM skiplock.all_jobs', params: [] })).toEqual([]);
   });

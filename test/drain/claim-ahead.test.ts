@@ -46,7 +46,10 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
       await sleep(1);
       inFlight -= 1;
     });
-    await enqueueBatch(db, Array.from({ length: 60 }, () => ({ queue: 'short' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 60 }, () => ({ queue: 'short' })),
+    );
 
     const counts = await drain(counted, [short], { concurrency: 2, claimBatchSize: 25 });
 
@@ -71,9 +74,16 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     const short = defineJob('short', z.unknown(), async () => {
       await sleep(1);
     });
-    await enqueueBatch(db, Array.from({ length: 60 }, () => ({ queue: 'short' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 60 }, () => ({ queue: 'short' })),
+    );
 
-    const counts = await drain(counted, [short], { concurrency: 2, claimBatchSize: 25, subrequests: new SubrequestBudget(1000) });
+    const counts = await drain(counted, [short], {
+      concurrency: 2,
+      claimBatchSize: 25,
+      subrequests: new SubrequestBudget(1000),
+    });
 
     expect(counts).toMatchObject({ claimed: 60, succeeded: 60, handedBack: 0 });
     expect(peakOut()).toBe(1);
@@ -95,7 +105,10 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     });
     const tenants = ['a', 'b', 'limited'];
     for (let start = 0; start < 1500; start += 750) {
-      await enqueueBatch(db, Array.from({ length: 750 }, (_, n) => ({ queue: 'counted', tenant: tenants[(start + n) % 3]! })));
+      await enqueueBatch(
+        db,
+        Array.from({ length: 750 }, (_, n) => ({ queue: 'counted', tenant: tenants[(start + n) % 3]! })),
+      );
     }
     const loops = Array.from({ length: 3 }, () => countingClaims(pgDb(url, { max: 8 })));
 
@@ -103,7 +116,9 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     // (its slots held by the other loops) ends with jobs waiting: the loops drain again, as cron ticks would.
     let succeeded = 0;
     for (let tick = 0; tick < 20 && succeeded < 1500; tick++) {
-      const results = await Promise.all(loops.map((loop) => drain(loop.db, [counted], { concurrency: 8, claimBatchSize: 100 })));
+      const results = await Promise.all(
+        loops.map((loop) => drain(loop.db, [counted], { concurrency: 8, claimBatchSize: 100 })),
+      );
       succeeded += results.reduce((sum, result) => sum + result.succeeded, 0);
     }
     await Promise.all(loops.map((loop) => loop.db.close()));
@@ -131,7 +146,14 @@ describe('claiming ahead (claimBatchSize above the concurrency)', () => {
     });
     const ran = (id: string, attempt: number) => handlerRuns.get(`${id}/${attempt}`)!;
     // One slot, three jobs claimed at once: the third waits for two runs of 300 ms before it starts.
-    const results = await enqueueBatch(db, [{ fail: false }, { fail: false }, { fail: true }].map((payload) => ({ queue: 'slow', payload, backoffBaseSeconds: 0.001 })));
+    const results = await enqueueBatch(
+      db,
+      [{ fail: false }, { fail: false }, { fail: true }].map((payload) => ({
+        queue: 'slow',
+        payload,
+        backoffBaseSeconds: 0.001,
+      })),
+    );
     const ids = results.map((result) => result.job.id);
 
     await drain(db, [slow], { concurrency: 1, claimBatchSize: 3 });

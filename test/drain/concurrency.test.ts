@@ -24,7 +24,10 @@ describe('what a drain claims and how many it runs at once', () => {
       await sleep(ms);
       inFlight -= 1;
     });
-    await enqueueBatch(db, Array.from({ length: 40 }, (_, i) => ({ queue: 'measured', payload: { ms: 5 + (i % 4) * 10 } })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 40 }, (_, i) => ({ queue: 'measured', payload: { ms: 5 + (i % 4) * 10 } })),
+    );
 
     const counts = await drain(db, [measured], { concurrency: 4 });
 
@@ -33,7 +36,7 @@ describe('what a drain claims and how many it runs at once', () => {
     expect(peak).toBeGreaterThan(1);
   });
 
-  it('runs more jobs than connections: their ctx.fetch calls wait for one of the gate\'s, one always kept for the drain', async () => {
+  it("runs more jobs than connections: their ctx.fetch calls wait for one of the gate's, one always kept for the drain", async () => {
     const { db } = await open('pg');
     let open_ = 0;
     let peakOpen = 0;
@@ -62,7 +65,10 @@ describe('what a drain claims and how many it runs at once', () => {
       inFlight -= 1;
       return { text };
     });
-    await enqueueBatch(db, Array.from({ length: 24 }, () => ({ queue: 'fetching', type: 'fetching' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 24 }, () => ({ queue: 'fetching', type: 'fetching' })),
+    );
 
     try {
       const counts = await drain(db, [fetching], { concurrency: 12, connections: new ConnectionGate(4) });
@@ -107,7 +113,10 @@ describe('what a drain claims and how many it runs at once', () => {
       runs.set(context.job.id, (runs.get(context.job.id) ?? 0) + 1);
       await sleep(Math.random() * 5);
     });
-    await enqueueBatch(db, Array.from({ length: 200 }, () => ({ queue: 'counted' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 200 }, () => ({ queue: 'counted' })),
+    );
     const other = pgDb(url, { max: 6 });
 
     const [a, b] = await Promise.all([drain(db, [counted]), drain(other, [counted])]);

@@ -33,9 +33,18 @@ describe('the deadline: what runs is stopped and handed back', () => {
     const second = await drain(db, [twoPart]);
 
     expect(second).toMatchObject({ claimed: 1, succeeded: 1 });
-    expect(await jobById(db, job.id)).toMatchObject({ status: 'succeeded', attempts: 1, result: { finishedFrom: { part: 1 } } });
+    expect(await jobById(db, job.id)).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
+      result: { finishedFrom: { part: 1 } },
+    });
     expect(await eventKinds(db, job.id)).toEqual([
-      'enqueued', 'claimed', 'lease_extended', 'released', 'claimed', 'completed',
+      'enqueued',
+      'claimed',
+      'lease_extended',
+      'released',
+      'claimed',
+      'completed',
     ]);
   });
 

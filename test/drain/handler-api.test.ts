@@ -50,7 +50,13 @@ describe('the handler API', () => {
 
     expect(Date.parse(leaseDuringRun!) - Date.now()).toBeGreaterThan(500_000);
     expect(await jobById(db, job.id)).toMatchObject({ status: 'succeeded', progress: { step: 1 }, result: null });
-    expect(await eventKinds(db, job.id)).toEqual(['enqueued', 'claimed', 'lease_extended', 'lease_extended', 'completed']);
+    expect(await eventKinds(db, job.id)).toEqual([
+      'enqueued',
+      'claimed',
+      'lease_extended',
+      'lease_extended',
+      'completed',
+    ]);
   });
 
   it('fails a payload that does not fit the schema for good, with the issues, without running the handler', async () => {
@@ -92,7 +98,10 @@ describe('the handler API', () => {
 
     expect(ran).toEqual(['ada']);
     expect(await jobById(db, good.id)).toMatchObject({ status: 'succeeded' });
-    expect((await jobById(db, bad.id)).lastError).toMatchObject({ name: 'InvalidPayloadError', issues: [{ path: 'name', message: 'unknown name' }] });
+    expect((await jobById(db, bad.id)).lastError).toMatchObject({
+      name: 'InvalidPayloadError',
+      issues: [{ path: 'name', message: 'unknown name' }],
+    });
   });
 
   it('retries after exactly the delay a RetryAfterError asks for', async () => {
@@ -105,7 +114,11 @@ describe('the handler API', () => {
     await drain(db, [limited]);
 
     const retrying = await jobById(db, job.id);
-    expect(retrying).toMatchObject({ status: 'retrying', attempts: 1, lastError: { name: 'RetryAfterError', retryInSeconds: 30 } });
+    expect(retrying).toMatchObject({
+      status: 'retrying',
+      attempts: 1,
+      lastError: { name: 'RetryAfterError', retryInSeconds: 30 },
+    });
     const wait = (Date.parse(retrying.runAt) - Date.parse(retrying.finishedAt ?? new Date().toISOString())) / 1000;
     expect(wait).toBeGreaterThan(25);
     expect(wait).toBeLessThanOrEqual(31);
@@ -147,7 +160,11 @@ describe('the handler API', () => {
     await drain(db, [flaky]);
 
     expect(runs).toBe(2);
-    expect(await jobById(db, job.id)).toMatchObject({ status: 'failed', attempts: 2, lastError: { message: 'boom 2' } });
+    expect(await jobById(db, job.id)).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      lastError: { message: 'boom 2' },
+    });
   });
 
   it('fails for good a result larger than the cap, and stores no result for a handler that returns nothing', async () => {
@@ -171,9 +188,14 @@ describe('the handler API', () => {
   it("stops an attempt at its type's timeout: the signal fires and the attempt fails", async () => {
     const { db } = await open('pg');
     const reasons: unknown[] = [];
-    const slow = defineJob('slow', z.unknown(), async (_payload, context) => reasons.push(await untilStopped(context)), {
-      timeoutSeconds: 0.2,
-    });
+    const slow = defineJob(
+      'slow',
+      z.unknown(),
+      async (_payload, context) => reasons.push(await untilStopped(context)),
+      {
+        timeoutSeconds: 0.2,
+      },
+    );
     const { job } = await enqueue(db, { queue: 'slow', maxAttempts: 1 });
 
     await drain(db, [slow]);

@@ -11,13 +11,19 @@ describe('the housekeeping a drain does first', () => {
   it('hands back expired leases, runs those jobs, and prunes finished jobs past retention', async () => {
     const { db } = await open('pg');
     const work = defineJob('work', z.unknown(), () => 'done');
-    await enqueueBatch(db, Array.from({ length: 6 }, () => ({ queue: 'work' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 6 }, () => ({ queue: 'work' })),
+    );
     const finished = await claimBatch(db, { max: 3, workerId: 'earlier' });
     await completeMany(db, finished);
     // Two days ago: a day with no partition of its own, so they wait in the default one.
     await db.query({ text: "UPDATE skiplock.finished_jobs SET finished_at = now() - interval '2 days'", params: [] });
     await claimBatch(db, { max: 2, workerId: 'crashed' });
-    await db.query({ text: "UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 s' WHERE state = 'running'", params: [] });
+    await db.query({
+      text: "UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 s' WHERE state = 'running'",
+      params: [],
+    });
 
     const counts = await drain(db, [work], { retentionSeconds: 86_400 });
 

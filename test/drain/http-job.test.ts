@@ -64,7 +64,11 @@ function receivedAt(path: string): Received {
 }
 
 /** Verifies a received request as a receiver would, with the Standard Webhooks reference verifier. */
-async function verifies(request: Received, endpoint: { tenant: string; url: string }, body = request.body): Promise<boolean> {
+async function verifies(
+  request: Received,
+  endpoint: { tenant: string; url: string },
+  body = request.body,
+): Promise<boolean> {
   const webhook = new Webhook(await httpEndpointSecret(SECRET, endpoint));
   try {
     webhook.verify(body, request.headers as Record<string, string>);
@@ -119,7 +123,12 @@ describe('the http job', () => {
 
   it('fails a payload that sets framing or hop-by-hop headers for good, naming them, and sends nothing', async () => {
     const before = received.length;
-    const headers = { Host: 'internal.example', 'content-length': '2', 'Transfer-Encoding': 'chunked', 'proxy-authorization': 'x' };
+    const headers = {
+      Host: 'internal.example',
+      'content-length': '2',
+      'Transfer-Encoding': 'chunked',
+      'proxy-authorization': 'x',
+    };
 
     const job = await deliver({ url: `${base}/status/200?framing`, headers, body: { a: 1 } });
 
@@ -139,7 +148,10 @@ describe('the http job', () => {
 
   it.each([500, 408, 429])('retries on %i', async (status) => {
     const { job, events } = await deliverAndRead({ url: `${base}/status/${status}` });
-    expect(job).toMatchObject({ status: 'retrying', lastError: { message: `${base} answered ${status}: answer ${status}` } });
+    expect(job).toMatchObject({
+      status: 'retrying',
+      lastError: { message: `${base} answered ${status}: answer ${status}` },
+    });
     // Full jitter can draw a retry due at once, which the same drain then runs: the first attempt is what counts.
     expect(events.slice(0, 3)).toEqual(['enqueued', 'claimed', 'failed']);
   });
@@ -152,18 +164,28 @@ describe('the http job', () => {
     }
   });
 
-  it('refuses, and sends nothing to, a private address not named, a port not named, or another tenant\'s entry', async () => {
+  it("refuses, and sends nothing to, a private address not named, a port not named, or another tenant's entry", async () => {
     const before = received.length;
     const notNamed = await deliver({ url: `${base}/status/200` }, { allowedHosts: ['hooks.example.com'] });
     const otherPort = await deliver({ url: `${base}/status/200` }, { allowedHosts: ['127.0.0.1'] });
-    const otherTenant = await deliver({ url: `${base}/status/200` }, { allowedHosts: [`acme=127.0.0.1:${port}`] }, 'globex');
-    const ownTenant = await deliver({ url: `${base}/status/200?acme` }, { allowedHosts: [`acme=127.0.0.1:${port}`] }, 'acme');
+    const otherTenant = await deliver(
+      { url: `${base}/status/200` },
+      { allowedHosts: [`acme=127.0.0.1:${port}`] },
+      'globex',
+    );
+    const ownTenant = await deliver(
+      { url: `${base}/status/200?acme` },
+      { allowedHosts: [`acme=127.0.0.1:${port}`] },
+      'acme',
+    );
 
     for (const job of [notNamed, otherPort, otherTenant]) {
       expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'PermanentError' } });
     }
     expect((notNamed.lastError as { message: string }).message).toMatch(/not a public address/);
-    expect((otherPort.lastError as { message: string }).message).toMatch(new RegExp(`port ${port} of 127.0.0.1 is not allowed`));
+    expect((otherPort.lastError as { message: string }).message).toMatch(
+      new RegExp(`port ${port} of 127.0.0.1 is not allowed`),
+    );
     expect((otherTenant.lastError as { message: string }).message).toMatch(/not a public address/);
     expect(ownTenant).toMatchObject({ status: 'succeeded' });
     expect(received.slice(before).map((request) => request.path)).toEqual(['/status/200?acme']);
@@ -181,7 +203,8 @@ describe("the Node worker's delivery (publicAddressFetch)", () => {
     const resolve = Object.assign(
       async (hostname: string) => {
         resolve.calls += 1;
-        if (hostname !== 'hooks.example.test') throw Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+        if (hostname !== 'hooks.example.test')
+          throw Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
         return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
       },
       { calls: 0 },
@@ -205,7 +228,9 @@ describe("the Node worker's delivery (publicAddressFetch)", () => {
     );
 
     expect(job).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'PermanentError' } });
-    expect((job.lastError as { message: string }).message).toMatch(/^hooks\.example\.test resolves to .*, which is not a public address$/);
+    expect((job.lastError as { message: string }).message).toMatch(
+      /^hooks\.example\.test resolves to .*, which is not a public address$/,
+    );
     expect(received.length).toBe(before);
   });
 
@@ -216,7 +241,10 @@ describe("the Node worker's delivery (publicAddressFetch)", () => {
     const resolve: ResolveName = async () => [{ address: answers[Math.min(calls++, 1)]!, family: 4 }];
     const fetch = publicAddressFetch({ resolve, allowAddress: (address) => address === '127.0.0.1' });
 
-    const job = await deliver({ url: `http://hooks.example.test:${port}/status/200?checked` }, { allowedHosts: allowed(), fetch });
+    const job = await deliver(
+      { url: `http://hooks.example.test:${port}/status/200?checked` },
+      { allowedHosts: allowed(), fetch },
+    );
 
     expect(job).toMatchObject({ status: 'succeeded', result: { status: 200 } });
     expect(calls).toBe(1);
@@ -226,7 +254,12 @@ describe("the Node worker's delivery (publicAddressFetch)", () => {
   it('never sends framing headers it is given: no second request smuggled by a short Content-Length, no other Host', async () => {
     const fetch = publicAddressFetch({ resolve: resolverOf('127.0.0.1'), allowAddress: () => true });
     const body = `{}GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
-    const headers = new Headers({ 'content-length': '2', host: 'internal.example', connection: 'keep-alive', 'x-kept': 'yes' });
+    const headers = new Headers({
+      'content-length': '2',
+      host: 'internal.example',
+      connection: 'keep-alive',
+      'x-kept': 'yes',
+    });
 
     const response = await fetch(new URL(`http://hooks.example.test:${port}/status/200?framed`), {
       method: 'POST',
@@ -264,7 +297,8 @@ describe("the Node worker's delivery (publicAddressFetch)", () => {
 });
 
 describe('destinationProblem', () => {
-  const check = (url: string, allowed: string[], tenant = 'default') => destinationProblem(new URL(url), tenant, parseAllowedHosts(allowed));
+  const check = (url: string, allowed: string[], tenant = 'default') =>
+    destinationProblem(new URL(url), tenant, parseAllowedHosts(allowed));
 
   it('allows exact hosts and subdomains of a wildcard, and nothing else', () => {
     const allowed = ['api.example.com', '*.hooks.example.com'];
@@ -281,7 +315,9 @@ describe('destinationProblem', () => {
   it('allows ports 443 and 80 only, unless the entry names the port', () => {
     expect(check('https://api.example.com/x', ['api.example.com'])).toBeUndefined();
     expect(check('http://api.example.com/x', ['api.example.com'])).toBeUndefined();
-    expect(check('https://api.example.com:8443/x', ['api.example.com'])).toMatch(/port 8443 of api.example.com is not allowed/);
+    expect(check('https://api.example.com:8443/x', ['api.example.com'])).toMatch(
+      /port 8443 of api.example.com is not allowed/,
+    );
     expect(check('https://api.example.com:8443/x', ['api.example.com:8443'])).toBeUndefined();
     expect(check('https://api.example.com/x', ['api.example.com:8443'])).toMatch(/port 443/);
     expect(check('https://a.hooks.example.com:22/x', ['*.hooks.example.com'])).toMatch(/port 22/);
@@ -293,7 +329,9 @@ describe('destinationProblem', () => {
     expect(check('https://shared.example.com/', allowed, 'globex')).toBeUndefined();
     expect(check('https://hooks.acme.example/', allowed, 'acme')).toBeUndefined();
     expect(check('https://x.acme.example:8443/', allowed, 'acme')).toBeUndefined();
-    expect(check('https://hooks.acme.example/', allowed, 'globex')).toMatch(/not on HTTP_ALLOWED_HOSTS for tenant globex/);
+    expect(check('https://hooks.acme.example/', allowed, 'globex')).toMatch(
+      /not on HTTP_ALLOWED_HOSTS for tenant globex/,
+    );
     expect(check('https://x.acme.example:8443/', allowed, 'globex')).toMatch(/for tenant globex/);
   });
 
@@ -333,13 +371,19 @@ describe('destinationProblem', () => {
   });
 
   it('refuses an HTTP_ALLOWED_HOSTS entry it cannot read, naming it, in the variable and in code', () => {
-    const allowedHosts = (HTTP_ALLOWED_HOSTS: string) => readSettings(SHARED_SETTINGS, { HTTP_ALLOWED_HOSTS }).httpAllowedHosts;
-    expect(allowedHosts(' a.example.com , acme=b.example.com:8443,, ')).toEqual(['a.example.com', 'acme=b.example.com:8443']);
+    const allowedHosts = (HTTP_ALLOWED_HOSTS: string) =>
+      readSettings(SHARED_SETTINGS, { HTTP_ALLOWED_HOSTS }).httpAllowedHosts;
+    expect(allowedHosts(' a.example.com , acme=b.example.com:8443,, ')).toEqual([
+      'a.example.com',
+      'acme=b.example.com:8443',
+    ]);
     for (const entry of ['=a.example.com', 'a.example.com:http', 'a.example.com:70000', 'a b.example.com', '[::1']) {
       expect(() => allowedHosts(`ok.example.com,${entry}`), entry).toThrow(
         `HTTP_ALLOWED_HOSTS must be [tenant=]host[:port] entries, comma-separated, not "${entry}"`,
       );
-      expect(() => parseAllowedHosts(['ok.example.com', entry]), entry).toThrow(`HTTP_ALLOWED_HOSTS: cannot read "${entry}"`);
+      expect(() => parseAllowedHosts(['ok.example.com', entry]), entry).toThrow(
+        `HTTP_ALLOWED_HOSTS: cannot read "${entry}"`,
+      );
     }
   });
 });

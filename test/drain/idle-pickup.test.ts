@@ -65,7 +65,12 @@ function arrivals() {
 }
 
 /** A worker of one slot for `job`, once it waits for work on an empty queue. */
-async function idleWorker(db: Db, job: JobDefinition, claims: ReturnType<typeof heldClaims>, work: ReturnType<typeof arrivals>) {
+async function idleWorker(
+  db: Db,
+  job: JobDefinition,
+  claims: ReturnType<typeof heldClaims>,
+  work: ReturnType<typeof arrivals>,
+) {
   const running = await runUntilStopped(db, createRegistry([job]), {
     workerId: 'idle-worker',
     concurrency: 1,
@@ -79,13 +84,20 @@ async function idleWorker(db: Db, job: JobDefinition, claims: ReturnType<typeof 
 }
 
 /** Announces work, and holds out the claim that answers it, until the worker listens again beside it. */
-async function announceWithClaimHeld(claims: ReturnType<typeof heldClaims>, work: ReturnType<typeof arrivals>): Promise<void> {
+async function announceWithClaimHeld(
+  claims: ReturnType<typeof heldClaims>,
+  work: ReturnType<typeof arrivals>,
+): Promise<void> {
   claims.holdNext();
   const before = claims.answered();
   work.arrive();
-  await waitFor('the held claim answered and the worker waiting beside it', () => claims.answered() > before && work.waiters() > 0, {
-    everyMs: 2,
-  });
+  await waitFor(
+    'the held claim answered and the worker waiting beside it',
+    () => claims.answered() > before && work.waiters() > 0,
+    {
+      everyMs: 2,
+    },
+  );
 }
 
 describe('an idle worker picking up work', () => {

@@ -12,7 +12,10 @@ const open = engineDatabases();
 /** Takes a running job away from its drain, as a reaper and another worker would after its lease ran out. */
 async function takeOver(db: Db, id: string): Promise<ClaimedJob> {
   for (;;) {
-    await db.query({ text: "UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 s' WHERE id = $1", params: [id] });
+    await db.query({
+      text: "UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 s' WHERE id = $1",
+      params: [id],
+    });
     // A heartbeat may move the lease again between the two statements: then try again.
     if ((await reapExpiredLeases(db)).some((job) => job.id === id)) break;
   }
@@ -42,7 +45,9 @@ describe('leases: heartbeats and fencing', () => {
     expect(await reaper).toBe(0);
     expect(counts).toMatchObject({ claimed: 1, succeeded: 1, leaseLost: 0 });
     expect(await jobById(db, job.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
-    expect((await getJobEvents(db, job.id)).filter((event) => event.kind === 'lease_extended').length).toBeGreaterThan(3);
+    expect((await getJobEvents(db, job.id)).filter((event) => event.kind === 'lease_extended').length).toBeGreaterThan(
+      3,
+    );
   });
 
   it('heartbeats within the lease the claim granted, even when the job type asks for longer ones', async () => {

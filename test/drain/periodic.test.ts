@@ -12,7 +12,12 @@ const open = engineDatabases();
 // Its next tick is far off, so a drain that lists schedules a moment after
 // another advanced it never finds a second tick due: each test makes the one
 // tick it counts due itself.
-const yearly = definePeriodicJob({ name: 'yearly-report', cron: '0 0 1 1 *', type: 'report', payload: { kind: 'yearly' } });
+const yearly = definePeriodicJob({
+  name: 'yearly-report',
+  cron: '0 0 1 1 *',
+  type: 'report',
+  payload: { kind: 'yearly' },
+});
 const report = defineJob('report', z.object({ kind: z.string() }), ({ kind }) => ({ reported: kind }));
 
 async function makeDue(db: Db, name: string, ago = '1 second'): Promise<void> {
@@ -71,7 +76,12 @@ describe('periodic jobs', () => {
 
   it('does not replay the ticks it missed: one job, then the next future tick', async () => {
     const { db } = await open('pg');
-    const everyMinute = definePeriodicJob({ name: 'minutely', cron: '* * * * *', type: 'report', payload: { kind: 'm' } });
+    const everyMinute = definePeriodicJob({
+      name: 'minutely',
+      cron: '* * * * *',
+      type: 'report',
+      payload: { kind: 'm' },
+    });
     await syncPeriodicJobs(db, [everyMinute]);
     await makeDue(db, everyMinute.name, '3 hours');
 
@@ -88,7 +98,12 @@ describe('periodic jobs', () => {
   it('keeps the next tick when the same schedule is synced again, and starts over when its expression changes', async () => {
     const { db } = await open('pg');
     const nextRunAt = async () =>
-      (await db.query<{ next: string }>({ text: "SELECT next_run_at::text AS next FROM skiplock.schedules WHERE name = 'daily'", params: [] }))[0]!.next;
+      (
+        await db.query<{ next: string }>({
+          text: "SELECT next_run_at::text AS next FROM skiplock.schedules WHERE name = 'daily'",
+          params: [],
+        })
+      )[0]!.next;
     const daily = definePeriodicJob({ name: 'daily', cron: '0 3 * * *', type: 'report' });
     await syncPeriodicJobs(db, [daily]);
     await makeDue(db, 'daily', '5 minutes');

@@ -39,10 +39,20 @@ describe('a queue delivered to a webhook, set over the API', () => {
     await setQueue(db, 'orders-out', {
       concurrency: null,
       weight: 1,
-      delivery: { target: 'webhook', url: `${target.base}/orders`, secretName: 'DELIVERY_SECRET_ORDERS', batchSize: 20 },
+      delivery: {
+        target: 'webhook',
+        url: `${target.base}/orders`,
+        secretName: 'DELIVERY_SECRET_ORDERS',
+        batchSize: 20,
+      },
     });
     await enqueueBatch(db, [
-      ...Array.from({ length: 30 }, (_, n) => ({ queue: 'orders-out', type: 'order.created', tenant: `t${n % 3}`, payload: { n } })),
+      ...Array.from({ length: 30 }, (_, n) => ({
+        queue: 'orders-out',
+        type: 'order.created',
+        tenant: `t${n % 3}`,
+        payload: { n },
+      })),
       ...Array.from({ length: 10 }, () => ({ queue: 'orders-out', type: 'email', payload: { to: 'a@example.com' } })),
       ...Array.from({ length: 5 }, () => ({ queue: 'mail', type: 'email', payload: { to: 'b@example.com' } })),
     ]);
@@ -69,7 +79,9 @@ describe('a queue delivered to a webhook, set over the API', () => {
     expect(new Set(posted.map((job) => job.type))).toEqual(new Set(['order.created', 'email']));
     expect(posted.every((job) => job.queue === 'orders-out')).toBe(true);
     const { jobs } = await listJobs(db, { queue: 'orders-out', limit: 100 });
-    expect(jobs.every((job) => job.status === 'succeeded' && (job.result as { status: number }).status === 204)).toBe(true);
+    expect(jobs.every((job) => job.status === 'succeeded' && (job.result as { status: number }).status === 204)).toBe(
+      true,
+    );
   });
 
   it('a target the runtime cannot reach any more fails each attempt with the reason, and delivers once it can', async () => {
@@ -80,7 +92,9 @@ describe('a queue delivered to a webhook, set over the API', () => {
       weight: 1,
       delivery: { target: 'webhook', url: `${target.base}/orders`, secretName: 'DELIVERY_SECRET_ORDERS' },
     });
-    const [{ job }] = (await enqueueBatch(db, [{ queue: 'orders-out', type: 'order.created', payload: { n: 1 }, maxAttempts: 3 }])) as [EnqueueResult];
+    const [{ job }] = (await enqueueBatch(db, [
+      { queue: 'orders-out', type: 'order.created', payload: { n: 1 }, maxAttempts: 3 },
+    ])) as [EnqueueResult];
 
     // The secret is gone from this runtime's environment: nothing is sent unsigned.
     await drain(db, [], { deliveries: deliveriesTo(target.port, {}) });
@@ -99,14 +113,23 @@ describe('a queue delivered to a webhook, set over the API', () => {
   it('a drain without delivery targets, or one that cannot reach the queue’s, leaves the queue’s jobs waiting', async () => {
     const { db } = await open('pg');
     const target = await receiver();
-    await setQueue(db, 'events', { concurrency: null, weight: 1, delivery: { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_EVENTS' } });
+    await setQueue(db, 'events', {
+      concurrency: null,
+      weight: 1,
+      delivery: { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_EVENTS' },
+    });
     const noop = defineJob('noop', z.unknown(), () => undefined);
-    await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'events', type: 'noop' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 3 }, () => ({ queue: 'events', type: 'noop' })),
+    );
 
     // A Node worker's deliveries reach webhooks only.
     const nodeDeliveries = deliveriesTo(target.port);
     expect(nodeDeliveries.targets).toEqual(['webhook']);
-    expect(nodeDeliveries.problemWith({ target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_EVENTS' })).toMatchObject({ field: 'target' });
+    expect(nodeDeliveries.problemWith({ target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_EVENTS' })).toMatchObject({
+      field: 'target',
+    });
     expect(await drain(db, [noop], { deliveries: nodeDeliveries })).toMatchObject({ claimed: 0 });
     expect(await drain(db, [noop])).toMatchObject({ claimed: 0 });
     const { jobs } = await listJobs(db, { queue: 'events', limit: 10 });
@@ -114,15 +137,23 @@ describe('a queue delivered to a webhook, set over the API', () => {
   });
 
   it('refuses, naming the field, a URL off the allow-list, a private address, a secret not named for it or shorter than 32 characters', () => {
-    const secrets: Record<string, string> = { DELIVERY_SECRET_GOOD: SECRET, DELIVERY_SECRET_PLAIN: 'short-signing-secret', OTHER_SECRET: SECRET };
+    const secrets: Record<string, string> = {
+      DELIVERY_SECRET_GOOD: SECRET,
+      DELIVERY_SECRET_PLAIN: 'short-signing-secret',
+      OTHER_SECRET: SECRET,
+    };
     const deliveries = new QueueDeliveries({
       http: { allowedHosts: ['hooks.example.com', 'acme=acme.example.com'] },
       secret: (name) => secrets[name],
       producer: () => ({ sendBatch: async () => undefined }),
     });
-    const webhook = (url: string, secretName?: string) => deliveries.problemWith({ target: 'webhook', url, ...(secretName ? { secretName } : {}) });
+    const webhook = (url: string, secretName?: string) =>
+      deliveries.problemWith({ target: 'webhook', url, ...(secretName ? { secretName } : {}) });
     expect(webhook('https://hooks.example.com/in', 'DELIVERY_SECRET_GOOD')).toBeUndefined();
-    expect(webhook('https://elsewhere.example.com/in')).toEqual({ field: 'url', detail: 'host elsewhere.example.com is not on HTTP_ALLOWED_HOSTS for every tenant' });
+    expect(webhook('https://elsewhere.example.com/in')).toEqual({
+      field: 'url',
+      detail: 'host elsewhere.example.com is not on HTTP_ALLOWED_HOSTS for every tenant',
+    });
     // An entry for one tenant does not cover a queue that carries every tenant's jobs.
     expect(webhook('https://acme.example.com/in')?.field).toBe('url');
     expect(webhook('http://10.0.0.8/in')?.detail).toMatch(/not a public address/);
@@ -132,8 +163,14 @@ describe('a queue delivered to a webhook, set over the API', () => {
     });
     expect(webhook('https://hooks.example.com/in', 'DELIVERY_SECRET_PLAIN')?.field).toBe('secretName');
     // A secret kept for something else is out of reach, set or not.
-    expect(webhook('https://hooks.example.com/in', 'OTHER_SECRET')).toEqual({ field: 'secretName', detail: 'must start with DELIVERY_SECRET_' });
-    expect(deliveries.problemWith({ target: 'cloudflare-queue', binding: 'JOBS' })).toEqual({ field: 'binding', detail: 'must start with DELIVERY_QUEUE_' });
+    expect(webhook('https://hooks.example.com/in', 'OTHER_SECRET')).toEqual({
+      field: 'secretName',
+      detail: 'must start with DELIVERY_SECRET_',
+    });
+    expect(deliveries.problemWith({ target: 'cloudflare-queue', binding: 'JOBS' })).toEqual({
+      field: 'binding',
+      detail: 'must start with DELIVERY_QUEUE_',
+    });
     expect(deliveries.problemWith({ target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_JOBS' })).toBeUndefined();
   });
 
@@ -144,10 +181,17 @@ describe('a queue delivered to a webhook, set over the API', () => {
       text: `INSERT INTO skiplock.queues (name, delivery) VALUES ('orders-out', $1)`,
       params: [JSON.stringify({ target: 'webhook', url: `${target.base}/orders`, batchSize: 5000 })],
     });
-    await enqueueBatch(db, [{ queue: 'orders-out', type: 'order.created', maxAttempts: 1 }, { queue: 'mail', type: 'email' }]);
+    await enqueueBatch(db, [
+      { queue: 'orders-out', type: 'order.created', maxAttempts: 1 },
+      { queue: 'mail', type: 'email' },
+    ]);
     const email = defineJob('email', z.unknown(), () => undefined);
 
-    expect(await drain(db, [email], { deliveries: deliveriesTo(target.port) })).toMatchObject({ claimed: 2, succeeded: 1, failed: 1 });
+    expect(await drain(db, [email], { deliveries: deliveriesTo(target.port) })).toMatchObject({
+      claimed: 2,
+      succeeded: 1,
+      failed: 1,
+    });
     const [failed] = (await listJobs(db, { queue: 'orders-out', limit: 1 })).jobs;
     expect((failed!.lastError as { message: string }).message).toBe(
       `queue orders-out's delivery target is not valid: job type "queue orders-out": batchSize must be a whole number from 1 to 1000`,

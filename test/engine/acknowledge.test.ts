@@ -18,7 +18,10 @@ describe('batch acknowledgement under contention (real connections)', () => {
   it(`${WORKERS} workers acknowledge ${JOBS} jobs in batches while leases lapse and are reaped: each job succeeds exactly once`, async () => {
     const { db: setup, url } = await open('pg', 2);
     for (let i = 0; i < JOBS; i += 1000) {
-      await enqueueBatch(setup, Array.from({ length: 1000 }, (_, k) => ({ queue: 'work', payload: i + k, maxAttempts: 1000 })));
+      await enqueueBatch(
+        setup,
+        Array.from({ length: 1000 }, (_, k) => ({ queue: 'work', payload: i + k, maxAttempts: 1000 })),
+      );
     }
     const workers: Db[] = Array.from({ length: WORKERS }, () => pgDb(url, { max: 1 }));
     const reaper = pgDb(url, { max: 1 });
@@ -49,10 +52,14 @@ describe('batch acknowledgement under contention (real connections)', () => {
             const leases = jobs.map(({ id, leaseToken }) => ({ id, leaseToken }));
             const result = await acknowledge(db, {
               complete: leases.filter((_, i) => i % 10 < 8),
-              fail: leases.filter((_, i) => i % 10 === 8).map((lease) => ({ ...lease, error: { retry: true }, retryInSeconds: 0 })),
+              fail: leases
+                .filter((_, i) => i % 10 === 8)
+                .map((lease) => ({ ...lease, error: { retry: true }, retryInSeconds: 0 })),
               release: leases.filter((_, i) => i % 10 === 9),
             });
-            expect(result.completed.length + result.failed.length + result.released.length + result.stale.length).toBe(jobs.length);
+            expect(result.completed.length + result.failed.length + result.released.length + result.stale.length).toBe(
+              jobs.length,
+            );
             for (const id of result.completed) completedBy.set(id, (completedBy.get(id) ?? 0) + 1);
             staleReported += result.stale.length;
           }
@@ -66,7 +73,9 @@ describe('batch acknowledgement under contention (real connections)', () => {
 
     expect(completedBy.size).toBe(JOBS);
     expect([...completedBy.values()].every((times) => times === 1)).toBe(true);
-    expect(await count(setup, "SELECT count(*)::integer AS count FROM skiplock.finished_jobs WHERE state = 'succeeded'")).toBe(JOBS);
+    expect(
+      await count(setup, "SELECT count(*)::integer AS count FROM skiplock.finished_jobs WHERE state = 'succeeded'"),
+    ).toBe(JOBS);
     expect(staleReported).toBeGreaterThan(0);
   }, 120_000);
 });

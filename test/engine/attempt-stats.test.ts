@@ -31,7 +31,10 @@ async function endedDaysAgo(db: Db, days: number): Promise<void> {
     params: [days],
   });
   await db.query({ text: 'ALTER TABLE skiplock.job_events ENABLE TRIGGER job_events_append_only', params: [] });
-  await db.query({ text: 'UPDATE skiplock.attempt_stats_rollup SET rolled_through = least(rolled_through, now() - make_interval(days => $1 + 1))', params: [days] });
+  await db.query({
+    text: 'UPDATE skiplock.attempt_stats_rollup SET rolled_through = least(rolled_through, now() - make_interval(days => $1 + 1))',
+    params: [days],
+  });
 }
 
 const utcDay = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().slice(0, 10);
@@ -71,18 +74,36 @@ async function countRows(db: Db, table: string): Promise<number> {
 describe('daily attempt statistics', () => {
   it('sum the attempts of past days per queue and tenant, and outlive the jobs and events they were made from', async () => {
     const { db } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 10 }, () => ({ queue: 'reports', tenant: 'acme' })));
-    await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'emails', tenant: 'globex', backoffBaseSeconds: 3600 })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 10 }, () => ({ queue: 'reports', tenant: 'acme' })),
+    );
+    await enqueueBatch(
+      db,
+      Array.from({ length: 3 }, () => ({ queue: 'emails', tenant: 'globex', backoffBaseSeconds: 3600 })),
+    );
     const reports = await claimStartedAgo(db, 'reports', 2000);
     // Each held a tenth of a second more than the one before: waits of 0 to 0.9 s, runs of 2 s down to 1.1 s.
-    await completeMany(db, reports.map((job, index) => ({ id: job.id, leaseToken: job.leaseToken, heldMs: index * 100 })));
+    await completeMany(
+      db,
+      reports.map((job, index) => ({ id: job.id, leaseToken: job.leaseToken, heldMs: index * 100 })),
+    );
     const emails = await claimStartedAgo(db, 'emails', 400);
-    await failMany(db, emails.map((job) => ({ id: job.id, leaseToken: job.leaseToken, error: { message: 'no' } })));
+    await failMany(
+      db,
+      emails.map((job) => ({ id: job.id, leaseToken: job.leaseToken, error: { message: 'no' } })),
+    );
     await endedDaysAgo(db, 2);
 
     const exact = {
-      reportsWait: [await exactPercentile(db, 'wait_ms', 0.5, { queue: 'reports' }), await exactPercentile(db, 'wait_ms', 0.95, { queue: 'reports' })],
-      reportsRun: [await exactPercentile(db, 'run_ms', 0.5, { queue: 'reports' }), await exactPercentile(db, 'run_ms', 0.95, { queue: 'reports' })],
+      reportsWait: [
+        await exactPercentile(db, 'wait_ms', 0.5, { queue: 'reports' }),
+        await exactPercentile(db, 'wait_ms', 0.95, { queue: 'reports' }),
+      ],
+      reportsRun: [
+        await exactPercentile(db, 'run_ms', 0.5, { queue: 'reports' }),
+        await exactPercentile(db, 'run_ms', 0.95, { queue: 'reports' }),
+      ],
       emailsRun: await exactPercentile(db, 'run_ms', 0.5, { queue: 'emails' }),
     };
     // The waits are exact: the held times themselves.
@@ -97,7 +118,16 @@ describe('daily attempt statistics', () => {
     const stats = await dailyAttemptStats(db, 7);
     expect(stats).toEqual(before);
     const twoDaysAgo = utcDay(2 * DAY_MS);
-    expect(stats.daily.map(({ day, queue, tenant, attempts, succeeded, failed }) => ({ day, queue, tenant, attempts, succeeded, failed }))).toEqual([
+    expect(
+      stats.daily.map(({ day, queue, tenant, attempts, succeeded, failed }) => ({
+        day,
+        queue,
+        tenant,
+        attempts,
+        succeeded,
+        failed,
+      })),
+    ).toEqual([
       { day: twoDaysAgo, queue: 'emails', tenant: 'globex', attempts: 3, succeeded: 0, failed: 3 },
       { day: twoDaysAgo, queue: 'reports', tenant: 'acme', attempts: 10, succeeded: 10, failed: 0 },
     ]);
@@ -108,7 +138,10 @@ describe('daily attempt statistics', () => {
     expectNear(reportsDay.runMs.p50, exact.reportsRun[0]!);
     expectNear(reportsDay.runMs.p95, exact.reportsRun[1]!);
     expectNear(stats.daily[0]!.runMs.p50, exact.emailsRun);
-    expect(stats.totals.map((row) => [row.queue, row.attempts])).toEqual([['emails', 3], ['reports', 10]]);
+    expect(stats.totals.map((row) => [row.queue, row.attempts])).toEqual([
+      ['emails', 3],
+      ['reports', 10],
+    ]);
 
     // Pruned with a retention of a day: the jobs and events go, the figures stay.
     await maintainHistory(db, { retentionSeconds: 86_400 });
@@ -125,14 +158,24 @@ describe('daily attempt statistics', () => {
 
   it('sum days into a period by their histograms, and count attempts ended since the last rollup once', async () => {
     const { db } = await open('pg');
-    for (const [daysAgo, ranMs] of [[3, 1000], [2, 4000], [1, 20_000]] as const) {
-      await enqueueBatch(db, Array.from({ length: 4 }, () => ({ queue: 'q' })));
+    for (const [daysAgo, ranMs] of [
+      [3, 1000],
+      [2, 4000],
+      [1, 20_000],
+    ] as const) {
+      await enqueueBatch(
+        db,
+        Array.from({ length: 4 }, () => ({ queue: 'q' })),
+      );
       await completeMany(db, await claimStartedAgo(db, 'q', ranMs));
       await endedDaysAgo(db, daysAgo);
     }
     await rollUpAttemptStats(db, { keepDays: 365 });
     // Today's: not rolled up (their hour has not ended), still counted.
-    await enqueueBatch(db, Array.from({ length: 4 }, () => ({ queue: 'q' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 4 }, () => ({ queue: 'q' })),
+    );
     await completeMany(db, await claimStartedAgo(db, 'q', 500));
     await rollUpAttemptStats(db, { keepDays: 365 });
 
@@ -155,32 +198,46 @@ describe('daily attempt statistics', () => {
 
   it('never prune an attempt the rollup has not summed, and drop daily rows past their own retention', async () => {
     const { db } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 2 }, () => ({ queue: 'q', maxAttempts: 1 })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 2 }, () => ({ queue: 'q', maxAttempts: 1 })),
+    );
     const [done, failed] = await claimStartedAgo(db, 'q', 10);
     await completeMany(db, [done!]);
     await failMany(db, [{ id: failed!.id, leaseToken: failed!.leaseToken, error: { message: 'for good' } }]);
     await endedDaysAgo(db, 3);
     // The rollup stands before them: a retention of nothing prunes none of them.
-    await db.query({ text: "UPDATE skiplock.attempt_stats_rollup SET rolled_through = now() - interval '4 days'", params: [] });
+    await db.query({
+      text: "UPDATE skiplock.attempt_stats_rollup SET rolled_through = now() - interval '4 days'",
+      params: [],
+    });
     expect(await maintainHistory(db, { retentionSeconds: 0 })).toMatchObject({ droppedDays: 0, deletedJobs: 0 });
     expect(await pruneEvents(db, { retentionSeconds: 0 })).toBe(0);
 
     await rollUpAttemptStats(db, { keepDays: 365 });
     expect(await maintainHistory(db, { retentionSeconds: 0 })).toMatchObject({ deletedJobs: 2 });
     expect(await pruneEvents(db, { retentionSeconds: 0 })).toBe(1);
-    expect((await dailyAttemptStats(db, 7)).totals).toMatchObject([{ queue: 'q', attempts: 2, succeeded: 1, failed: 1 }]);
+    expect((await dailyAttemptStats(db, 7)).totals).toMatchObject([
+      { queue: 'q', attempts: 2, succeeded: 1, failed: 1 },
+    ]);
 
     // Until the next hour is due, a rollup only reads where it stands.
     expect(await rollUpAttemptStats(db, { keepDays: 2 })).toMatchObject({ rowsWritten: 0, rowsDropped: 0 });
     // The next hour's rollup keeps two days: the row of three days ago goes.
-    await db.query({ text: "UPDATE skiplock.attempt_stats_rollup SET rolled_through = rolled_through - interval '1 hour'", params: [] });
+    await db.query({
+      text: "UPDATE skiplock.attempt_stats_rollup SET rolled_through = rolled_through - interval '1 hour'",
+      params: [],
+    });
     expect(await rollUpAttemptStats(db, { keepDays: 2 })).toMatchObject({ rowsDropped: 1 });
     expect(await dailyAttemptStats(db, 7)).toEqual({ daily: [], totals: [] });
   });
 
   it('roll up once when two callers run it at once, and refuse a period it cannot read', async () => {
     const { db } = await open('pg', 4);
-    await enqueueBatch(db, Array.from({ length: 5 }, () => ({ queue: 'q' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 5 }, () => ({ queue: 'q' })),
+    );
     await completeMany(db, await claimStartedAgo(db, 'q', 10));
     await endedDaysAgo(db, 1);
     const rollups = await Promise.all(Array.from({ length: 4 }, () => rollUpAttemptStats(db, { keepDays: 365 })));

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { attemptTimings, completeMany, enqueueBatch, failMany, InvalidInputError, type TimingWindow } from '../../src/engine';
+import {
+  attemptTimings,
+  completeMany,
+  enqueueBatch,
+  failMany,
+  InvalidInputError,
+  type TimingWindow,
+} from '../../src/engine';
 import { claimStartedAgo } from '../support/attempts';
 import { engineDatabases } from '../support/engine-db';
 
@@ -14,18 +21,32 @@ function expectWithin(value: number, low: number, high: number): void {
 describe('attempt timings', () => {
   it('give per queue and tenant the p50 and p95 of the wait before each ended attempt and of its run, successes and failures alike', async () => {
     const { db } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 20 }, () => ({ queue: 'reports', tenant: 'acme' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 20 }, () => ({ queue: 'reports', tenant: 'acme' })),
+    );
     await enqueueBatch(db, [{ queue: 'reports', tenant: 'globex' }]);
-    await enqueueBatch(db, Array.from({ length: 4 }, () => ({ queue: 'emails', tenant: 'acme', backoffBaseSeconds: 3600 })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 4 }, () => ({ queue: 'emails', tenant: 'acme', backoffBaseSeconds: 3600 })),
+    );
 
     // Claimed 2 s ago; each held by its worker for a tenth of a second per place in line before it started.
     const reports = await claimStartedAgo(db, 'reports', 2000);
-    await completeMany(db, reports.map((job, index) => ({ id: job.id, leaseToken: job.leaseToken, heldMs: index * 100 })));
+    await completeMany(
+      db,
+      reports.map((job, index) => ({ id: job.id, leaseToken: job.leaseToken, heldMs: index * 100 })),
+    );
     const emails = await claimStartedAgo(db, 'emails', 1000);
-    await failMany(db, emails.map((job) => ({ id: job.id, leaseToken: job.leaseToken, error: { message: 'no' }, heldMs: 500 })));
+    await failMany(
+      db,
+      emails.map((job) => ({ id: job.id, leaseToken: job.leaseToken, error: { message: 'no' }, heldMs: 500 })),
+    );
 
     const timings = await attemptTimings(db, '1h');
-    expect(timings.map(({ queue, tenant, attempts, succeeded, failed }) => ({ queue, tenant, attempts, succeeded, failed }))).toEqual([
+    expect(
+      timings.map(({ queue, tenant, attempts, succeeded, failed }) => ({ queue, tenant, attempts, succeeded, failed })),
+    ).toEqual([
       { queue: 'emails', tenant: 'acme', attempts: 4, succeeded: 0, failed: 4 },
       { queue: 'reports', tenant: 'acme', attempts: 20, succeeded: 20, failed: 0 },
       { queue: 'reports', tenant: 'globex', attempts: 1, succeeded: 1, failed: 0 },
@@ -50,7 +71,10 @@ describe('attempt timings', () => {
     await enqueueBatch(db, [{ queue: 'old' }]);
     const [job] = await claimStartedAgo(db, 'old', 10);
     await completeMany(db, [{ id: job!.id, leaseToken: job!.leaseToken }]);
-    await db.query({ text: `UPDATE skiplock.finished_jobs SET finished_at = finished_at - interval '2 hours'`, params: [] });
+    await db.query({
+      text: `UPDATE skiplock.finished_jobs SET finished_at = finished_at - interval '2 hours'`,
+      params: [],
+    });
 
     expect(await attemptTimings(db, '1h')).toEqual([]);
     expect(await attemptTimings(db, '24h')).toHaveLength(1);

@@ -44,7 +44,10 @@ async function hint(session: Db): Promise<string> {
 /** Jobs of priority 0, and one of priority 5 (`high`) claimed first: the session then holds a hint past it. */
 async function hintedPastHighJob(url: string, db: Db): Promise<{ session: Db; high: ClaimedJob }> {
   const { job } = await enqueue(db, { queue: 'q', type: 't', payload: { n: 'high' }, priority: 5 });
-  await enqueueBatch(db, Array.from({ length: 10 }, (_, n) => ({ queue: 'q', type: 't', payload: { n } })));
+  await enqueueBatch(
+    db,
+    Array.from({ length: 10 }, (_, n) => ({ queue: 'q', type: 't', payload: { n } })),
+  );
   const session = await hintingSession(url);
   const high = await claimOne(session);
   expect(high?.id).toBe(job.id);
@@ -56,7 +59,10 @@ async function hintedPastHighJob(url: string, db: Db): Promise<{ session: Db; hi
 describe('the claim hint', () => {
   it('is made, and used, only while no change made a job waiting since', async () => {
     const { db, url } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 10 }, (_, n) => ({ queue: 'q', type: 't', payload: { n } })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 10 }, (_, n) => ({ queue: 'q', type: 't', payload: { n } })),
+    );
     const session = await hintingSession(url);
     try {
       await claimOne(session);
@@ -79,11 +85,15 @@ describe('the claim hint', () => {
   it('never takes a job behind one made waiting ahead of it: enqueued, retried, handed back, reaped, rescheduled or updated', async () => {
     const { db, url } = await open('pg');
     const changes: Record<string, (high: ClaimedJob) => Promise<string>> = {
-      enqueued: async () => (await enqueue(db, { queue: 'q', type: 't', payload: { n: 'urgent' }, priority: 9 })).job.id,
+      enqueued: async () =>
+        (await enqueue(db, { queue: 'q', type: 't', payload: { n: 'urgent' }, priority: 9 })).job.id,
       retried: async (high) => (await fail(db, { ...high, error: { message: 'again' }, retryInSeconds: 0 })).id,
       'handed back': async (high) => (await release(db, high, { delaySeconds: 0 })).id,
       reaped: async (high) => {
-        await db.query({ text: `UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, params: [high.id] });
+        await db.query({
+          text: `UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`,
+          params: [high.id],
+        });
         const [reaped] = await reapExpiredLeases(db);
         await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE id = $1`, params: [high.id] });
         return reaped!.id;
@@ -119,14 +129,22 @@ describe('the claim hint', () => {
 
   it('is not made while a change that makes a job waiting is in flight, and its job is taken first once committed', async () => {
     const { db, url } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 10 }, (_, n) => ({ queue: 'q', type: 't', payload: { n } })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 10 }, (_, n) => ({ queue: 'q', type: 't', payload: { n } })),
+    );
     const session = await hintingSession(url);
     const maker = new pg.Client({ connectionString: url });
     await maker.connect();
     try {
       await claimOne(session);
       await maker.query('BEGIN');
-      const { job: urgent } = await enqueue(clientQueryable(maker), { queue: 'q', type: 't', payload: { n: 'urgent' }, priority: 9 });
+      const { job: urgent } = await enqueue(clientQueryable(maker), {
+        queue: 'q',
+        type: 't',
+        payload: { n: 'urgent' },
+        priority: 9,
+      });
       // In flight: counted, not committed. The claim cannot see the job, and must not make a hint past it.
       expect((await claimOne(session))?.id).not.toBe(urgent.id);
       expect(await hint(session)).toBe('');
@@ -177,7 +195,10 @@ describe('the claim hint', () => {
           claims.push({ sentAt, endedAt: performance.now(), jobs });
           if ((await hint(session)) !== '') hintsLeft += 1;
           if (jobs.length > 0) {
-            await db.query({ text: 'DELETE FROM skiplock.jobs WHERE id = ANY($1::uuid[])', params: [jobs.map((job) => job.id)] });
+            await db.query({
+              text: 'DELETE FROM skiplock.jobs WHERE id = ANY($1::uuid[])',
+              params: [jobs.map((job) => job.id)],
+            });
           } else if (!making) {
             break;
           }

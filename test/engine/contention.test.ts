@@ -108,7 +108,10 @@ describe('claiming under contention (real connections)', () => {
     for (const tenant of Object.keys(LIMITS)) {
       for (let i = 0; i < JOBS_PER_TENANT; i += 1000) {
         const size = Math.min(1000, JOBS_PER_TENANT - i);
-        await enqueueBatch(setup, Array.from({ length: size }, (_, k) => ({ queue: 'work', tenant, payload: i + k })));
+        await enqueueBatch(
+          setup,
+          Array.from({ length: size }, (_, k) => ({ queue: 'work', tenant, payload: i + k })),
+        );
       }
     }
 
@@ -134,7 +137,10 @@ describe('claiming under contention (real connections)', () => {
     await setTenant(setup, 'two', { concurrency: 2, rateLimit: null, weight: 1 });
     for (const tenant of ['one', 'two', 'three']) {
       for (const queue of ['pdf', 'mail', 'open']) {
-        await enqueueBatch(setup, Array.from({ length: 300 }, (_, k) => ({ queue, tenant, payload: k })));
+        await enqueueBatch(
+          setup,
+          Array.from({ length: 300 }, (_, k) => ({ queue, tenant, payload: k })),
+        );
       }
     }
 
@@ -155,7 +161,10 @@ describe('claiming under contention (real connections)', () => {
   it('never returns more than max, even when many claimers race for one deep queue', async () => {
     const { db: setup, url } = await open('pg', 2);
     for (let i = 0; i < 3; i++) {
-      await enqueueBatch(setup, Array.from({ length: 1000 }, () => ({ queue: 'deep' })));
+      await enqueueBatch(
+        setup,
+        Array.from({ length: 1000 }, () => ({ queue: 'deep' })),
+      );
     }
     const claimers = Array.from({ length: 12 }, () => pgDb(url, { max: 1 }));
     const claims = await Promise.all(

@@ -65,7 +65,10 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
       callbackUrl: 'https://example.com/done',
       failureCallbackUrl: 'https://example.com/failed',
     };
-    const [plain, keyed] = await enqueueBatch(db, [options, { ...options, dedupKey: 'report-1', dedupWindowSeconds: 30 }]);
+    const [plain, keyed] = await enqueueBatch(db, [
+      options,
+      { ...options, dedupKey: 'report-1', dedupWindowSeconds: 30 },
+    ]);
     for (const { job, deduplicated } of [plain!, keyed!]) {
       expect(deduplicated).toBe(false);
       expect(job).toEqual(await getJob(db, job.id));
@@ -119,7 +122,10 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     await enqueueBatch(db, [{ queue: 'q' }, { queue: 'q' }, { queue: 'q' }, { queue: 'q' }]);
     const claimed = await claimBatch(db, { max: 4, workerId: worker });
     const results = [{ rows: 1 }, undefined, 'two', null];
-    const batch = await completeMany(db, claimed.map((job, index) => ({ ...job, result: results[index] })));
+    const batch = await completeMany(
+      db,
+      claimed.map((job, index) => ({ ...job, result: results[index] })),
+    );
     expect(batch).toEqual({ completed: claimed.map((job) => job.id), stale: [] });
     const stored = await Promise.all(claimed.map(async (job) => (await getJob(db, job.id))?.result));
     expect(stored).toEqual([{ rows: 1 }, null, 'two', null]);
@@ -175,7 +181,10 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
   it('prepares a claim without claiming: the waiting job stays as it was, and nothing is left behind', async () => {
     const { db } = await open(driver);
     const { job } = await enqueue(db, { queue: 'q', payload: 1 });
-    const counts = { text: 'SELECT (SELECT count(*) FROM skiplock.all_jobs)::int AS jobs, (SELECT count(*) FROM skiplock.job_events)::int AS events', params: [] };
+    const counts = {
+      text: 'SELECT (SELECT count(*) FROM skiplock.all_jobs)::int AS jobs, (SELECT count(*) FROM skiplock.job_events)::int AS events',
+      params: [],
+    };
     const countsBefore = await db.query(counts);
     await prepareClaims(db);
     await prepareClaims(db);
@@ -209,7 +218,10 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
       { queue: 'tq', tenant: 'acme', dedupKey: 'order-1' },
       { queue: 'tq', tenant: 'globex', dedupKey: 'order-1' },
     ]);
-    expect(otherTenants.map((result) => [result.job.tenant, result.deduplicated])).toEqual([['acme', false], ['globex', false]]);
+    expect(otherTenants.map((result) => [result.job.tenant, result.deduplicated])).toEqual([
+      ['acme', false],
+      ['globex', false],
+    ]);
     expect(await enqueue(db, { queue: 'tq', tenant: 'acme', dedupKey: 'order-1' })).toMatchObject({
       deduplicated: true,
       job: { id: otherTenants[0]!.job.id },
@@ -239,19 +251,29 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
       ]),
     ).rejects.toThrow(InvalidInputError);
     await expect(enqueue(db, { queue: 'q', runAt: new Date(), delaySeconds: 1 })).rejects.toThrow(/not both/);
-    await expect(enqueueBatch(db, Array.from({ length: 1001 }, () => ({ queue: 'q' })))).rejects.toThrow(/at most 1000/);
+    await expect(
+      enqueueBatch(
+        db,
+        Array.from({ length: 1001 }, () => ({ queue: 'q' })),
+      ),
+    ).rejects.toThrow(/at most 1000/);
     expect((await listJobs(db)).jobs).toEqual([]);
   });
 
   it('enqueues a batch of 1,000 in one statement, in order', async () => {
     const { db } = await open(driver);
-    const results = await enqueueBatch(db, Array.from({ length: 1000 }, (_, i) => ({ queue: 'bulk', payload: i })));
+    const results = await enqueueBatch(
+      db,
+      Array.from({ length: 1000 }, (_, i) => ({ queue: 'bulk', payload: i })),
+    );
     expect(results.map((r) => r.job.payload)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
     const claimed = await claimBatch(db, { max: 1000, workerId: worker });
     expect(claimed.map((j) => j.payload)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
     // UUIDv7, in input order; the last 48 bits random, drawn for each job (one seed per batch, never one value).
     const ids = results.map((r) => r.job.id);
-    expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id))).toBe(true);
+    expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id))).toBe(
+      true,
+    );
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids.map((id) => id.slice(-12))).size).toBe(1000);
     const [again] = await enqueueBatch(db, [{ queue: 'bulk' }, { queue: 'bulk' }]);
@@ -271,7 +293,7 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     let [a2] = await claimBatch(db, { max: 1, workerId: worker });
     if (a2 === undefined) {
       // A run time of now makes it ready at once.
-      await db.query({ text: "UPDATE skiplock.jobs SET run_at = now() WHERE id = $1", params: [job.id] });
+      await db.query({ text: 'UPDATE skiplock.jobs SET run_at = now() WHERE id = $1', params: [job.id] });
       [a2] = await claimBatch(db, { max: 1, workerId: worker });
     } else {
       expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(retrying.runAt) - 50);
@@ -285,9 +307,15 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
 
   it('fails for good on request, and retries after exactly the asked delay', async () => {
     const { db } = await open(driver);
-    await enqueueBatch(db, [{ queue: 'q', payload: 'good' }, { queue: 'q', payload: 'delay' }]);
+    await enqueueBatch(db, [
+      { queue: 'q', payload: 'good' },
+      { queue: 'q', payload: 'delay' },
+    ]);
     const [a, b] = await claimBatch(db, { max: 2, workerId: worker });
-    expect(await fail(db, { ...a!, error: 'bad payload', forGood: true })).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(await fail(db, { ...a!, error: 'bad payload', forGood: true })).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+    });
     const delayed = await fail(db, { ...b!, error: 'later', retryInSeconds: 120 });
     const delay = (Date.parse(delayed.runAt) - Date.parse(delayed.finishedAt ?? new Date().toISOString())) / 1000;
     expect(delayed.status).toBe('retrying');
@@ -324,7 +352,10 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     const later = await reschedule(db, high!.job.id, { delaySeconds: 3600 });
     expect(later).toMatchObject({ outcome: 'rescheduled', job: { status: 'scheduled', priority: 5 } });
     expect(Date.parse(later!.job.runAt) - Date.now()).toBeGreaterThan(3500_000);
-    expect(await reschedule(db, low!.job.id, { priority: 9 })).toMatchObject({ outcome: 'rescheduled', job: { status: 'queued', priority: 9 } });
+    expect(await reschedule(db, low!.job.id, { priority: 9 })).toMatchObject({
+      outcome: 'rescheduled',
+      job: { status: 'queued', priority: 9 },
+    });
     // The scheduled one back to now: queued again, and the higher priority goes first.
     expect(await reschedule(db, high!.job.id, { runAt: '2001-01-01T00:00:00Z', priority: 10 })).toMatchObject({
       outcome: 'rescheduled',
@@ -337,9 +368,15 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     ]);
     const [first] = await claimBatch(db, { max: 1, workerId: worker });
     expect(first!.id).toBe(high!.job.id);
-    expect(await reschedule(db, first!.id, { priority: 1 })).toMatchObject({ outcome: 'not_waiting', job: { status: 'running', priority: 10 } });
+    expect(await reschedule(db, first!.id, { priority: 1 })).toMatchObject({
+      outcome: 'not_waiting',
+      job: { status: 'running', priority: 10 },
+    });
     await complete(db, first!);
-    expect(await reschedule(db, first!.id, { priority: 1 })).toMatchObject({ outcome: 'not_waiting', job: { status: 'succeeded' } });
+    expect(await reschedule(db, first!.id, { priority: 1 })).toMatchObject({
+      outcome: 'not_waiting',
+      job: { status: 'succeeded' },
+    });
     expect(await reschedule(db, '00000000-0000-7000-8000-000000000000', { priority: 1 })).toBeUndefined();
     expect(await reschedule(db, low!.job.id, { priority: 1 }, { tenant: 'globex' })).toBeUndefined();
   });
@@ -347,12 +384,21 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
   it('refuses to move a job past its expiry, and keeps a retrying job retrying', async () => {
     const { db } = await open(driver);
     const { job } = await enqueue(db, { queue: 'q', ttlSeconds: 60 });
-    expect(await reschedule(db, job.id, { delaySeconds: 120 })).toMatchObject({ outcome: 'after_expiry', job: { status: 'queued', runAt: job.runAt } });
+    expect(await reschedule(db, job.id, { delaySeconds: 120 })).toMatchObject({
+      outcome: 'after_expiry',
+      job: { status: 'queued', runAt: job.runAt },
+    });
     const { job: retried } = await enqueue(db, { queue: 'r' });
     const [claimed] = await claimBatch(db, { max: 1, workerId: worker, queues: ['r'] });
     await fail(db, { ...claimed!, error: 'x', retryInSeconds: 600 });
-    expect(await reschedule(db, retried.id, { delaySeconds: 300 })).toMatchObject({ outcome: 'rescheduled', job: { status: 'retrying' } });
-    expect(await reschedule(db, retried.id, { delaySeconds: 0 })).toMatchObject({ outcome: 'rescheduled', job: { status: 'queued' } });
+    expect(await reschedule(db, retried.id, { delaySeconds: 300 })).toMatchObject({
+      outcome: 'rescheduled',
+      job: { status: 'retrying' },
+    });
+    expect(await reschedule(db, retried.id, { delaySeconds: 0 })).toMatchObject({
+      outcome: 'rescheduled',
+      job: { status: 'queued' },
+    });
     expect(await claimBatch(db, { max: 1, workerId: worker, queues: ['r'] })).toHaveLength(1);
   });
 
@@ -366,17 +412,28 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     const moved = await reschedule(db, scheduled.id, { priority: 3 });
     const stillRetrying = await reschedule(db, failing.id, { priority: 4 });
 
-    expect(moved).toMatchObject({ outcome: 'rescheduled', job: { status: 'scheduled', priority: 3, runAt: scheduled.runAt } });
-    expect(stillRetrying).toMatchObject({ outcome: 'rescheduled', job: { status: 'retrying', priority: 4, runAt: retrying.runAt } });
+    expect(moved).toMatchObject({
+      outcome: 'rescheduled',
+      job: { status: 'scheduled', priority: 3, runAt: scheduled.runAt },
+    });
+    expect(stillRetrying).toMatchObject({
+      outcome: 'rescheduled',
+      job: { status: 'retrying', priority: 4, runAt: retrying.runAt },
+    });
     expect(await claimBatch(db, { max: 2, workerId: worker, queues: ['later', 'backoff'] })).toEqual([]);
   });
 
   it("hands back a worker's jobs, a tenant-bound caller's own only", async () => {
     const { db } = await open(driver);
-    await enqueueBatch(db, [{ queue: 'q', tenant: 'acme' }, { queue: 'q', tenant: 'globex' }]);
+    await enqueueBatch(db, [
+      { queue: 'q', tenant: 'acme' },
+      { queue: 'q', tenant: 'globex' },
+    ]);
     const claimed = await claimBatch(db, { max: 2, workerId: 'crashed' });
     expect(claimed).toHaveLength(2);
-    expect((await releaseWorker(db, 'crashed', { tenant: 'acme' })).map((j) => [j.tenant, j.status])).toEqual([['acme', 'queued']]);
+    expect((await releaseWorker(db, 'crashed', { tenant: 'acme' })).map((j) => [j.tenant, j.status])).toEqual([
+      ['acme', 'queued'],
+    ]);
     expect((await releaseWorker(db, 'crashed')).map((j) => [j.tenant, j.status])).toEqual([['globex', 'queued']]);
     expect(await releaseWorker(db, 'crashed')).toEqual([]);
   });
@@ -394,7 +451,10 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
 
   it('lists newest first with a cursor and filters', async () => {
     const { db } = await open(driver);
-    await enqueueBatch(db, Array.from({ length: 7 }, (_, i) => ({ queue: i % 2 ? 'odd' : 'even', payload: i })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 7 }, (_, i) => ({ queue: i % 2 ? 'odd' : 'even', payload: i })),
+    );
     const first = await listJobs(db, { limit: 3 });
     expect(first.jobs.map((j) => j.payload)).toEqual([6, 5, 4]);
     const second = await listJobs(db, { limit: 3, cursor: first.nextCursor! });

@@ -17,7 +17,10 @@ describe.each(DRIVERS)('queue health over %s', (driver) => {
     await enqueue(db, { queue: 'old', tenant: 'acme', runAt: new Date(Date.now() - 120_000).toISOString() });
     await enqueue(db, { queue: 'other', tenant: 'globex' });
     const [lost] = await claimBatch(db, { max: 1, workerId: 'vanished', leaseSeconds: 60, types: ['other'] });
-    await db.query({ text: "UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", params: [lost!.id] });
+    await db.query({
+      text: "UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
+      params: [lost!.id],
+    });
     expect(await reapExpiredLeases(db)).toHaveLength(1);
 
     // A session that sits idle inside a transaction with a snapshot: what stops vacuum.
@@ -49,7 +52,10 @@ describe('dead tuples', () => {
   // 40 rows: below autovacuum's threshold (50 dead rows), so nothing removes them under the test.
   it('counts the dead row versions that updates leave in the jobs table', async () => {
     const { db, url } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 40 }, () => ({ queue: 'churn' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 40 }, () => ({ queue: 'churn' })),
+    );
     const writer = new pg.Client({ connectionString: url });
     await writer.connect();
     try {

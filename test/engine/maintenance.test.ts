@@ -67,7 +67,10 @@ describe('maintenance', () => {
 
   it('releases every lease of a named worker at once', async () => {
     const { db } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 4 }, () => ({ queue: 'q' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 4 }, () => ({ queue: 'q' })),
+    );
     await claimBatch(db, { max: 3, workerId: 'restarting' });
     await claimBatch(db, { max: 1, workerId: 'other' });
     const released = await releaseWorker(db, 'restarting');
@@ -86,9 +89,15 @@ describe('maintenance', () => {
 
     await expireLease(db, leased.id);
     expect(await maintenanceDue(db)).toEqual({ ...none, leasesExpired: true });
-    await db.query({ text: "UPDATE skiplock.jobs SET expires_at = now() - interval '1 second' WHERE id = $1", params: [expiring.id] });
+    await db.query({
+      text: "UPDATE skiplock.jobs SET expires_at = now() - interval '1 second' WHERE id = $1",
+      params: [expiring.id],
+    });
     expect(await maintenanceDue(db)).toEqual({ ...none, leasesExpired: true, jobsExpired: true });
-    await db.query({ text: "UPDATE skiplock.dedup_keys SET expires_at = now() - interval '1 second' WHERE job_id = $1", params: [keyed.id] });
+    await db.query({
+      text: "UPDATE skiplock.dedup_keys SET expires_at = now() - interval '1 second' WHERE job_id = $1",
+      params: [keyed.id],
+    });
     expect(await maintenanceDue(db)).toEqual({ leasesExpired: true, jobsExpired: true, dedupKeysLapsed: true });
 
     expect(await reapExpiredLeases(db)).toHaveLength(1);
@@ -107,7 +116,7 @@ describe('maintenance', () => {
     expect(await expireJobs(db)).toBe(0);
   });
 
-  it('keeps a finished job\'s dedup key for its window, then frees it', async () => {
+  it("keeps a finished job's dedup key for its window, then frees it", async () => {
     const { db } = await open('pg');
     const { job } = await enqueue(db, { queue: 'q', dedupKey: 'k', dedupWindowSeconds: 60 });
     const [claimed] = await claimBatch(db, { max: 1, workerId: 'w' });
@@ -115,13 +124,19 @@ describe('maintenance', () => {
     expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({ deduplicated: true, job: { id: job.id } });
     expect(await releaseLapsedDedupKeys(db)).toBe(0);
     const lapse = (id: string) =>
-      db.query({ text: "UPDATE skiplock.dedup_keys SET expires_at = now() - interval '1 second' WHERE job_id = $1", params: [id] });
+      db.query({
+        text: "UPDATE skiplock.dedup_keys SET expires_at = now() - interval '1 second' WHERE job_id = $1",
+        params: [id],
+      });
     await lapse(job.id);
     // The enqueue itself takes over a lapsed key, before any sweep ran.
     const fresh = await enqueue(db, { queue: 'q', dedupKey: 'k', dedupWindowSeconds: 60 });
     expect(fresh.deduplicated).toBe(false);
     expect(fresh.job.id).not.toBe(job.id);
-    expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({ deduplicated: true, job: { id: fresh.job.id } });
+    expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({
+      deduplicated: true,
+      job: { id: fresh.job.id },
+    });
     // The sweep frees lapsed keys of jobs nobody enqueued again, and only those.
     const [second] = await claimBatch(db, { max: 1, workerId: 'w' });
     await complete(db, second!);
@@ -148,13 +163,23 @@ describe('maintenance', () => {
              FOR VALUES FROM ('2020-01-01 00:00+00') TO ('2020-01-02 00:00+00')`,
       params: [],
     });
-    await db.query({ text: "UPDATE skiplock.finished_jobs SET finished_at = '2020-01-01 12:00+00' WHERE id = $1", params: [old] });
+    await db.query({
+      text: "UPDATE skiplock.finished_jobs SET finished_at = '2020-01-01 12:00+00' WHERE id = $1",
+      params: [old],
+    });
     // A job that finished two days ago, on a day without a partition: it waits in the default one.
     const stray = await finishOne('q');
-    await db.query({ text: "UPDATE skiplock.finished_jobs SET finished_at = now() - interval '2 days' WHERE id = $1", params: [stray] });
+    await db.query({
+      text: "UPDATE skiplock.finished_jobs SET finished_at = now() - interval '2 days' WHERE id = $1",
+      params: [stray],
+    });
     const waiting = (await enqueue(db, { queue: 'waiting' })).job.id;
 
-    expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toEqual({ createdDays: 0, droppedDays: 1, deletedJobs: 1 });
+    expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toEqual({
+      createdDays: 0,
+      droppedDays: 1,
+      deletedJobs: 1,
+    });
     expect(await getJob(db, old)).toBeUndefined();
     expect(await getJob(db, stray)).toBeUndefined();
     expect(await getJob(db, recent)).toMatchObject({ status: 'succeeded' });
@@ -167,18 +192,25 @@ describe('maintenance', () => {
     // Today and the next two days exist, made by the migration or by this call.
     const today = new Date().toISOString().slice(0, 10).replaceAll('-', '');
     expect(partitions.map((p) => p.name)).toContain(`finished_jobs_${today}`);
-    expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toEqual({ createdDays: 0, droppedDays: 0, deletedJobs: 0 });
+    expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toEqual({
+      createdDays: 0,
+      droppedDays: 0,
+      deletedJobs: 0,
+    });
   });
 
   it('prunes events past the retention in bounded batches', async () => {
     const { db } = await open('pg');
-    await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'q' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 3 }, () => ({ queue: 'q' })),
+    );
     for (const job of await claimBatch(db, { max: 3, workerId: 'w' })) {
       await fail(db, { ...job, error: { message: 'no' }, forGood: true });
     }
-    await db.query({ text: "ALTER TABLE skiplock.job_events DISABLE TRIGGER job_events_append_only", params: [] });
+    await db.query({ text: 'ALTER TABLE skiplock.job_events DISABLE TRIGGER job_events_append_only', params: [] });
     await db.query({ text: "UPDATE skiplock.job_events SET at = now() - interval '2 days'", params: [] });
-    await db.query({ text: "ALTER TABLE skiplock.job_events ENABLE TRIGGER job_events_append_only", params: [] });
+    await db.query({ text: 'ALTER TABLE skiplock.job_events ENABLE TRIGGER job_events_append_only', params: [] });
     await enqueue(db, { queue: 'q' });
     const [late] = await claimBatch(db, { max: 1, workerId: 'w' });
     await fail(db, { ...late!, error: { message: 'later' }, forGood: true });
@@ -192,15 +224,25 @@ describe('maintenance', () => {
   it('analyzes the jobs table once it changed more than it holds, and not again until it does', async () => {
     const { db } = await open('pg');
     const lastAnalyzed = async () =>
-      (await db.query<{ at: string | null }>({
-        text: "SELECT greatest(last_analyze, last_autoanalyze)::text AS at FROM pg_stat_user_tables WHERE relid = 'skiplock.jobs'::regclass",
-        params: [],
-      }))[0]!.at;
+      (
+        await db.query<{ at: string | null }>({
+          text: "SELECT greatest(last_analyze, last_autoanalyze)::text AS at FROM pg_stat_user_tables WHERE relid = 'skiplock.jobs'::regclass",
+          params: [],
+        })
+      )[0]!.at;
     expect(await refreshStatistics(db)).toBe(false);
-    await enqueueBatch(db, Array.from({ length: 1000 }, () => ({ queue: 'q' })));
-    await enqueueBatch(db, Array.from({ length: 500 }, () => ({ queue: 'q' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 1000 }, () => ({ queue: 'q' })),
+    );
+    await enqueueBatch(
+      db,
+      Array.from({ length: 500 }, () => ({ queue: 'q' })),
+    );
     // Counters reach pg_stat_user_tables within a second or so of the inserting transaction.
-    await waitFor('the inserts to reach the statistics and refreshStatistics to analyze', () => refreshStatistics(db), { everyMs: 200 });
+    await waitFor('the inserts to reach the statistics and refreshStatistics to analyze', () => refreshStatistics(db), {
+      everyMs: 200,
+    });
     expect(await lastAnalyzed()).not.toBeNull();
     expect(await refreshStatistics(db)).toBe(false);
   });

@@ -20,7 +20,8 @@ const startOfTomorrowUtc = (ms: number) => {
 
 /** What nextDueAt says for work due at `ms`: the history's midnight comes first when it is sooner. */
 const dueOf = (ms: number) => Math.min(ms, startOfTomorrowUtc(Date.now()));
-const nextDue = async (db: Db, retentionSeconds = WEEK) => (await nextDueAt(db, { types: ['noop'], retentionSeconds })).getTime();
+const nextDue = async (db: Db, retentionSeconds = WEEK) =>
+  (await nextDueAt(db, { types: ['noop'], retentionSeconds })).getTime();
 
 describe('nextDueAt: when a drain next has work', () => {
   it('an empty queue: the start of tomorrow, when the history gets its next partition', async () => {
@@ -54,7 +55,12 @@ describe('nextDueAt: when a drain next has work', () => {
 
     await enqueue(db, { queue: 'q', type: 'noop', maxAttempts: 3 });
     const [retried] = await claimBatch(db, { max: 1, workerId: 'w', types: ['noop'] });
-    await fail(db, { id: retried!.id, leaseToken: retried!.leaseToken, error: { message: 'try again' }, retryInSeconds: 30 });
+    await fail(db, {
+      id: retried!.id,
+      leaseToken: retried!.leaseToken,
+      error: { message: 'try again' },
+      retryInSeconds: 30,
+    });
     const due = await nextDue(db);
     expect(due).toBeGreaterThan(Math.min(Date.now() + 20_000, startOfTomorrowUtc(Date.now()) - 1));
     expect(due).toBeLessThan(leaseEnds);
@@ -76,7 +82,10 @@ describe('nextDueAt: when a drain next has work', () => {
 
     const { db: third } = await open('pg');
     await syncPeriodicJobs(third, [definePeriodicJob({ name: 'every-minute', cron: '* * * * *', type: 'noop' })]);
-    const [schedule] = await third.query<{ next_run_at: Date }>({ text: 'SELECT next_run_at FROM skiplock.schedules', params: [] });
+    const [schedule] = await third.query<{ next_run_at: Date }>({
+      text: 'SELECT next_run_at FROM skiplock.schedules',
+      params: [],
+    });
     expect(await nextDue(third)).toBe(dueOf(new Date(schedule!.next_run_at).getTime()));
 
     const { db: fourth } = await open('pg');

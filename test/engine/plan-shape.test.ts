@@ -81,7 +81,13 @@ async function explainCall(
       "SET auto_explain.log_format = 'json'",
       "SET auto_explain.log_level = 'notice'",
       "SET client_min_messages = 'notice'",
-      ...(buffers ? ['SET auto_explain.log_analyze = on', 'SET auto_explain.log_buffers = on', 'SET auto_explain.log_timing = off'] : []),
+      ...(buffers
+        ? [
+            'SET auto_explain.log_analyze = on',
+            'SET auto_explain.log_buffers = on',
+            'SET auto_explain.log_timing = off',
+          ]
+        : []),
       ...settings,
     ]) {
       await client.query(setting);
@@ -102,11 +108,16 @@ function explainClaim(
   tenant: string | null,
   { max = 50, buffers = false, calls = 2, settings = [] as string[] } = {},
 ): Promise<ExplainedStatement[]> {
-  return explainCall(url, 'SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)', [max, tenant, 'plan-test'], {
-    buffers,
-    calls,
-    settings,
-  });
+  return explainCall(
+    url,
+    'SELECT * FROM skiplock.claim_batch($1, NULL, NULL, NULL, $2, $3)',
+    [max, tenant, 'plan-test'],
+    {
+      buffers,
+      calls,
+      settings,
+    },
+  );
 }
 
 /** Buffers the scans of an index read in a statement's plan. */
@@ -186,8 +197,12 @@ describe('the claim plan', () => {
       await db.close();
     }
     const statements = await explainClaim(url, null, { max: 1, buffers: true });
-    const probe = statements.find(({ query }) => query.includes('INTO first_tenant') || (query.includes('LIMIT 1') && !query.includes('>')));
-    const scan = statements.find(({ query }) => query.includes('FOR UPDATE SKIP LOCKED') && query.includes('first_rank'));
+    const probe = statements.find(
+      ({ query }) => query.includes('INTO first_tenant') || (query.includes('LIMIT 1') && !query.includes('>')),
+    );
+    const scan = statements.find(
+      ({ query }) => query.includes('FOR UPDATE SKIP LOCKED') && query.includes('first_rank'),
+    );
     expect(probe, statements.map(({ query }) => query).join('\n---\n')).toBeDefined();
     expect(scan).toBeDefined();
     // The 10,000 claimed jobs' entries fill dozens of index pages; the probe reads them, the scan does not.
@@ -195,7 +210,12 @@ describe('the claim plan', () => {
     expect(indexBuffers(scan!.plan, 'jobs_waiting_idx')).toBeLessThanOrEqual(5);
 
     // A session that found the walk slow keeps where it found the first job, and its next probe starts there.
-    const hinted = await explainClaim(url, null, { max: 1, buffers: true, calls: 3, settings: ['SET skiplock.claim_hint_after_ms = 0'] });
+    const hinted = await explainClaim(url, null, {
+      max: 1,
+      buffers: true,
+      calls: 3,
+      settings: ['SET skiplock.claim_hint_after_ms = 0'],
+    });
     const fromHint = hinted.filter(({ query }) => query.includes('hint[2]'));
     const fromFront = hinted.filter(({ query }) => query.includes('LIMIT 1') && !query.includes('>'));
     expect(fromHint, hinted.map(({ query }) => query).join('\n---\n')).toHaveLength(1);
@@ -211,7 +231,10 @@ describe('the claim plan', () => {
       expect(statements.length).toBeGreaterThan(0);
       for (const { query, plan } of statements) {
         expect(sortedJobScans(plan), query).toEqual([]);
-        expect(nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'), query).toEqual([]);
+        expect(
+          nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
+          query,
+        ).toEqual([]);
       }
       const indexes = statements.flatMap(({ plan }) => nodes(plan).map((node) => node['Index Name']));
       expect(indexes).toContain('jobs_waiting_idx');
@@ -221,7 +244,10 @@ describe('the claim plan', () => {
       const statements = await explainClaim(await seededDatabase(1, analyzed, 5), null);
       for (const { query, plan } of statements) {
         expect(sortedJobScans(plan), query).toEqual([]);
-        expect(nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'), query).toEqual([]);
+        expect(
+          nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
+          query,
+        ).toEqual([]);
       }
       const indexes = statements.flatMap(({ plan }) => nodes(plan).map((node) => node['Index Name']));
       expect(indexes).toContain('jobs_waiting_idx');
@@ -231,7 +257,10 @@ describe('the claim plan', () => {
       const statements = await explainClaim(await seededDatabase(50, analyzed), null);
       for (const { query, plan } of statements) {
         expect(sortedJobScans(plan), query).toEqual([]);
-        expect(nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'), query).toEqual([]);
+        expect(
+          nodes(plan).filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
+          query,
+        ).toEqual([]);
       }
       const indexes = statements.flatMap(({ plan }) => nodes(plan).map((node) => node['Index Name']));
       expect(indexes).toContain('jobs_waiting_idx');
@@ -271,14 +300,21 @@ describe('the completion plan', () => {
       const statements = await explainCall(
         database.url,
         'SELECT * FROM skiplock.complete_jobs($1::uuid[], $2::uuid[], NULL, NULL, false)',
-        [[crypto.randomUUID(), crypto.randomUUID()], [crypto.randomUUID(), crypto.randomUUID()]],
+        [
+          [crypto.randomUUID(), crypto.randomUUID()],
+          [crypto.randomUUID(), crypto.randomUUID()],
+        ],
       );
       const scans = statements.flatMap(({ plan }) =>
         nodes(plan).filter((node) => node['Relation Name'] === 'jobs' && node['Node Type'] !== 'ModifyTable'),
       );
       expect(scans.length).toBeGreaterThan(0);
       for (const scan of scans) {
-        expect(scan).toMatchObject({ 'Node Type': 'Index Scan', 'Index Name': 'jobs_pkey', 'Index Cond': expect.stringContaining('ANY') });
+        expect(scan).toMatchObject({
+          'Node Type': 'Index Scan',
+          'Index Name': 'jobs_pkey',
+          'Index Cond': expect.stringContaining('ANY'),
+        });
       }
     });
   }

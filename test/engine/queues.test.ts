@@ -9,10 +9,16 @@ describe('queues within a tenant', () => {
   it("serves a tenant's queue of 10 jobs among the first claims while its other queue has 5,000 waiting", async () => {
     const { db } = await open('pg');
     for (let i = 0; i < 5; i++) {
-      await enqueueBatch(db, Array.from({ length: 1000 }, () => ({ queue: 'bulk', tenant: 'acme' })));
+      await enqueueBatch(
+        db,
+        Array.from({ length: 1000 }, () => ({ queue: 'bulk', tenant: 'acme' })),
+      );
     }
     // Enqueued last and at a lower priority: in one claim order they would wait for all 5,000.
-    await enqueueBatch(db, Array.from({ length: 10 }, () => ({ queue: 'mail', tenant: 'acme', priority: -1 })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 10 }, () => ({ queue: 'mail', tenant: 'acme', priority: -1 })),
+    );
     // With a batch the turns are exact: the small queue fills half of it.
     const batch = await claimBatch(db, { max: 4, workerId: worker });
     expect(batch.map((job) => job.queue).sort()).toEqual(['bulk', 'bulk', 'mail', 'mail']);
@@ -51,7 +57,8 @@ describe('queues within a tenant', () => {
       ...Array.from({ length: 30 }, () => ({ queue: 'a', tenant: 'two' })),
     ]);
     const batch = await claimBatch(db, { max: 12, workerId: worker });
-    const count = (tenant: string, queue: string) => batch.filter((job) => job.tenant === tenant && job.queue === queue).length;
+    const count = (tenant: string, queue: string) =>
+      batch.filter((job) => job.tenant === tenant && job.queue === queue).length;
     expect([count('one', 'a'), count('one', 'b'), count('two', 'a')]).toEqual([3, 3, 6]);
   });
 });
@@ -72,15 +79,24 @@ describe('a queue’s concurrency cap', () => {
     expect(await claimBatch(db, { max: 20, workerId: worker })).toEqual([]);
     await completeMany(db, first.filter((job) => job.queue === 'pdf').slice(0, 2));
     expect(await claimBatch(db, { max: 20, workerId: worker })).toHaveLength(2);
-    expect(await getQueue(db, 'pdf')).toEqual({ name: 'pdf', concurrency: 3, weight: 1, delivery: null, custom: true, running: 3 });
+    expect(await getQueue(db, 'pdf')).toEqual({
+      name: 'pdf',
+      concurrency: 3,
+      weight: 1,
+      delivery: null,
+      custom: true,
+      running: 3,
+    });
     // A tenant-bound reader counts its own tenant's running jobs.
     const perTenant = await Promise.all(['one', 'two'].map((tenant) => getQueue(db, 'pdf', { tenant })));
     expect(perTenant[0]!.running + perTenant[1]!.running).toBe(3);
     expect(perTenant[0]!.running).toBe(
-      (await db.query<{ n: number }>({
-        text: "SELECT count(*)::int AS n FROM skiplock.jobs WHERE queue = 'pdf' AND tenant = 'one' AND state = 'running'",
-        params: [],
-      }))[0]!.n,
+      (
+        await db.query<{ n: number }>({
+          text: "SELECT count(*)::int AS n FROM skiplock.jobs WHERE queue = 'pdf' AND tenant = 'one' AND state = 'running'",
+          params: [],
+        })
+      )[0]!.n,
     );
   });
 
@@ -88,10 +104,16 @@ describe('a queue’s concurrency cap', () => {
     const { db } = await open('pg');
     await setQueue(db, 'pdf', { concurrency: 2, weight: 1 });
     await setTenant(db, 'one', { concurrency: 1, rateLimit: null, weight: 1 });
-    await enqueueBatch(db, Array.from({ length: 5 }, () => ({ queue: 'pdf', tenant: 'two' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 5 }, () => ({ queue: 'pdf', tenant: 'two' })),
+    );
     expect(await claimBatch(db, { max: 5, workerId: worker, queues: ['pdf'], tenant: 'two' })).toHaveLength(2);
     await setQueue(db, 'pdf', { concurrency: 5, weight: 1 });
-    await enqueueBatch(db, Array.from({ length: 5 }, () => ({ queue: 'pdf', tenant: 'one' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 5 }, () => ({ queue: 'pdf', tenant: 'one' })),
+    );
     const next = await claimBatch(db, { max: 10, workerId: worker });
     expect(next.filter((job) => job.tenant === 'one')).toHaveLength(1);
     expect(next.filter((job) => job.tenant === 'two')).toHaveLength(2);
@@ -99,9 +121,19 @@ describe('a queue’s concurrency cap', () => {
 
   it('a cap of 0 pauses the queue; the defaults come back as no cap and weight 1', async () => {
     const { db } = await open('pg');
-    expect(await getQueue(db, 'reports')).toEqual({ name: 'reports', concurrency: null, weight: 1, delivery: null, custom: false, running: 0 });
+    expect(await getQueue(db, 'reports')).toEqual({
+      name: 'reports',
+      concurrency: null,
+      weight: 1,
+      delivery: null,
+      custom: false,
+      running: 0,
+    });
     await setQueue(db, 'reports', { concurrency: 0, weight: 1 });
-    await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'reports' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 3 }, () => ({ queue: 'reports' })),
+    );
     expect(await claimBatch(db, { max: 3, workerId: worker })).toEqual([]);
     await setQueue(db, 'reports', { concurrency: null, weight: 1 });
     expect(await claimBatch(db, { max: 3, workerId: worker })).toHaveLength(3);

@@ -80,7 +80,9 @@ describe('the SQL API', () => {
   it('a plain INSERT holds its dedup key, and is refused, storing nothing, when another job holds it or it is running', async () => {
     await withSession(async (sql, { db }) => {
       const held = await enqueue(db, { queue: 'q', dedupKey: 'order-1' });
-      await expect(sql.rows(`INSERT INTO skiplock.jobs (queue, type, dedup_key) VALUES ('q', 'q', 'order-1')`)).rejects.toMatchObject({
+      await expect(
+        sql.rows(`INSERT INTO skiplock.jobs (queue, type, dedup_key) VALUES ('q', 'q', 'order-1')`),
+      ).rejects.toMatchObject({
         code: '23505',
         column: 'dedup_key',
         message: expect.stringMatching(new RegExp(`^dedup_key: job ${held.job.id} holds the key order-1 in queue q`)),
@@ -92,7 +94,9 @@ describe('the SQL API', () => {
       expect(await countJobs(sql)).toBe(1);
 
       // A free key: the inserted job holds it, and an enqueue with it finds that job.
-      const [raw] = await sql.rows<{ id: string }>(`INSERT INTO skiplock.jobs (queue, type, dedup_key) VALUES ('q', 'q', 'order-2') RETURNING id`);
+      const [raw] = await sql.rows<{ id: string }>(
+        `INSERT INTO skiplock.jobs (queue, type, dedup_key) VALUES ('q', 'q', 'order-2') RETURNING id`,
+      );
       const again = await enqueue(db, { queue: 'q', dedupKey: 'order-2' });
       expect(again).toMatchObject({ deduplicated: true, job: { id: raw!.id } });
     });
@@ -108,11 +112,17 @@ describe('the SQL API', () => {
       const first = (await enqueue(db, { queue: 'q', dedupKey: 'k' })).job.id;
       await failForGood();
       expect(await retry(db, first)).toMatchObject({ retried: true });
-      expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({ deduplicated: true, job: { id: first } });
+      expect(await enqueue(db, { queue: 'q', dedupKey: 'k' })).toMatchObject({
+        deduplicated: true,
+        job: { id: first },
+      });
 
       await failForGood();
       const second = (await enqueue(db, { queue: 'q', dedupKey: 'k' })).job.id;
-      await expect(retry(db, first)).rejects.toMatchObject({ code: '23505', message: expect.stringContaining(`job ${second} holds the key k`) });
+      await expect(retry(db, first)).rejects.toMatchObject({
+        code: '23505',
+        message: expect.stringContaining(`job ${second} holds the key k`),
+      });
       expect((await getJob(db, first))?.status).toBe('failed');
       expect(await countJobs(sql)).toBe(2);
     });
@@ -138,7 +148,9 @@ describe('the SQL API', () => {
         failureCallbackUrl: 'https://hooks.example.com/failed',
       });
       expect(Date.parse(job.runAt as string) - Date.parse(job.createdAt as string)).toBeGreaterThanOrEqual(3_599_000);
-      const duplicate = await sql.value<JobJson>(`SELECT skiplock.enqueue('emails', tenant => 'acme', dedup_key => 'welcome-a')`);
+      const duplicate = await sql.value<JobJson>(
+        `SELECT skiplock.enqueue('emails', tenant => 'acme', dedup_key => 'welcome-a')`,
+      );
       expect(duplicate.id).toBe(job.id);
 
       const refusals: Array<[string, string]> = [
@@ -167,7 +179,9 @@ describe('the SQL API', () => {
       const sessions = await Promise.all(Array.from({ length: 20 }, () => psqlSession(url)));
       try {
         const jobs = await Promise.all(
-          sessions.map((session) => session.value<JobJson>(`SELECT skiplock.enqueue('orders', dedup_key => 'order-42')`)),
+          sessions.map((session) =>
+            session.value<JobJson>(`SELECT skiplock.enqueue('orders', dedup_key => 'order-42')`),
+          ),
         );
         expect(new Set(jobs.map((job) => job.id)).size).toBe(1);
         expect(await countJobs(sql)).toBe(1);
@@ -203,7 +217,9 @@ describe('the SQL API', () => {
       );
       const [first, second] = claimed.sort((a, b) => a.payload.n - b.payload.n);
 
-      const done = await sql.value<JobJson>(`SELECT skiplock.complete('${first!.id}', '${first!.leaseToken}', '{"rows": 12}')`);
+      const done = await sql.value<JobJson>(
+        `SELECT skiplock.complete('${first!.id}', '${first!.leaseToken}', '{"rows": 12}')`,
+      );
       expect(done).toMatchObject({ id: first!.id, status: 'succeeded', result: { rows: 12 }, workerId: 'psql' });
       expect(await sql.value(`SELECT skiplock.complete('${first!.id}', '${first!.leaseToken}')`)).toBeNull();
 
@@ -235,13 +251,22 @@ describe('the SQL API', () => {
 
   it('INSERT INTO skiplock.all_jobs enqueues each row and returns it as stored; a running state or a run-time column is refused', async () => {
     await withSession(async (sql, { db }) => {
-      const inserted = await sql.rows<{ id: string; state: string; tenant: string; attempts: number; priority: number }>(
+      const inserted = await sql.rows<{
+        id: string;
+        state: string;
+        tenant: string;
+        attempts: number;
+        priority: number;
+      }>(
         `INSERT INTO skiplock.all_jobs (queue, payload, tenant, priority, callback_url)
          VALUES ('reports', '{"n": 1}', 'acme', 7, 'https://hooks.acme.com/done'), ('reports', '{"n": 2}', 'globex', NULL, NULL)
          RETURNING id, state, tenant, attempts, priority, callback_url`,
       );
       expect(inserted.map(({ id, ...rest }) => [typeof id, rest])).toEqual([
-        ['string', { state: 'queued', tenant: 'acme', attempts: 0, priority: 7, callback_url: 'https://hooks.acme.com/done' }],
+        [
+          'string',
+          { state: 'queued', tenant: 'acme', attempts: 0, priority: 7, callback_url: 'https://hooks.acme.com/done' },
+        ],
         ['string', { state: 'queued', tenant: 'globex', attempts: 0, priority: 0, callback_url: null }],
       ]);
       const refusals: Array<[string, string]> = [
@@ -251,7 +276,10 @@ describe('the SQL API', () => {
         [`INSERT INTO skiplock.all_jobs (queue, id) VALUES ('reports', gen_random_uuid())`, 'id'],
         [`INSERT INTO skiplock.all_jobs (queue, result) VALUES ('reports', '{}')`, 'result'],
         [`INSERT INTO skiplock.all_jobs (queue, lease_seconds) VALUES ('reports', 0)`, 'lease_seconds'],
-        [`INSERT INTO skiplock.all_jobs (queue, callback_url) VALUES ('reports', 'mailto:a@example.com')`, 'callback_url'],
+        [
+          `INSERT INTO skiplock.all_jobs (queue, callback_url) VALUES ('reports', 'mailto:a@example.com')`,
+          'callback_url',
+        ],
       ];
       for (const [statement, field] of refusals) {
         await expect(sql.rows(statement), statement).rejects.toMatchObject({
@@ -275,7 +303,11 @@ describe('the SQL API', () => {
 describe('UPDATE skiplock.all_jobs', () => {
   it("reschedules a waiting job's priority and run_at, recorded in its history; any other change, or a running job, is refused", async () => {
     await withSession(async (sql, { db }) => {
-      const { job } = await enqueue(db, { queue: 'reports', delaySeconds: 3600, expiresAt: new Date(Date.now() + 7_200_000) });
+      const { job } = await enqueue(db, {
+        queue: 'reports',
+        delaySeconds: 3600,
+        expiresAt: new Date(Date.now() + 7_200_000),
+      });
       const [moved] = await sql.rows<{ priority: number; state: string }>(
         `UPDATE skiplock.all_jobs SET priority = 9, run_at = now() WHERE id = '${job.id}' RETURNING priority, state`,
       );

@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  claimBatch,
-  completeMany,
-  enqueueBatch,
-  getTenant,
-  setTenant,
-  setTenantDefaults,
-} from '../../src/engine';
+import { claimBatch, completeMany, enqueueBatch, getTenant, setTenant, setTenantDefaults } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
@@ -16,9 +9,15 @@ describe('tenants', () => {
   it('serves a tenant with 10 jobs among the first claims while another has 5,000 waiting', async () => {
     const { db } = await open('pg');
     for (let i = 0; i < 5; i++) {
-      await enqueueBatch(db, Array.from({ length: 1000 }, () => ({ queue: 'q', tenant: 'big' })));
+      await enqueueBatch(
+        db,
+        Array.from({ length: 1000 }, () => ({ queue: 'q', tenant: 'big' })),
+      );
     }
-    await enqueueBatch(db, Array.from({ length: 10 }, () => ({ queue: 'q', tenant: 'small' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 10 }, () => ({ queue: 'q', tenant: 'small' })),
+    );
     // One job per claim, completed at once: the hardest case for fairness (no running load to compare).
     const order: string[] = [];
     for (let i = 0; i < 40; i++) {
@@ -48,7 +47,10 @@ describe('tenants', () => {
   it('never starts more than a tenant’s concurrency, and frees a slot when a job ends', async () => {
     const { db } = await open('pg');
     await setTenant(db, 'acme', { concurrency: 2, rateLimit: null, weight: 1 });
-    await enqueueBatch(db, Array.from({ length: 5 }, () => ({ queue: 'q', tenant: 'acme' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 5 }, () => ({ queue: 'q', tenant: 'acme' })),
+    );
     const first = await claimBatch(db, { max: 5, workerId: worker });
     expect(first).toHaveLength(2);
     expect(await claimBatch(db, { max: 5, workerId: worker })).toEqual([]);
@@ -67,7 +69,10 @@ describe('tenants', () => {
   it('enforces a rate limit of jobs started per window', async () => {
     const { db } = await open('pg');
     await setTenant(db, 'metered', { concurrency: null, rateLimit: { count: 3, perSeconds: 3600 }, weight: 1 });
-    await enqueueBatch(db, Array.from({ length: 10 }, () => ({ queue: 'q', tenant: 'metered' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 10 }, () => ({ queue: 'q', tenant: 'metered' })),
+    );
     const first = await claimBatch(db, { max: 10, workerId: worker });
     expect(first).toHaveLength(3);
     await completeMany(db, first);
@@ -82,9 +87,17 @@ describe('tenants', () => {
 
   it('applies the defaults to tenants without settings of their own', async () => {
     const { db } = await open('pg');
-    expect(await getTenant(db, 'nobody')).toMatchObject({ concurrency: null, rateLimit: null, weight: 1, custom: false });
+    expect(await getTenant(db, 'nobody')).toMatchObject({
+      concurrency: null,
+      rateLimit: null,
+      weight: 1,
+      custom: false,
+    });
     await setTenantDefaults(db, { concurrency: 1, rateLimit: null, weight: 1 });
-    await enqueueBatch(db, Array.from({ length: 3 }, () => ({ queue: 'q', tenant: 'newcomer' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 3 }, () => ({ queue: 'q', tenant: 'newcomer' })),
+    );
     expect(await claimBatch(db, { max: 3, workerId: worker })).toHaveLength(1);
     expect(await getTenant(db, 'newcomer')).toMatchObject({ concurrency: 1, custom: false, running: 1 });
   });

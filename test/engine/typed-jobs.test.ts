@@ -52,14 +52,19 @@ describe('typed jobs in the engine', () => {
     const batch = enqueueBatch(db, sendWelcome, [{ userId: 1 }, { userId: 2, locale: 'de' }]);
     await expect(batch).rejects.toMatchObject({ field: 'jobs.1.payload.locale' });
 
-    const [row] = await db.query<{ count: number }>({ text: 'SELECT count(*)::int AS count FROM skiplock.jobs', params: [] });
+    const [row] = await db.query<{ count: number }>({
+      text: 'SELECT count(*)::int AS count FROM skiplock.jobs',
+      params: [],
+    });
     expect(row!.count).toBe(0);
   });
 
   it('enqueues a batch in one statement, each with its handle, and a handle made from an id alone', async () => {
     const { db } = await open('neon-http');
 
-    const handles = await enqueueBatch(db, sendWelcome, [{ userId: 1 }, { userId: 2, locale: 'fr' }], { queue: 'welcomes' });
+    const handles = await enqueueBatch(db, sendWelcome, [{ userId: 1 }, { userId: 2, locale: 'fr' }], {
+      queue: 'welcomes',
+    });
     expect(handles.map((handle) => handle.job.queue)).toEqual(['welcomes', 'welcomes']);
 
     await drain(db, [sendWelcome]);

@@ -36,19 +36,34 @@ describe('scenario 1: workers killed with SIGKILL mid-job', () => {
   it('every job succeeds once, orphans run again only after their lease ends, nothing runs twice at once', async () => {
     const { db, url } = await open('pg', 4);
     await enqueueMany(db, [
-      ...jobs(JOBS_PER_KIND, () => ({ queue: 'crash', type: 'sleep', payload: { ms: 60 }, leaseSeconds: LEASE_SECONDS })),
+      ...jobs(JOBS_PER_KIND, () => ({
+        queue: 'crash',
+        type: 'sleep',
+        payload: { ms: 60 },
+        leaseSeconds: LEASE_SECONDS,
+      })),
       ...jobs(JOBS_PER_KIND, (i) => ({ queue: 'crash', type: 'external', payload: i, leaseSeconds: LEASE_SECONDS })),
     ]);
 
     let generation = 0;
-    const startNode = () => spawn.nodeWorker(url, `node-${++generation}`, { WORKER_CONCURRENCY: '8', POLL_INTERVAL_MS: '100' });
-    const startPull = () => spawn.pullWorker(url, `pull-${++generation}`, { PULL_TYPES: 'external', LEASE_SECONDS: String(LEASE_SECONDS), WORK_MS: '60' });
+    const startNode = () =>
+      spawn.nodeWorker(url, `node-${++generation}`, { WORKER_CONCURRENCY: '8', POLL_INTERVAL_MS: '100' });
+    const startPull = () =>
+      spawn.pullWorker(url, `pull-${++generation}`, {
+        PULL_TYPES: 'external',
+        LEASE_SECONDS: String(LEASE_SECONDS),
+        WORK_MS: '60',
+      });
     const live: Spawned[] = await Promise.all([startNode(), startNode(), startPull(), startPull()]);
     const started = Date.now();
 
     const kills: Kill[] = [];
     // Kills stop early only if the queue runs dry first (then the figures say how many landed).
-    for (let left = await settledCount(db); kills.length < KILLS && left.succeeded < left.total; left = await settledCount(db)) {
+    for (
+      let left = await settledCount(db);
+      kills.length < KILLS && left.succeeded < left.total;
+      left = await settledCount(db)
+    ) {
       await sleep(1500);
       // Alternate Node and pull workers; only a worker that holds jobs right now is killed mid-job.
       const kind = kills.length % 2 === 0 ? 'node' : 'pull';

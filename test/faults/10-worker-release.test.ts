@@ -34,14 +34,22 @@ const ledgerSql = `CREATE TABLE release_ledger (
   job_id uuid NOT NULL, attempt integer NOT NULL, worker_id text NOT NULL, started_at timestamptz NOT NULL, ended_at timestamptz)`;
 
 /** Does a job's work for `ms`, or less if `signal` stops it; the ledger's times are when it began and stopped. */
-async function work(ledger: Db, job: { id: string; attempts: number; workerId: string | null }, ms: number, signal: AbortSignal): Promise<void> {
+async function work(
+  ledger: Db,
+  job: { id: string; attempts: number; workerId: string | null },
+  ms: number,
+  signal: AbortSignal,
+): Promise<void> {
   const startedAt = new Date();
   const [row] = await ledger.query<{ n: string }>({
     text: 'INSERT INTO release_ledger (job_id, attempt, worker_id, started_at) VALUES ($1, $2, $3, $4) RETURNING ctid::text AS n',
     params: [job.id, job.attempts, job.workerId ?? '?', startedAt],
   });
   await sleep(ms, signal);
-  await ledger.query({ text: 'UPDATE release_ledger SET ended_at = $2 WHERE ctid = $1::tid', params: [row!.n, new Date()] });
+  await ledger.query({
+    text: 'UPDATE release_ledger SET ended_at = $2 WHERE ctid = $1::tid',
+    params: [row!.n, new Date()],
+  });
 }
 
 /** Jobs with two executions whose times overlap. */
@@ -60,16 +68,30 @@ describe('scenario 10: hand-backs of a worker while it runs its jobs', () => {
     const { db, url } = await open('pg', 6);
     const ledger = pgDb(url, { max: 4 });
     await ledger.query({ text: ledgerSql, params: [] });
-    const ledgered = defineJob('ledgered', z.unknown(), (_payload, context) => work(ledger, context.job, WORK_MS, context.signal));
+    const ledgered = defineJob('ledgered', z.unknown(), (_payload, context) =>
+      work(ledger, context.job, WORK_MS, context.signal),
+    );
     await enqueueMany(
       db,
-      jobs(JOBS, (i) => ({ queue: 'release', type: 'ledgered', tenant: i % 2 === 0 ? 'acme' : 'globex', leaseSeconds: LEASE_SECONDS })),
+      jobs(JOBS, (i) => ({
+        queue: 'release',
+        type: 'ledgered',
+        tenant: i % 2 === 0 ? 'acme' : 'globex',
+        leaseSeconds: LEASE_SECONDS,
+      })),
     );
 
     // The HTTP API over the same database, as a Worker serves it.
     const apiDb = pgDb(url, { max: 4 });
     const app = createApp({
-      settings: () => ({ adminToken: ADMIN, statusTokenSecret: undefined, devMode: false, corsOrigins: [], maxBodyBytes: 1 << 20, logRequests: false }),
+      settings: () => ({
+        adminToken: ADMIN,
+        statusTokenSecret: undefined,
+        devMode: false,
+        corsOrigins: [],
+        maxBodyBytes: 1 << 20,
+        logRequests: false,
+      }),
       database: () => apiDb,
       sessionDatabase: () => apiDb,
     });
@@ -97,14 +119,16 @@ describe('scenario 10: hand-backs of a worker while it runs its jobs', () => {
     const puller = (async () => {
       const running = new Set<Promise<void>>();
       while (!crash.signal.aborted) {
-        const { json } = running.size < 4
-          ? await api('/v1/queues/release/claim', pullerKey, { max: 2, workerId: PULL_WORKER, leaseSeconds: 60 })
-          : { json: { jobs: [] } };
+        const { json } =
+          running.size < 4
+            ? await api('/v1/queues/release/claim', pullerKey, { max: 2, workerId: PULL_WORKER, leaseSeconds: 60 })
+            : { json: { jobs: [] } };
         for (const job of json.jobs as Array<{ id: string; attempts: number; workerId: string; leaseToken: string }>) {
           pulled.add(job.id);
           const run = work(ledger, job, PULLED_WORK_MS, crash.signal).then(async () => {
             // A crashed worker acknowledges nothing.
-            if (!crash.signal.aborted) await api(`/v1/jobs/${job.id}/complete`, pullerKey, { leaseToken: job.leaseToken });
+            if (!crash.signal.aborted)
+              await api(`/v1/jobs/${job.id}/complete`, pullerKey, { leaseToken: job.leaseToken });
           });
           running.add(run);
           void run.finally(() => running.delete(run));
@@ -122,7 +146,11 @@ describe('scenario 10: hand-backs of a worker while it runs its jobs', () => {
       const own = pgDb(url, { max: 4 });
       try {
         while (flowing) {
-          await drain(own, [ledgered], { budgetSeconds: 4, concurrency: DRAIN_CONCURRENCY, workerId: drainWorkerId('cron') });
+          await drain(own, [ledgered], {
+            budgetSeconds: 4,
+            concurrency: DRAIN_CONCURRENCY,
+            workerId: drainWorkerId('cron'),
+          });
         }
       } finally {
         await own.close();

@@ -5,7 +5,13 @@ import { pgDb } from '../../src/db/pg';
 import { sleep } from '../../src/engine/sleep';
 import { runHistory, untilAllSucceeded } from './support/history';
 import { enqueueMany, jobs } from './support/load';
-import { restartablePostgres, STACK_ADMIN_TOKEN, startWorkerStack, type RestartablePostgres, type WorkerStack } from './support/local-stack';
+import {
+  restartablePostgres,
+  STACK_ADMIN_TOKEN,
+  startWorkerStack,
+  type RestartablePostgres,
+  type WorkerStack,
+} from './support/local-stack';
 import { processes } from './support/processes';
 import { recordScenario, seconds } from './support/report';
 
@@ -31,7 +37,11 @@ async function enqueueOverHttp(stack: WorkerStack, i: number): Promise<Answer> {
     body: JSON.stringify({ type: 'noop', payload: { i } }),
   });
   const body = (await response.json()) as { id?: string; type?: string };
-  const answer: Answer = { atMs: Date.now(), status: response.status, contentType: response.headers.get('content-type') };
+  const answer: Answer = {
+    atMs: Date.now(),
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+  };
   return response.status === 201 ? { ...answer, id: body.id! } : { ...answer, problemType: body.type! };
 }
 
@@ -43,11 +53,16 @@ describe('scenario 2: Postgres stopped and started during drains and HTTP enqueu
     await postgres?.remove();
   });
 
-  it('enqueues succeed or answer 503 problem+json, none acknowledged is lost, draining resumes by itself', { timeout: 240_000 }, async () => {
+  it('enqueues succeed or answer 503 problem+json, none acknowledged is lost, draining resumes by itself', {
+    timeout: 240_000,
+  }, async () => {
     postgres = await restartablePostgres();
     stack = await startWorkerStack(postgres);
     const db = pgDb(postgres.url, { max: 2 });
-    await enqueueMany(db, jobs(BACKLOG, () => ({ queue: 'restart', type: 'sleep', payload: { ms: 100 }, leaseSeconds: 2 })));
+    await enqueueMany(
+      db,
+      jobs(BACKLOG, () => ({ queue: 'restart', type: 'sleep', payload: { ms: 100 }, leaseSeconds: 2 })),
+    );
     await spawn.nodeWorker(postgres.url, 'node-restart', { WORKER_CONCURRENCY: '4', POLL_INTERVAL_MS: '100' });
 
     const answers: Answer[] = [];
@@ -78,7 +93,7 @@ describe('scenario 2: Postgres stopped and started during drains and HTTP enqueu
     });
     const history = await runHistory(db);
     const [firstCompletion] = await db.query<{ atMs: number | null }>({
-      text: "SELECT extract(epoch FROM min(finished_at))::float8 * 1000 AS \"atMs\" FROM skiplock.finished_jobs WHERE state = 'succeeded' AND finished_at > to_timestamp($1 / 1000.0)",
+      text: 'SELECT extract(epoch FROM min(finished_at))::float8 * 1000 AS "atMs" FROM skiplock.finished_jobs WHERE state = \'succeeded\' AND finished_at > to_timestamp($1 / 1000.0)',
       params: [restartedAt],
     });
     await db.close();

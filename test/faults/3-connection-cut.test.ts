@@ -60,7 +60,12 @@ describe('scenario 3: the connection between workers and Postgres cut mid-claim 
       while (!done) {
         let claimed;
         try {
-          claimed = await claimBatch(db, { max: 4, workerId: `pull-${index}`, types: ['external'], leaseSeconds: LEASE_SECONDS });
+          claimed = await claimBatch(db, {
+            max: 4,
+            workerId: `pull-${index}`,
+            types: ['external'],
+            leaseSeconds: LEASE_SECONDS,
+          });
         } catch {
           errors.claim += 1;
           continue;

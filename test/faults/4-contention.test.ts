@@ -30,7 +30,9 @@ describe('scenario 4: 8 drains and 8 pull workers on limited tenants', () => {
     }
     await setTenant(db, 'rated', { concurrency: null, rateLimit: { count: RATE_COUNT, perSeconds: 3600 }, weight: 1 });
     await enqueueMany(db, [
-      ...Object.keys(CONCURRENCY).flatMap((tenant) => jobs(JOBS_PER_LIMITED_TENANT, (i) => ({ queue: 'work', tenant, payload: i }))),
+      ...Object.keys(CONCURRENCY).flatMap((tenant) =>
+        jobs(JOBS_PER_LIMITED_TENANT, (i) => ({ queue: 'work', tenant, payload: i })),
+      ),
       ...jobs(RATED_JOBS, (i) => ({ queue: 'work', tenant: 'rated', payload: i })),
     ]);
     const expected = Object.keys(CONCURRENCY).length * JOBS_PER_LIMITED_TENANT + RATE_COUNT;
@@ -67,7 +69,12 @@ describe('scenario 4: 8 drains and 8 pull workers on limited tenants', () => {
     const pullers = Array.from({ length: PULL_WORKERS }, async (_, index) => {
       const own = pgDb(url, { max: 1 });
       while (!done) {
-        const claimed = await claimBatch(own, { max: 1 + (index % 4), workerId: `pull-${index}`, types: ['work'], leaseSeconds: 60 });
+        const claimed = await claimBatch(own, {
+          max: 1 + (index % 4),
+          workerId: `pull-${index}`,
+          types: ['work'],
+          leaseSeconds: 60,
+        });
         if (claimed.length === 0) {
           await sleep(10);
           continue;
@@ -94,9 +101,14 @@ describe('scenario 4: 8 drains and 8 pull workers on limited tenants', () => {
       text: "SELECT id FROM skiplock.finished_jobs WHERE state = 'succeeded' GROUP BY id HAVING count(*) > 1",
       params: [],
     });
-    const tenantsAboveFromIntervals = Object.entries(CONCURRENCY).filter(([tenant, limit]) => (intervalPeak.get(tenant) ?? 0) > limit);
+    const tenantsAboveFromIntervals = Object.entries(CONCURRENCY).filter(
+      ([tenant, limit]) => (intervalPeak.get(tenant) ?? 0) > limit,
+    );
     const peaks = Object.keys(CONCURRENCY)
-      .map((tenant) => `${tenant} (limit ${CONCURRENCY[tenant]}): sampled ${sampledPeak.get(tenant) ?? 0}, from intervals ${intervalPeak.get(tenant) ?? 0}`)
+      .map(
+        (tenant) =>
+          `${tenant} (limit ${CONCURRENCY[tenant]}): sampled ${sampledPeak.get(tenant) ?? 0}, from intervals ${intervalPeak.get(tenant) ?? 0}`,
+      )
       .join('; ');
     await recordScenario({
       scenario: 4,

@@ -25,7 +25,10 @@ const everySecond = definePeriodicJob({ name: 'every-second', cron: '* * * * * *
 describe('scenario 5: overlapping Cron Triggers and duplicate deliveries of one event', () => {
   it('runs nothing twice at once and enqueues each periodic tick once', async () => {
     const { db, url } = await open('pg', 2);
-    await enqueueMany(db, jobs(BACKLOG, () => ({ queue: 'crons', type: 'sleep', payload: { ms: 40 } })));
+    await enqueueMany(
+      db,
+      jobs(BACKLOG, () => ({ queue: 'crons', type: 'sleep', payload: { ms: 40 } })),
+    );
     const handlers = [...demoJobs, tick];
 
     const started = Date.now();
@@ -34,7 +37,11 @@ describe('scenario 5: overlapping Cron Triggers and duplicate deliveries of one 
       // The same scheduled event delivered twice, each delivery a drain of its own on its own connections.
       for (let delivery = 0; delivery < DELIVERIES; delivery++) {
         const own = pgDb(url, { max: 6 });
-        const options = { schedules: [everySecond], budgetSeconds: DRAIN_BUDGET_SECONDS, workerId: `cron-${firing}-${delivery}` };
+        const options = {
+          schedules: [everySecond],
+          budgetSeconds: DRAIN_BUDGET_SECONDS,
+          workerId: `cron-${firing}-${delivery}`,
+        };
         drains.push(drain(own, handlers, options).finally(() => own.close()));
       }
       await sleep(1000);
@@ -47,7 +54,7 @@ describe('scenario 5: overlapping Cron Triggers and duplicate deliveries of one 
 
     const history = await runHistory(db);
     const ticks = await db.query<{ runAt: string; jobs: number }>({
-      text: "SELECT run_at::text AS \"runAt\", count(*)::integer AS jobs FROM skiplock.all_jobs WHERE type = 'tick' GROUP BY run_at ORDER BY run_at",
+      text: 'SELECT run_at::text AS "runAt", count(*)::integer AS jobs FROM skiplock.all_jobs WHERE type = \'tick\' GROUP BY run_at ORDER BY run_at',
       params: [],
     });
     const ticksTwice = ticks.filter((row) => row.jobs > 1);

@@ -16,9 +16,16 @@ const BUDGET_SECONDS = 8;
 describe('scenario 6: a drain whose budget ends while 5 jobs run', () => {
   it('aborts them, hands them back, and the next drain finishes them', async () => {
     const { db } = await open('pg');
-    await enqueueMany(db, jobs(RUNNING, () => ({ queue: 'deadline', type: 'sleep', payload: { ms: SLEEP_MS } })));
+    await enqueueMany(
+      db,
+      jobs(RUNNING, () => ({ queue: 'deadline', type: 'sleep', payload: { ms: SLEEP_MS } })),
+    );
 
-    const first = await drain(db, demoJobs, { concurrency: RUNNING, budgetSeconds: BUDGET_SECONDS, handBackDelaySeconds: 0 });
+    const first = await drain(db, demoJobs, {
+      concurrency: RUNNING,
+      budgetSeconds: BUDGET_SECONDS,
+      handBackDelaySeconds: 0,
+    });
     const handedBackAt = Date.now();
     const between = await jobStates(db);
     const second = await drain(db, demoJobs, { concurrency: RUNNING, budgetSeconds: 30 });

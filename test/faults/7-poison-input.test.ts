@@ -26,14 +26,32 @@ describe('scenario 7: poison input', () => {
   it('fails after max attempts with its error kept, and the queue behind it keeps moving', async () => {
     const { db } = await open('pg');
     // First in line: highest priority.
-    const { job: poison } = await enqueue(db, { queue: 'mixed', type: 'report', payload: { customer: null }, maxAttempts: MAX_ATTEMPTS, priority: 10 });
-    const { job: malformed } = await enqueue(db, { queue: 'mixed', type: 'report', payload: 'not an object', priority: 10 });
-    await enqueueMany(db, jobs(BEHIND, (i) => ({ queue: 'mixed', type: 'noop', payload: i })));
+    const { job: poison } = await enqueue(db, {
+      queue: 'mixed',
+      type: 'report',
+      payload: { customer: null },
+      maxAttempts: MAX_ATTEMPTS,
+      priority: 10,
+    });
+    const { job: malformed } = await enqueue(db, {
+      queue: 'mixed',
+      type: 'report',
+      payload: 'not an object',
+      priority: 10,
+    });
+    await enqueueMany(
+      db,
+      jobs(BEHIND, (i) => ({ queue: 'mixed', type: 'noop', payload: i })),
+    );
 
     const started = Date.now();
     const deadline = started + 60_000;
     let states = await jobStates(db);
-    for (; (states.succeeded ?? 0) + (states.failed ?? 0) < BEHIND + 2 && Date.now() < deadline; states = await jobStates(db)) {
+    for (
+      ;
+      (states.succeeded ?? 0) + (states.failed ?? 0) < BEHIND + 2 && Date.now() < deadline;
+      states = await jobStates(db)
+    ) {
       await drain(db, [report, noopJob], { budgetSeconds: 10 });
     }
     const settledMs = Date.now() - started;

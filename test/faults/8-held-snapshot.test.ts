@@ -37,7 +37,10 @@ describe('scenario 8: an idle transaction holding back vacuum while jobs flow', 
     let flowing = true;
     const producer = (async () => {
       while (flowing) {
-        await enqueueBatch(db, jobs(BATCH, () => ({ queue: 'flow', type: 'noop' })));
+        await enqueueBatch(
+          db,
+          jobs(BATCH, () => ({ queue: 'flow', type: 'noop' })),
+        );
         await sleep(100);
       }
     })();

@@ -81,7 +81,12 @@ describe('scenario 9: bulk delivery to a webhook that fails, and workers killed 
     );
 
     let generation = 0;
-    const startWorker = () => spawn.deliveryWorker(url, `delivery-${++generation}`, { TARGET_URL: `${target.base}/jobs`, TARGET_SECRET: SECRET, DELIVERY_SECRET_TARGET: SECRET });
+    const startWorker = () =>
+      spawn.deliveryWorker(url, `delivery-${++generation}`, {
+        TARGET_URL: `${target.base}/jobs`,
+        TARGET_SECRET: SECRET,
+        DELIVERY_SECRET_TARGET: SECRET,
+      });
     const live: Spawned[] = await Promise.all([startWorker(), startWorker()]);
     const started = Date.now();
 
@@ -89,7 +94,10 @@ describe('scenario 9: bulk delivery to a webhook that fails, and workers killed 
     /** Held POSTs whose sender was dead when the target answered: killed for it, or before. */
     let unanswered = 0;
     const deadline = Date.now() + 90_000;
-    while ((answered < KILLED_AFTER_DELIVERY || (await untilAllSucceeded(db, 0)).succeeded < JOBS) && Date.now() < deadline) {
+    while (
+      (answered < KILLED_AFTER_DELIVERY || (await untilAllSucceeded(db, 0)).succeeded < JOBS) &&
+      Date.now() < deadline
+    ) {
       for (; answered < held.length; answered++) {
         const post = held[answered]!;
         // The POST arrived and the target kept it; its sender dies before it hears back.
@@ -110,7 +118,10 @@ describe('scenario 9: bulk delivery to a webhook that fails, and workers killed 
     const settledMs = Date.now() - started;
 
     const delivered = new Set(accepted);
-    const enqueued = await db.query<{ id: string; attempts: number }>({ text: 'SELECT id, attempts FROM skiplock.all_jobs', params: [] });
+    const enqueued = await db.query<{ id: string; attempts: number }>({
+      text: 'SELECT id, attempts FROM skiplock.all_jobs',
+      params: [],
+    });
     const lost = enqueued.filter((job) => !delivered.has(job.id));
     const duplicates = accepted.length - delivered.size;
     const history = await runHistory(db);

@@ -12,7 +12,10 @@ const open = engineDatabases();
 const started: ChildProcess[] = [];
 
 /** `npm run work` in its own process group, so a test can end the whole group it started. */
-function spawnWorker(databaseUrl: string, env: Record<string, string>): ChildProcess & { exited: Promise<number | null> } {
+function spawnWorker(
+  databaseUrl: string,
+  env: Record<string, string>,
+): ChildProcess & { exited: Promise<number | null> } {
   const child = spawn('npm', ['run', '--silent', 'work'], {
     env: { ...process.env, DATABASE_URL: databaseUrl, SKIPLOCK_DEV: '1', POLL_INTERVAL_MS: '100', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,7 +64,7 @@ describe('npm run work', () => {
     expect(after.failed).toBeUndefined();
     expect((after.succeeded ?? 0) + (after.queued ?? 0) + (after.scheduled ?? 0)).toBe(8);
     const [endless] = await db.query<{ state: string; attempts: number }>({
-      text: "SELECT state, attempts FROM skiplock.all_jobs WHERE payload = '{\"ms\": 60000}'",
+      text: 'SELECT state, attempts FROM skiplock.all_jobs WHERE payload = \'{"ms": 60000}\'',
       params: [],
     });
     expect(endless).toEqual({ state: 'scheduled', attempts: 0 });
@@ -83,7 +86,7 @@ describe('npm run work', () => {
 
     const quickSleep = defineJob('sleep', z.unknown(), () => ({ ok: true }));
     await waitFor(
-      'the killed worker\'s jobs to run again once their leases expired',
+      "the killed worker's jobs to run again once their leases expired",
       async () => {
         await drain(db, [quickSleep]);
         return (await states(db)).succeeded === 4;

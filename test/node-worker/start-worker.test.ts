@@ -14,7 +14,10 @@ const open = engineDatabases();
 const noop = defineJob('noop', z.unknown(), () => ({ ok: true }));
 
 /** Starts a quiet worker and stops it when the test ends, passed or not. */
-async function withWorker<T>(options: Parameters<typeof startWorker>[0], body: (worker: RunningWorker) => Promise<T>): Promise<T> {
+async function withWorker<T>(
+  options: Parameters<typeof startWorker>[0],
+  body: (worker: RunningWorker) => Promise<T>,
+): Promise<T> {
   const worker = await startWorker({ logger: recordingLogger(), ...options });
   try {
     return await body(worker);
@@ -67,7 +70,12 @@ describe('startWorker', () => {
       await context.progress({ started: true });
       await new Promise((resolve) => context.signal.addEventListener('abort', resolve));
     });
-    const worker = await startWorker({ databaseUrl: url, handlers: [quick, endless], shutdownGraceMs: 1000, logger: recordingLogger() });
+    const worker = await startWorker({
+      databaseUrl: url,
+      handlers: [quick, endless],
+      shutdownGraceMs: 1000,
+      logger: recordingLogger(),
+    });
     const { job: quickJob } = await enqueue(db, { queue: 'q', type: 'quick' });
     const { job: endlessJob } = await enqueue(db, { queue: 'q', type: 'endless' });
     await untilStatus(db, endlessJob.id, 'running');
@@ -77,7 +85,11 @@ describe('startWorker', () => {
     await worker.stop();
 
     expect(await jobById(db, quickJob.id)).toMatchObject({ status: 'succeeded' });
-    expect(await jobById(db, endlessJob.id)).toMatchObject({ status: 'scheduled', attempts: 0, progress: { started: true } });
+    expect(await jobById(db, endlessJob.id)).toMatchObject({
+      status: 'scheduled',
+      attempts: 0,
+      progress: { started: true },
+    });
   });
 
   it('two workers and a drain share 1,000 jobs: each runs and succeeds exactly once', async () => {
@@ -87,15 +99,22 @@ describe('startWorker', () => {
       runs.set(context.job.id, (runs.get(context.job.id) ?? 0) + 1);
       if (Math.random() < 0.1) await sleep(Math.random() * 10);
     });
-    await enqueueBatch(db, Array.from({ length: 1000 }, () => ({ queue: 'shared', type: 'counted' })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: 1000 }, () => ({ queue: 'shared', type: 'counted' })),
+    );
 
     // Large batches: the claim is the costly statement on a slow Postgres.
     const options = { databaseUrl: url, handlers: [counted], concurrency: 25, logger: recordingLogger() };
     const workers = await Promise.all([startWorker(options), startWorker(options)]);
-    while ((await db.query<{ left: number }>({
-      text: 'SELECT count(*)::integer AS left FROM skiplock.jobs',
-      params: [],
-    }))[0]!.left > 0) {
+    while (
+      (
+        await db.query<{ left: number }>({
+          text: 'SELECT count(*)::integer AS left FROM skiplock.jobs',
+          params: [],
+        })
+      )[0]!.left > 0
+    ) {
       await drain(db, [counted]);
     }
     await Promise.all(workers.map((worker) => worker.stop()));
@@ -123,7 +142,10 @@ describe('startWorker', () => {
       if (n % 10 === 0) throw new Error('a failure goes through the attempts connections');
     });
     const jobs = 400;
-    await enqueueBatch(db, Array.from({ length: jobs }, (_, n) => ({ queue: 'q', type: 'uneven', payload: { n }, maxAttempts: 1 })));
+    await enqueueBatch(
+      db,
+      Array.from({ length: jobs }, (_, n) => ({ queue: 'q', type: 'uneven', payload: { n }, maxAttempts: 1 })),
+    );
     const claimers = new Set<number>();
     await withWorker({ databaseUrl: url, handlers: [uneven], concurrency: 8, housekeepingIntervalMs: 20 }, async () => {
       for (;;) {
@@ -132,11 +154,17 @@ describe('startWorker', () => {
           params: [],
         });
         for (const { pid, query } of rows) if (query.includes('skiplock.claim_batch(')) claimers.add(pid);
-        const [{ left }] = (await db.query<{ left: number }>({ text: 'SELECT count(*)::integer AS left FROM skiplock.jobs', params: [] })) as [{ left: number }];
+        const [{ left }] = (await db.query<{ left: number }>({
+          text: 'SELECT count(*)::integer AS left FROM skiplock.jobs',
+          params: [],
+        })) as [{ left: number }];
         if (left === 0) break;
       }
     });
-    const [finished] = await db.query<{ count: number }>({ text: 'SELECT count(*)::integer AS count FROM skiplock.finished_jobs', params: [] });
+    const [finished] = await db.query<{ count: number }>({
+      text: 'SELECT count(*)::integer AS count FROM skiplock.finished_jobs',
+      params: [],
+    });
     expect(finished!.count).toBe(jobs);
     // One claim out at a time, and one more beside it when work arrives while it is out: never a connection of the attempts' pool.
     expect(claimers.size).toBeGreaterThanOrEqual(1);
@@ -152,10 +180,16 @@ describe('startWorker', () => {
       params: [job.id],
     });
 
-    await withWorker({ databaseUrl: url, handlers: [noop], workerId: 'pod-1' }, () => untilStatus(db, job.id, 'succeeded'));
+    await withWorker({ databaseUrl: url, handlers: [noop], workerId: 'pod-1' }, () =>
+      untilStatus(db, job.id, 'succeeded'),
+    );
 
     expect((await getJobEvents(db, job.id)).map((event) => event.kind)).toEqual([
-      'enqueued', 'claimed', 'released', 'claimed', 'completed',
+      'enqueued',
+      'claimed',
+      'released',
+      'claimed',
+      'completed',
     ]);
   });
 });

@@ -14,13 +14,18 @@ describe('the settings and docs/configuration.md', () => {
   });
 
   it('refuses a document that lost a table, or names one no settings make', () => {
-    expect(() => withTables('<!-- table: worker -->\n<!-- end table -->\n')).toThrow(/has no place for the table node-worker, shared, bindings/);
+    expect(() => withTables('<!-- table: worker -->\n<!-- end table -->\n')).toThrow(
+      /has no place for the table node-worker, shared, bindings/,
+    );
     expect(() => withTables('<!-- table: workers -->\n<!-- end table -->\n')).toThrow(/names a table "workers"/);
   });
 
   it('keeps every variable and option name users have in their configs', () => {
     const names = Object.fromEntries(
-      Object.entries(GROUPS).map(([group, settings]) => [group, Object.entries(settings).map(([option, each]) => `${each.variable} ${option}`)]),
+      Object.entries(GROUPS).map(([group, settings]) => [
+        group,
+        Object.entries(settings).map(([option, each]) => `${each.variable} ${option}`),
+      ]),
     );
     expect(names).toEqual({
       shared: [

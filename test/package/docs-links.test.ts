@@ -50,7 +50,8 @@ function brokenLinks(file: string, markdown: string, read: (path: string) => str
   for (const [, target] of prose(markdown).matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
     if (/^[a-z][a-z0-9+.-]*:/i.test(target!)) continue;
     const [path, anchor] = target!.split('#', 2) as [string, string | undefined];
-    const into = path === '' ? file : relative(projectRoot, resolve(projectRoot, dirname(file), decodeURIComponent(path)));
+    const into =
+      path === '' ? file : relative(projectRoot, resolve(projectRoot, dirname(file), decodeURIComponent(path)));
     const text = read(into);
     if (text === undefined) {
       broken.push(`${file}: ${target} (no file ${into})`);

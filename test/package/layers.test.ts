@@ -69,8 +69,14 @@ describe('the source layers', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('the Node worker reaches the engine, the drain and the pg driver only through their index (public) and internal (the package\'s own) modules', () => {
-    const entries = ['src/engine/index.ts', 'src/engine/internal.ts', 'src/drain/index.ts', 'src/drain/internal.ts', 'src/db/pg.ts'];
+  it("the Node worker reaches the engine, the drain and the pg driver only through their index (public) and internal (the package's own) modules", () => {
+    const entries = [
+      'src/engine/index.ts',
+      'src/engine/internal.ts',
+      'src/drain/index.ts',
+      'src/drain/internal.ts',
+      'src/db/pg.ts',
+    ];
     const reaching = sourceFiles()
       .filter((file) => layerOf(file) === 'node-worker')
       .flatMap((file) => relativeImports(file).map((target) => `${file} -> ${target}`))

@@ -41,7 +41,12 @@ async function receiver(): Promise<number> {
     let body = '';
     request.on('data', (chunk: Buffer) => (body += chunk.toString()));
     request.on('end', () => {
-      received.push({ port: (server.address() as AddressInfo).port, path: request.url ?? '', headers: request.headers, body });
+      received.push({
+        port: (server.address() as AddressInfo).port,
+        path: request.url ?? '',
+        headers: request.headers,
+        body,
+      });
       response.writeHead(200).end('ok');
     });
   });
@@ -75,7 +80,10 @@ afterAll(async () => {
 async function deliver(url: string, tenant = 'default', body: unknown = { event: 'paid' }) {
   const queue = uniqueName('sec-http');
   const job = await expectJson<{ id: string }>(
-    await call(`/v1/queues/${queue}/jobs`, { key: stack.adminToken, body: { type, tenant, maxAttempts: 1, payload: { url, body } } }),
+    await call(`/v1/queues/${queue}/jobs`, {
+      key: stack.adminToken,
+      body: { type, tenant, maxAttempts: 1, payload: { url, body } },
+    }),
     201,
   );
   const ended = await waitFor(`the delivery ${job.id} to end`, async () => {
@@ -89,7 +97,7 @@ async function deliver(url: string, tenant = 'default', body: unknown = { event:
 }
 
 describe('the http job, delivered by the Node worker', () => {
-  it("refuses a name that the system resolver points at a non-public address, and connects to nothing", async () => {
+  it('refuses a name that the system resolver points at a non-public address, and connects to nothing', async () => {
     const name = hostname();
     // This machine's own name resolves to a loopback or private address here.
     const { address } = await lookup(name);
@@ -98,7 +106,10 @@ describe('the http job, delivered by the Node worker', () => {
 
     const job = await deliver(`http://${name}:${shared}/hook`);
 
-    expect(job).toMatchObject({ status: 'failed', lastError: { message: `${name} resolves to ${address}, which is not a public address` } });
+    expect(job).toMatchObject({
+      status: 'failed',
+      lastError: { message: `${name} resolves to ${address}, which is not a public address` },
+    });
     expect(received.length).toBe(before);
   });
 
@@ -123,7 +134,10 @@ describe('the http job, delivered by the Node worker', () => {
     const unnamedPort = await deliver('http://127.0.0.1:8080/hook');
 
     expect(otherPort).toMatchObject({ status: 'failed' });
-    expect(unnamedPort).toMatchObject({ status: 'failed', lastError: { message: expect.stringMatching(/^port 8080 of 127\.0\.0\.1 is not allowed/) } });
+    expect(unnamedPort).toMatchObject({
+      status: 'failed',
+      lastError: { message: expect.stringMatching(/^port 8080 of 127\.0\.0\.1 is not allowed/) },
+    });
     expect(ownTenant).toMatchObject({ status: 'succeeded' });
     expect(received.slice(before).map((request) => request.port)).toEqual([acmeOnly]);
   });
@@ -134,7 +148,10 @@ describe('the http job, delivered by the Node worker', () => {
     const request = received.findLast((r) => r.headers['webhook-id'] === job.id)!;
     const verifies = async (endpoint: { tenant: string; url: string }, body = request.body) => {
       try {
-        new Webhook(await httpEndpointSecret(SIGNING_SECRET, endpoint)).verify(body, request.headers as Record<string, string>);
+        new Webhook(await httpEndpointSecret(SIGNING_SECRET, endpoint)).verify(
+          body,
+          request.headers as Record<string, string>,
+        );
         return true;
       } catch {
         return false;

@@ -82,7 +82,9 @@ describe('the local Neon proxy of npm start', () => {
   it('refuses SQL over HTTP from a web page, and under a rebound Host', async () => {
     expect((await sqlOverHttp(`/${proxy.secret}/sql`, { origin: 'http://evil.example' })).status).toBe(403);
     expect((await sqlOverHttp(`/${proxy.secret}/sql`, { host: `rebind.evil.example:${proxy.port}` })).status).toBe(403);
-    expect(await upgrade(`/${proxy.secret}/v1?${pipe()}`, { headers: { host: `rebind.evil.example:${proxy.port}` } })).toBe(403);
+    expect(
+      await upgrade(`/${proxy.secret}/v1?${pipe()}`, { headers: { host: `rebind.evil.example:${proxy.port}` } }),
+    ).toBe(403);
   });
 
   it('answers 404 without the per-run secret, or with a wrong one', async () => {

@@ -10,7 +10,7 @@ async function enqueue(queue: string, body: Record<string, unknown> = {}): Promi
 }
 
 describe('5: /v1/stats health', () => {
-  it('gives a tenant-bound key its own tenant\'s signs and none of the database\'s figures', async () => {
+  it("gives a tenant-bound key its own tenant's signs and none of the database's figures", async () => {
     const tenantKey = await createKey(['read'], uniqueName('stats-tenant'));
 
     const asTenant = await expectJson<{ health: object }>(await call('/v1/stats', { key: tenantKey }), 200);
@@ -61,7 +61,10 @@ describe('8: runAt and expiresAt', () => {
     [{ runAt: '2100-01-01T00:00:00Z' }, 'runAt'],
     [{ expiresAt: '1970-01-01T00:00:00Z' }, 'expiresAt'],
   ])('refuses %j naming the field', async (body, field) => {
-    const problem = await expectJson<Problem>(await call(`/v1/queues/${uniqueName('sec-time')}/jobs`, { key: admin, body }), 400);
+    const problem = await expectJson<Problem>(
+      await call(`/v1/queues/${uniqueName('sec-time')}/jobs`, { key: admin, body }),
+      400,
+    );
     expect(problem.errors).toEqual([{ path: field, message: 'must be from 2000-01-01 to 10 years from now' }]);
   });
 });
@@ -69,7 +72,11 @@ describe('8: runAt and expiresAt', () => {
 describe('9: secrets, failed authentications, watchers', () => {
   it('refuses an ADMIN_TOKEN or STATUS_TOKEN_SECRET under 32 characters outside dev, in one line', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ADMIN_TOKEN: 'short', STATUS_TOKEN_SECRET: 'x'.repeat(32) };
+    const env = {
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      ADMIN_TOKEN: 'short',
+      STATUS_TOKEN_SECRET: 'x'.repeat(32),
+    };
     const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
 
     const response = await createSkiplock().fetch(new Request('http://skiplock.test/healthz'), env, ctx);
@@ -86,7 +93,8 @@ describe('9: secrets, failed authentications, watchers', () => {
     const from = (address: string, init: Call = {}) => ({ ...init, headers: { 'cf-connecting-ip': address } });
     const address = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
     const job = await enqueue(uniqueName('sec-auth'));
-    for (let i = 0; i < 9; i++) expect((await call('/v1/jobs', from(address, { key: `skiplock_${'A'.repeat(43)}` }))).status).toBe(401);
+    for (let i = 0; i < 9; i++)
+      expect((await call('/v1/jobs', from(address, { key: `skiplock_${'A'.repeat(43)}` }))).status).toBe(401);
     expect((await call(`/status/${job.id}?token=forged`, from(address))).status).toBe(401);
 
     const turnedAway = await call('/v1/jobs', from(address, { key: admin }));
@@ -101,7 +109,9 @@ describe('9: secrets, failed authentications, watchers', () => {
     const { id } = await enqueue(uniqueName('sec-watchers'));
     const etag = (await call(`/v1/jobs/${id}`, { key: admin })).headers.get('etag')!;
     // Eleven waits at once: whichever arrives last finds the ten slots taken by the others, which wait.
-    const waits = Array.from({ length: 11 }, () => call(`/v1/jobs/${id}?wait=20`, { key: admin, headers: { 'if-none-match': etag } }));
+    const waits = Array.from({ length: 11 }, () =>
+      call(`/v1/jobs/${id}?wait=20`, { key: admin, headers: { 'if-none-match': etag } }),
+    );
     // A stream answers once it holds its slot.
     const streams = await Promise.all(Array.from({ length: 10 }, () => call(`/v1/jobs/${id}/events`, { key: admin })));
     const eleventhStream = await call(`/v1/jobs/${id}/events`, { key: admin });

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { call, createKey, expectJson, stack, uniqueName } from './support/api';
 
-type Enqueued = { id: string; status: string; statusUrl: string; deduplicated: boolean; tenant?: string; payload?: unknown };
+type Enqueued = {
+  id: string;
+  status: string;
+  statusUrl: string;
+  deduplicated: boolean;
+  tenant?: string;
+  payload?: unknown;
+};
 
 const admin = stack.adminToken;
 
@@ -16,17 +23,27 @@ describe('dedup keys', () => {
     const [mine, theirs] = [uniqueName('mine'), uniqueName('theirs')];
     const boundKey = await createKey(['enqueue', 'read'], mine);
     const theirsJob = await expectJson<Enqueued>(
-      await call(`/v1/queues/${queue}/jobs`, { key: admin, body: { tenant: theirs, dedupKey: 'order-1', payload: { card: 'theirs' } } }),
+      await call(`/v1/queues/${queue}/jobs`, {
+        key: admin,
+        body: { tenant: theirs, dedupKey: 'order-1', payload: { card: 'theirs' } },
+      }),
       201,
     );
 
-    const own = await call(`/v1/queues/${queue}/jobs`, { key: boundKey, body: { dedupKey: 'order-1', payload: 'mine' } });
+    const own = await call(`/v1/queues/${queue}/jobs`, {
+      key: boundKey,
+      body: { dedupKey: 'order-1', payload: 'mine' },
+    });
     const idempotentTheirs = await call(`/v1/queues/${queue}/jobs`, {
       key: admin,
       body: { tenant: theirs },
       headers: { 'idempotency-key': 'same' },
     });
-    const idempotentMine = await call(`/v1/queues/${queue}/jobs`, { key: boundKey, body: {}, headers: { 'idempotency-key': 'same' } });
+    const idempotentMine = await call(`/v1/queues/${queue}/jobs`, {
+      key: boundKey,
+      body: {},
+      headers: { 'idempotency-key': 'same' },
+    });
 
     const ownJob = await expectJson<Enqueued>(own, 201);
     expect(ownJob).toMatchObject({ tenant: mine, payload: 'mine', deduplicated: false });
@@ -40,14 +57,31 @@ describe('dedup keys', () => {
     const tenant = uniqueName('victim');
     const enqueueOnly = await createKey(['enqueue']);
     const original = await expectJson<Enqueued>(
-      await call(`/v1/queues/${queue}/jobs`, { key: admin, body: { tenant, dedupKey: 'order-1', payload: { card: '4242' } } }),
+      await call(`/v1/queues/${queue}/jobs`, {
+        key: admin,
+        body: { tenant, dedupKey: 'order-1', payload: { card: '4242' } },
+      }),
       201,
     );
-    await expectJson(await call(`/v1/queues/${queue}/jobs`, { key: enqueueOnly, body: { tenant }, headers: { 'idempotency-key': 'k' } }), 201);
+    await expectJson(
+      await call(`/v1/queues/${queue}/jobs`, {
+        key: enqueueOnly,
+        body: { tenant },
+        headers: { 'idempotency-key': 'k' },
+      }),
+      201,
+    );
 
-    const hit = await expectJson(await call(`/v1/queues/${queue}/jobs`, { key: enqueueOnly, body: { tenant, dedupKey: 'order-1' } }), 200);
+    const hit = await expectJson(
+      await call(`/v1/queues/${queue}/jobs`, { key: enqueueOnly, body: { tenant, dedupKey: 'order-1' } }),
+      200,
+    );
     const retried = await expectJson(
-      await call(`/v1/queues/${queue}/jobs`, { key: enqueueOnly, body: { tenant }, headers: { 'idempotency-key': 'k' } }),
+      await call(`/v1/queues/${queue}/jobs`, {
+        key: enqueueOnly,
+        body: { tenant },
+        headers: { 'idempotency-key': 'k' },
+      }),
       200,
     );
 
@@ -60,7 +94,18 @@ describe('dedup keys', () => {
 });
 
 /** The fields a status token may see (JobStatusView). */
-const STATUS_VIEW = ['attempts', 'createdAt', 'finishedAt', 'id', 'maxAttempts', 'progress', 'result', 'runAt', 'startedAt', 'status'];
+const STATUS_VIEW = [
+  'attempts',
+  'createdAt',
+  'finishedAt',
+  'id',
+  'maxAttempts',
+  'progress',
+  'result',
+  'runAt',
+  'startedAt',
+  'status',
+];
 
 /**
  * Finding 3: a status token opened the whole job (payload, result,
@@ -69,7 +114,15 @@ const STATUS_VIEW = ['attempts', 'createdAt', 'finishedAt', 'id', 'maxAttempts',
 describe('a status token', () => {
   it('opens the status view only, on GET, ?wait, the event stream and the status page', async () => {
     const queue = uniqueName('sec-status');
-    const secrets = { payload: 'payload-secret', tenant: uniqueName('secret-tenant'), dedupKey: 'secret-dedup', error: 'secret-error', cursor: 'secret-cursor', result: 'secret-result', worker: 'secret-worker' };
+    const secrets = {
+      payload: 'payload-secret',
+      tenant: uniqueName('secret-tenant'),
+      dedupKey: 'secret-dedup',
+      error: 'secret-error',
+      cursor: 'secret-cursor',
+      result: 'secret-result',
+      worker: 'secret-worker',
+    };
     const job = await expectJson<Enqueued>(
       await call(`/v1/queues/${queue}/jobs`, {
         key: admin,
@@ -82,8 +135,20 @@ describe('a status token', () => {
       200,
     );
     const leaseToken = jobs[0]!.leaseToken;
-    await expectJson(await call(`/v1/jobs/${job.id}/extend`, { key: admin, body: { leaseToken, progress: { percent: 50, cursor: secrets.cursor } } }), 200);
-    await expectJson(await call(`/v1/jobs/${job.id}/complete`, { key: admin, body: { leaseToken, result: { value: secrets.result } } }), 200);
+    await expectJson(
+      await call(`/v1/jobs/${job.id}/extend`, {
+        key: admin,
+        body: { leaseToken, progress: { percent: 50, cursor: secrets.cursor } },
+      }),
+      200,
+    );
+    await expectJson(
+      await call(`/v1/jobs/${job.id}/complete`, {
+        key: admin,
+        body: { leaseToken, result: { value: secrets.result } },
+      }),
+      200,
+    );
     const statusUrl = new URL(job.statusUrl);
     const token = statusUrl.searchParams.get('token')!;
 
@@ -93,7 +158,12 @@ describe('a status token', () => {
     const page = await (await fetch(`${stack.url}/status/${job.id}?token=${token}`)).text();
 
     expect(Object.keys(read).sort()).toEqual(STATUS_VIEW);
-    expect(read).toMatchObject({ id: job.id, status: 'succeeded', progress: { percent: 50, message: null }, result: null });
+    expect(read).toMatchObject({
+      id: job.id,
+      status: 'succeeded',
+      progress: { percent: 50, message: null },
+      result: null,
+    });
     expect(Object.keys(waited).sort()).toEqual(STATUS_VIEW);
     expect(stream).toContain('event: end');
     for (const text of [JSON.stringify(read), stream, page]) {

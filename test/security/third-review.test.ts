@@ -27,7 +27,10 @@ describe('1: a key without read changes jobs but never reads them', () => {
     const enqueueOnly = await createKey(['enqueue']);
 
     const answers = [
-      await expectJson(await call(`/v1/jobs/${job.id}`, { key: enqueueOnly, method: 'PATCH', body: { priority: 3 } }), 200),
+      await expectJson(
+        await call(`/v1/jobs/${job.id}`, { key: enqueueOnly, method: 'PATCH', body: { priority: 3 } }),
+        200,
+      ),
       await expectJson(await call(`/v1/jobs/${job.id}/cancel`, { key: enqueueOnly, method: 'POST' }), 200),
       await expectJson(await call(`/v1/jobs/${job.id}/retry`, { key: enqueueOnly, method: 'POST' }), 200),
     ];
@@ -41,7 +44,7 @@ describe('1: a key without read changes jobs but never reads them', () => {
   });
 });
 
-describe("2: webhook batches keep to one tenant", () => {
+describe('2: webhook batches keep to one tenant', () => {
   interface Post {
     headers: IncomingHttpHeaders;
     body: string;
@@ -55,7 +58,10 @@ describe("2: webhook batches keep to one tenant", () => {
   });
 
   async function jobOf(id: string) {
-    return expectJson<{ status: string; attempts: number; lastError: unknown }>(await call(`/v1/jobs/${id}`, { key: admin }), 200);
+    return expectJson<{ status: string; attempts: number; lastError: unknown }>(
+      await call(`/v1/jobs/${id}`, { key: admin }),
+      200,
+    );
   }
 
   it("never fails or shows one tenant's jobs in another's: a POST per tenant, signed for it, a refused POST retried job by job", async () => {
@@ -108,19 +114,25 @@ describe("2: webhook batches keep to one tenant", () => {
       const now = await Promise.all(jobs.map((job) => jobOf(job.id)));
       return now.every((job) => ['succeeded', 'failed'].includes(job.status)) && now;
     });
-    const globexHistory = await call(`/v1/jobs/${jobs[5]!.id}/history`, { key: admin }).then((response) => response.text());
+    const globexHistory = await call(`/v1/jobs/${jobs[5]!.id}/history`, { key: admin }).then((response) =>
+      response.text(),
+    );
 
     expect(ended[5]).toMatchObject({ status: 'succeeded', attempts: 1, lastError: null });
     expect(globexHistory).not.toContain('acme');
     expect(ended.slice(0, 5).map((job) => job.status)).toEqual(Array(5).fill('succeeded'));
     for (const post of posts) {
-      const tenants = new Set((JSON.parse(post.body) as { data: { jobs: { tenant: string }[] } }).data.jobs.map((job) => job.tenant));
+      const tenants = new Set(
+        (JSON.parse(post.body) as { data: { jobs: { tenant: string }[] } }).data.jobs.map((job) => job.tenant),
+      );
       expect(tenants.size).toBe(1);
       const [tenant] = [...tenants];
       const secretFor = (who: string) => httpEndpointSecret(signingSecret, { tenant: who, url });
       const headers = post.headers as Record<string, string>;
       new Webhook(await secretFor(tenant!)).verify(post.body, headers);
-      await expect(secretFor(tenant === 'acme' ? 'globex' : 'acme').then((other) => new Webhook(other).verify(post.body, headers))).rejects.toThrow();
+      await expect(
+        secretFor(tenant === 'acme' ? 'globex' : 'acme').then((other) => new Webhook(other).verify(post.body, headers)),
+      ).rejects.toThrow();
     }
   });
 
@@ -149,7 +161,12 @@ describe("2: webhook batches keep to one tenant", () => {
 describe('4: framing headers in an http job', () => {
   it('are refused at enqueue, naming each, with nothing stored', async () => {
     const queue = uniqueName('sec-framing');
-    const headers = { host: 'internal.example', 'Content-Length': '2', 'transfer-encoding': 'chunked', 'proxy-connection': 'x' };
+    const headers = {
+      host: 'internal.example',
+      'Content-Length': '2',
+      'transfer-encoding': 'chunked',
+      'proxy-connection': 'x',
+    };
 
     const refused = await call(`/v1/queues/${queue}/jobs`, {
       key: admin,
@@ -158,7 +175,11 @@ describe('4: framing headers in an http job', () => {
     const problem = await expectJson<{ errors: { path: string }[] }>(refused, 422);
     const listed = await expectJson<{ jobs: unknown[] }>(await call(`/v1/jobs?queue=${queue}`, { key: admin }), 200);
 
-    expect(problem.errors.map((error) => error.path).sort()).toEqual(Object.keys(headers).map((name) => `payload.headers.${name}`).sort());
+    expect(problem.errors.map((error) => error.path).sort()).toEqual(
+      Object.keys(headers)
+        .map((name) => `payload.headers.${name}`)
+        .sort(),
+    );
     expect(listed.jobs).toEqual([]);
   });
 });
@@ -167,7 +188,10 @@ describe('5: a change of priority alone', () => {
   it("keeps the job's start time: a job due in two hours stays scheduled", async () => {
     const job = await enqueue(uniqueName('sec-priority'), { delaySeconds: 7200 });
 
-    const changed = await expectJson(await call(`/v1/jobs/${job.id}`, { key: admin, method: 'PATCH', body: { priority: 3 } }), 200);
+    const changed = await expectJson(
+      await call(`/v1/jobs/${job.id}`, { key: admin, method: 'PATCH', body: { priority: 3 } }),
+      200,
+    );
 
     expect(changed).toMatchObject({ id: job.id, status: 'scheduled', priority: 3, runAt: job.runAt });
   });

@@ -16,13 +16,18 @@ export interface NpmStart {
 }
 
 export async function npmStart(checkout: string, env: NodeJS.ProcessEnv, upWithinMs = 90_000): Promise<NpmStart> {
-  const child = spawn('npm', ['start'], { cwd: checkout, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('npm', ['start'], {
+    cwd: checkout,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   const deadline = Date.now() + upWithinMs;
-  while (!output.includes('Ctrl-C stops everything') && child.exitCode === null && Date.now() < deadline) await sleep(200);
+  while (!output.includes('Ctrl-C stops everything') && child.exitCode === null && Date.now() < deadline)
+    await sleep(200);
   return {
     process: child,
     output: () => output,

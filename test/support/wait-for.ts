@@ -29,7 +29,8 @@ export async function waitFor<T>(
   for (;;) {
     const seen = await check();
     if (seen !== undefined && seen !== null && seen !== false) return seen;
-    if (Date.now() >= deadline) throw new Error(`waited ${timeoutMs} ms for ${typeof what === 'string' ? what : what()}, in vain`);
+    if (Date.now() >= deadline)
+      throw new Error(`waited ${timeoutMs} ms for ${typeof what === 'string' ? what : what()}, in vain`);
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }

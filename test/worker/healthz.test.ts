@@ -31,8 +31,12 @@ describe('GET /healthz in workerd', () => {
   it("shows the round trip's latency to an operator key only", async () => {
     const tenantKey = await createKey(['read'], 'health-tenant');
     const asOperator = await exports.default.fetch('http://skiplock.test/healthz', { headers: operator });
-    const asTenant = await exports.default.fetch('http://skiplock.test/healthz', { headers: { authorization: `Bearer ${tenantKey}` } });
-    const badKey = await exports.default.fetch('http://skiplock.test/healthz', { headers: { authorization: 'Bearer nope' } });
+    const asTenant = await exports.default.fetch('http://skiplock.test/healthz', {
+      headers: { authorization: `Bearer ${tenantKey}` },
+    });
+    const badKey = await exports.default.fetch('http://skiplock.test/healthz', {
+      headers: { authorization: 'Bearer nope' },
+    });
 
     expect(await asOperator.json()).toEqual({ status: 'ok', database: { ok: true, latencyMs: expect.any(Number) } });
     expect(await asTenant.json()).toEqual({ status: 'ok' });

@@ -44,7 +44,9 @@ describe('scheduled() in workerd', () => {
   });
 
   it('runs a demo job: enqueued, then drained by scheduled() in dev mode, it ends succeeded', async () => {
-    const [enqueued] = await enqueueBatch(httpDatabase(env), [{ queue: `worker-test-${crypto.randomUUID()}`, type: 'noop' }]);
+    const [enqueued] = await enqueueBatch(httpDatabase(env), [
+      { queue: `worker-test-${crypto.randomUUID()}`, type: 'noop' },
+    ]);
 
     await runScheduled(worker, '* * * * *', new Date(), { SKIPLOCK_DEV: '1' });
 

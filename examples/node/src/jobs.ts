@@ -24,7 +24,9 @@ export const recordOrderLines = defineBatchJob(
     return new Map(
       jobs.map(({ id, payload }) => [
         id,
-        payload.quantity > 0 ? { result: { sku: payload.sku, batchSize: jobs.length } } : { error: new Error('no quantity') },
+        payload.quantity > 0
+          ? { result: { sku: payload.sku, batchSize: jobs.length } }
+          : { error: new Error('no quantity') },
       ]),
     );
   },

@@ -17,11 +17,16 @@ export function createOrderServer(pool: pg.Pool): Server {
     try {
       const url = new URL(request.url ?? '/', 'http://localhost');
       if (request.method === 'POST' && url.pathname === '/orders') {
-        const { email, failAfterInsert } = JSON.parse(await readBody(request)) as { email: string; failAfterInsert?: boolean };
+        const { email, failAfterInsert } = JSON.parse(await readBody(request)) as {
+          email: string;
+          failAfterInsert?: boolean;
+        };
         const client = await pool.connect();
         try {
           await client.query('BEGIN');
-          const { rows } = await client.query<{ id: number }>('INSERT INTO orders (email) VALUES ($1) RETURNING id', [email]);
+          const { rows } = await client.query<{ id: number }>('INSERT INTO orders (email) VALUES ($1) RETURNING id', [
+            email,
+          ]);
           const orderId = rows[0]!.id;
           const job = await enqueue(clientQueryable(client), confirmOrder, { orderId, email });
           if (failAfterInsert) throw new Error('the order failed after its job was enqueued');

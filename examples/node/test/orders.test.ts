@@ -16,7 +16,10 @@ let baseUrl = '';
 const children: ChildProcess[] = [];
 
 function run(command: string, args: string[]): ChildProcess {
-  const child = spawn(command, args, { env: { ...process.env, DATABASE_URL: databaseUrl, POLL_INTERVAL_MS: '200' }, stdio: 'inherit' });
+  const child = spawn(command, args, {
+    env: { ...process.env, DATABASE_URL: databaseUrl, POLL_INTERVAL_MS: '200' },
+    stdio: 'inherit',
+  });
   children.push(child);
   return child;
 }
@@ -67,11 +70,15 @@ describe('the example Node service', () => {
   });
 
   it('rolls the job back with the order: neither exists after a failed transaction', async () => {
-    const before = await pool.query<{ count: number }>("SELECT count(*)::int AS count FROM skiplock.jobs WHERE type = 'confirm-order'");
+    const before = await pool.query<{ count: number }>(
+      "SELECT count(*)::int AS count FROM skiplock.jobs WHERE type = 'confirm-order'",
+    );
     const response = await placeOrder({ email: 'grace@example.com', failAfterInsert: true });
 
     assert.equal(response.status, 500);
-    const afterwards = await pool.query<{ count: number }>("SELECT count(*)::int AS count FROM skiplock.jobs WHERE type = 'confirm-order'");
+    const afterwards = await pool.query<{ count: number }>(
+      "SELECT count(*)::int AS count FROM skiplock.jobs WHERE type = 'confirm-order'",
+    );
     const orders = await pool.query("SELECT 1 FROM orders WHERE email = 'grace@example.com'");
     assert.equal(afterwards.rows[0]!.count, before.rows[0]!.count);
     assert.equal(orders.rowCount, 0);
@@ -95,9 +102,17 @@ describe('the example Node service', () => {
     );
     const worker = run('node_modules/.bin/skiplock', ['work', 'build/src/jobs.js']);
     const jobs = await Promise.all(rows.map((row) => finished(row.id)));
-    assert.deepEqual(jobs.map((job) => job.status), ['succeeded', 'succeeded', 'succeeded', 'failed', 'succeeded', 'succeeded', 'succeeded', 'failed']);
-    const batchSizes = jobs.flatMap((job) => (job.status === 'succeeded' ? [(job.result as { batchSize: number }).batchSize] : []));
-    assert.ok(Math.max(...batchSizes) > 1, `batch sizes ${batchSizes.join(', ')}: the jobs went to the handler together`);
+    assert.deepEqual(
+      jobs.map((job) => job.status),
+      ['succeeded', 'succeeded', 'succeeded', 'failed', 'succeeded', 'succeeded', 'succeeded', 'failed'],
+    );
+    const batchSizes = jobs.flatMap((job) =>
+      job.status === 'succeeded' ? [(job.result as { batchSize: number }).batchSize] : [],
+    );
+    assert.ok(
+      Math.max(...batchSizes) > 1,
+      `batch sizes ${batchSizes.join(', ')}: the jobs went to the handler together`,
+    );
     assert.equal(await stop(worker), 0);
   });
 

@@ -48,7 +48,11 @@ describe('the example Worker', () => {
 
   it('serves the dashboard and the API description', async () => {
     const page = await worker.fetch(new Request('https://example.test/'), env, createExecutionContext());
-    const openapi = await worker.fetch(new Request('https://example.test/v1/openapi.json'), env, createExecutionContext());
+    const openapi = await worker.fetch(
+      new Request('https://example.test/v1/openapi.json'),
+      env,
+      createExecutionContext(),
+    );
 
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect((await openapi.json<{ paths: object }>()).paths).toHaveProperty('/v1/queues/{queue}/jobs');

@@ -32,7 +32,12 @@ export interface CloudflareQueueDeliveryResult {
 }
 
 /** Cloudflare Queues' limits on one `sendBatch`, and on a message. */
-export const QUEUE_LIMITS = { messagesPerBatch: 100, bytesPerBatch: 256 * 1024, bytesPerMessage: 128 * 1024, maxDelaySeconds: 43_200 };
+export const QUEUE_LIMITS = {
+  messagesPerBatch: 100,
+  bytesPerBatch: 256 * 1024,
+  bytesPerMessage: 128 * 1024,
+  maxDelaySeconds: 43_200,
+};
 
 const encoder = new TextEncoder();
 
@@ -66,12 +71,18 @@ export function defineCloudflareQueueDelivery<const Type extends string, Schema 
       for (const job of deliveredJobs(items)) {
         const delay = delaySeconds?.(job);
         if (delay !== undefined && !(Number.isFinite(delay) && delay >= 0 && delay <= QUEUE_LIMITS.maxDelaySeconds)) {
-          outcomes.set(job.id, { error: new PermanentError(`delaySeconds must be from 0 to ${QUEUE_LIMITS.maxDelaySeconds}, not ${delay}`) });
+          outcomes.set(job.id, {
+            error: new PermanentError(`delaySeconds must be from 0 to ${QUEUE_LIMITS.maxDelaySeconds}, not ${delay}`),
+          });
           continue;
         }
         const bytes = encoder.encode(JSON.stringify(job)).byteLength;
         if (bytes > QUEUE_LIMITS.bytesPerMessage) {
-          outcomes.set(job.id, { error: new PermanentError(`the job is ${bytes} bytes as a message; a Cloudflare queue takes up to ${QUEUE_LIMITS.bytesPerMessage}`) });
+          outcomes.set(job.id, {
+            error: new PermanentError(
+              `the job is ${bytes} bytes as a message; a Cloudflare queue takes up to ${QUEUE_LIMITS.bytesPerMessage}`,
+            ),
+          });
           continue;
         }
         if (call.length === QUEUE_LIMITS.messagesPerBatch || callBytes + bytes > QUEUE_LIMITS.bytesPerBatch) {
@@ -79,7 +90,14 @@ export function defineCloudflareQueueDelivery<const Type extends string, Schema 
           call = [];
           callBytes = 0;
         }
-        call.push({ id: job.id, message: { body: job, contentType: 'json', ...(delay === undefined ? {} : { delaySeconds: Math.round(delay) }) } });
+        call.push({
+          id: job.id,
+          message: {
+            body: job,
+            contentType: 'json',
+            ...(delay === undefined ? {} : { delaySeconds: Math.round(delay) }),
+          },
+        });
         callBytes += bytes;
       }
       if (call.length > 0) calls.push(call);

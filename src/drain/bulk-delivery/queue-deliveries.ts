@@ -62,14 +62,20 @@ export class QueueDeliveries {
         return { field: 'secretName', detail: `must start with ${DELIVERY_SECRET_PREFIX}` };
       }
       const secret = this.options.secret(delivery.secretName);
-      if (secret === undefined || secret === '') return { field: 'secretName', detail: `no secret named ${delivery.secretName} is set here` };
+      if (secret === undefined || secret === '')
+        return { field: 'secretName', detail: `no secret named ${delivery.secretName} is set here` };
       if (secret.length < MIN_SIGNING_SECRET_LENGTH) {
-        return { field: 'secretName', detail: `secret ${delivery.secretName} must be at least ${MIN_SIGNING_SECRET_LENGTH} characters` };
+        return {
+          field: 'secretName',
+          detail: `secret ${delivery.secretName} must be at least ${MIN_SIGNING_SECRET_LENGTH} characters`,
+        };
       }
       return undefined;
     }
-    if (this.options.producer === undefined) return { field: 'target', detail: 'only a Worker delivers to a Cloudflare queue' };
-    if (!delivery.binding.startsWith(DELIVERY_QUEUE_PREFIX)) return { field: 'binding', detail: `must start with ${DELIVERY_QUEUE_PREFIX}` };
+    if (this.options.producer === undefined)
+      return { field: 'target', detail: 'only a Worker delivers to a Cloudflare queue' };
+    if (!delivery.binding.startsWith(DELIVERY_QUEUE_PREFIX))
+      return { field: 'binding', detail: `must start with ${DELIVERY_QUEUE_PREFIX}` };
     if (this.options.producer(delivery.binding) === undefined) {
       return { field: 'binding', detail: `this Worker has no Queues producer binding named ${delivery.binding}` };
     }
@@ -97,11 +103,15 @@ export class QueueDeliveries {
   private define(queue: string, delivery: DeliveryTarget): JobDefinition {
     const type = `queue ${queue}`;
     const problem = this.problemWith(delivery);
-    if (problem !== undefined) return failing(type, `queue ${queue} delivers to ${delivery.target}, but ${problem.field}: ${problem.detail}`);
+    if (problem !== undefined)
+      return failing(type, `queue ${queue} delivers to ${delivery.target}, but ${problem.field}: ${problem.detail}`);
     try {
       return this.defineReachable(type, delivery);
     } catch (error) {
-      return failing(type, `queue ${queue}'s delivery target is not valid: ${error instanceof Error ? error.message : String(error)}`);
+      return failing(
+        type,
+        `queue ${queue}'s delivery target is not valid: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 

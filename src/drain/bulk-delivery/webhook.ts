@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { defineBatchJob, type BatchContext, type BatchItem, type BatchJobOptions, type BatchOutcome } from '../define-batch-job.js';
+import {
+  defineBatchJob,
+  type BatchContext,
+  type BatchItem,
+  type BatchJobOptions,
+  type BatchOutcome,
+} from '../define-batch-job.js';
 import type { JobDefinition } from '../define-job.js';
 import { PermanentError, RetryAfterError } from '../job-errors.js';
 import { WEBHOOK_HEADERS, endpointKey, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
@@ -111,8 +117,10 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
     ...batchOptions
   } = options;
   const url = new URL(target);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new RangeError(`job type "${type}": url must be http or https`);
-  if (secret !== undefined && signingSecret !== undefined) throw new RangeError(`job type "${type}": give secret or signingSecret, not both`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new RangeError(`job type "${type}": url must be http or https`);
+  if (secret !== undefined && signingSecret !== undefined)
+    throw new RangeError(`job type "${type}": give secret or signingSecret, not both`);
   const fixedKey = secret === undefined ? undefined : endpointSecretKey(secret);
   if (!(Number.isInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= 300_000)) {
     throw new RangeError(`job type "${type}": timeoutMs must be a whole number from 1 to 300000`);
@@ -125,24 +133,35 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
     signingSecret === undefined ? fixedKey : endpointKey(signingSecret, tenant, url);
 
   /** POSTs one tenant's jobs and says how each ended. */
-  async function post(jobs: DeliveredJob[], context: BatchContext): Promise<Array<[string, BatchOutcome<WebhookDeliveryResult>]>> {
+  async function post(
+    jobs: DeliveredJob[],
+    context: BatchContext,
+  ): Promise<Array<[string, BatchOutcome<WebhookDeliveryResult>]>> {
     const tenant = jobs[0]!.tenant;
     const batch = await batchId(jobs.map((job) => job.id));
     const unixSeconds = Math.floor(Date.now() / 1000);
-    const body = JSON.stringify({ type: 'skiplock.jobs', timestamp: new Date(unixSeconds * 1000).toISOString(), data: { jobs } });
+    const body = JSON.stringify({
+      type: 'skiplock.jobs',
+      timestamp: new Date(unixSeconds * 1000).toISOString(),
+      data: { jobs },
+    });
     const headers = new Headers(Object.entries(extraHeaders).filter(([name]) => !signedNames.has(name.toLowerCase())));
     headers.set('content-type', 'application/json');
     headers.set('skiplock-tenant', encodeURIComponent(tenant));
     const key = await keyFor(tenant);
     if (key !== undefined) {
-      for (const [name, value] of Object.entries(await signedHeaders(key, { id: batch, unixSeconds, body }))) headers.set(name, value);
+      for (const [name, value] of Object.entries(await signedHeaders(key, { id: batch, unixSeconds, body })))
+        headers.set(name, value);
     }
     let outcomes: Map<string, BatchOutcome<WebhookDeliveryResult>>;
     try {
-      const { response, text } = await sendAndRead(url, { timeoutMs, attempt: context.signal, maxBytes: ANSWER_BYTES }, (signal) =>
-        send === undefined
-          ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
-          : send(url, { method: 'POST', headers, body, signal }),
+      const { response, text } = await sendAndRead(
+        url,
+        { timeoutMs, attempt: context.signal, maxBytes: ANSWER_BYTES },
+        (signal) =>
+          send === undefined
+            ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
+            : send(url, { method: 'POST', headers, body, signal }),
       );
       if (response.status < 200 || response.status >= 300) throw refusal(url, response, text, jobs.length);
       const rejected = rejections(url, text, new Set(jobs.map((job) => job.id)));
@@ -158,7 +177,11 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
     type,
     schema,
     async (items, context) => {
-      const posts = postsOf(deliveredJobs(items), new Set(items.filter(refusedWithBatch).map((item) => item.id)), maxBatchBytes);
+      const posts = postsOf(
+        deliveredJobs(items),
+        new Set(items.filter(refusedWithBatch).map((item) => item.id)),
+        maxBatchBytes,
+      );
       return new Map((await Promise.all(posts.map((jobs) => post(jobs, context)))).flat());
     },
     // At most one POST per job, never redirected.
@@ -196,7 +219,12 @@ function postsOf(jobs: readonly DeliveredJob[], alone: ReadonlySet<string>, maxB
 /** Whether the job's last attempt ended in a refusal of a POST of several (see BatchRefusedError). */
 function refusedWithBatch(item: BatchItem<unknown>): boolean {
   const lastError = item.context.job.lastError;
-  return typeof lastError === 'object' && lastError !== null && !Array.isArray(lastError) && lastError.name === 'BatchRefusedError';
+  return (
+    typeof lastError === 'object' &&
+    lastError !== null &&
+    !Array.isArray(lastError) &&
+    lastError.name === 'BatchRefusedError'
+  );
 }
 
 /** The error a POST that was not answered 2xx fails its jobs with. */
@@ -219,9 +247,11 @@ function rejections(url: URL, text: string, sent: ReadonlySet<string>): Map<stri
     return outcomes;
   }
   const answer = receiverAnswer.safeParse(json);
-  if (!answer.success) throw new Error(`${url.origin} answered 2xx with a "rejected" list that is not [{ id, error? }]`);
+  if (!answer.success)
+    throw new Error(`${url.origin} answered 2xx with a "rejected" list that is not [{ id, error? }]`);
   const strangers = answer.data.rejected.filter((entry) => !sent.has(entry.id)).map((entry) => entry.id);
-  if (strangers.length > 0) throw new Error(`${url.origin} rejected jobs it was not sent: ${strangers.slice(0, 5).join(', ')}`);
+  if (strangers.length > 0)
+    throw new Error(`${url.origin} rejected jobs it was not sent: ${strangers.slice(0, 5).join(', ')}`);
   for (const entry of answer.data.rejected) {
     const reason = `${url.origin} rejected the job${entry.error === undefined ? '' : `: ${entry.error}`}`;
     const error = entry.permanent
@@ -237,5 +267,7 @@ function rejections(url: URL, text: string, sent: ReadonlySet<string>): Map<stri
 /** The batch's `webhook-id`: the same for the same jobs, so a receiver sees a resent batch as a repeat. */
 async function batchId(ids: readonly string[]): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(ids.join(',')));
-  return 'batch_' + [...new Uint8Array(digest).subarray(0, 16)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+  return (
+    'batch_' + [...new Uint8Array(digest).subarray(0, 16)].map((byte) => byte.toString(16).padStart(2, '0')).join('')
+  );
 }

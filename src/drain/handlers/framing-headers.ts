@@ -5,7 +5,16 @@
  * shorter than the body smuggles a second request onto the connection
  * (node:http sends what it is given; workerd sets both itself).
  */
-const FRAMING_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'te', 'trailer', 'upgrade', 'keep-alive']);
+const FRAMING_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'te',
+  'trailer',
+  'upgrade',
+  'keep-alive',
+]);
 
 /** Whether `name` is a framing or hop-by-hop header (`Proxy-*` included), which deliveries never take from a payload. */
 export function isFramingHeader(name: string): boolean {

@@ -23,7 +23,10 @@ export function parseAllowedHosts(entries: readonly string[]): AllowedHost[] {
     .filter((entry) => entry !== '')
     .map((entry) => {
       const host = readAllowedHost(entry);
-      if (host === undefined) throw new Error(`HTTP_ALLOWED_HOSTS: cannot read "${entry}": entries are [tenant=]host[:port], comma-separated`);
+      if (host === undefined)
+        throw new Error(
+          `HTTP_ALLOWED_HOSTS: cannot read "${entry}": entries are [tenant=]host[:port], comma-separated`,
+        );
       return host;
     });
 }
@@ -44,7 +47,10 @@ export function readAllowedHost(entry: string): AllowedHost | undefined {
 
 /** A host as entries and URLs are compared: lowercase, IPv6 brackets off, a trailing dot (`localhost.`) off. */
 function normalHost(host: string): string {
-  return host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+  return host
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 }
 
 /**
@@ -58,12 +64,19 @@ function normalHost(host: string): string {
  * resolved: by the platform on Workers (fetch from Cloudflare's edge cannot
  * reach them), by the fetch the Node worker gives the job in Node.
  */
-export function destinationProblem(url: URL, tenant: string | undefined, allowedHosts: readonly AllowedHost[]): string | undefined {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `only http and https URLs are delivered, not ${url.protocol}`;
+export function destinationProblem(
+  url: URL,
+  tenant: string | undefined,
+  allowedHosts: readonly AllowedHost[],
+): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return `only http and https URLs are delivered, not ${url.protocol}`;
   const host = normalHost(url.hostname);
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   const forTenant = allowedHosts.filter((entry) => entry.tenant === undefined || entry.tenant === tenant);
-  const hostEntries = forTenant.filter((entry) => entry.host === host || (entry.host.startsWith('*.') && host.endsWith(entry.host.slice(1))));
+  const hostEntries = forTenant.filter(
+    (entry) => entry.host === host || (entry.host.startsWith('*.') && host.endsWith(entry.host.slice(1))),
+  );
   const exact = hostEntries.some((entry) => entry.host === host);
   if (host === 'localhost' || host.endsWith('.localhost')) return `host ${host} is this machine: never delivered to`;
   if (isIpLiteral(host) && !isPublicAddress(host) && !exact) {

@@ -45,7 +45,8 @@ export async function sendAndRead(
 export function failedDelivery(url: URL, response: Response, text: string): Error {
   const { status } = response;
   const what = `${url.origin} answered ${status}${text === '' ? '' : `: ${text.slice(0, 200)}`}`;
-  const retryAfter = status === 429 || status === 503 ? retryAfterSeconds(response.headers.get('retry-after')) : undefined;
+  const retryAfter =
+    status === 429 || status === 503 ? retryAfterSeconds(response.headers.get('retry-after')) : undefined;
   if (retryAfter !== undefined) return new RetryAfterError(retryAfter, what);
   if (status >= 400 && status < 500 && status !== 408 && status !== 429) return new PermanentError(what);
   return new Error(what);

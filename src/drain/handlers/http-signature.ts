@@ -45,7 +45,10 @@ export async function endpointKey(signingSecret: string, tenant: string, url: UR
  * verifier. Computed from HTTP_SIGNING_SECRET, so only whoever holds that
  * secret can hand endpoint secrets out.
  */
-export async function httpEndpointSecret(signingSecret: string, endpoint: { tenant: string; url: string | URL }): Promise<string> {
+export async function httpEndpointSecret(
+  signingSecret: string,
+  endpoint: { tenant: string; url: string | URL },
+): Promise<string> {
   return SECRET_PREFIX + base64(await endpointKey(signingSecret, endpoint.tenant, new URL(endpoint.url)));
 }
 
@@ -61,7 +64,10 @@ export async function webhookHeaders(
 }
 
 /** The Standard Webhooks headers of one message, signed with the endpoint's key. */
-export async function signedHeaders(key: Uint8Array, message: { id: string; unixSeconds: number; body: string }): Promise<WebhookHeaders> {
+export async function signedHeaders(
+  key: Uint8Array,
+  message: { id: string; unixSeconds: number; body: string },
+): Promise<WebhookHeaders> {
   const signature = await hmacSha256(key, `${message.id}.${message.unixSeconds}.${message.body}`);
   return {
     'webhook-id': message.id,

@@ -54,7 +54,11 @@ const httpPayload = z
       .record(z.string(), z.string())
       .superRefine((headers, context) => {
         for (const name of Object.keys(headers).filter(isFramingHeader)) {
-          context.addIssue({ code: 'custom', path: [name], message: 'the delivery sets this header itself: leave it out' });
+          context.addIssue({
+            code: 'custom',
+            path: [name],
+            message: 'the delivery sets this header itself: leave it out',
+          });
         }
       })
       .default({}),
@@ -80,42 +84,48 @@ export type HttpJobPayload = z.input<typeof httpPayload>;
  */
 export function httpJob(settings: HttpJobSettings): JobDefinition {
   const allowedHosts = parseAllowedHosts(settings.allowedHosts);
-  return defineJob('http', httpPayload, async (request, context) => {
-    const send = settings.fetch ?? contextFetch(context);
-    const url = new URL(request.url);
-    const tenant = context.job.tenant;
-    const refused = destinationProblem(url, tenant, allowedHosts);
-    if (refused !== undefined) throw new PermanentError(refused);
+  return defineJob(
+    'http',
+    httpPayload,
+    async (request, context) => {
+      const send = settings.fetch ?? contextFetch(context);
+      const url = new URL(request.url);
+      const tenant = context.job.tenant;
+      const refused = destinationProblem(url, tenant, allowedHosts);
+      if (refused !== undefined) throw new PermanentError(refused);
 
-    const body = request.body === undefined || typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
-    const headers = new Headers(request.headers);
-    if (body !== undefined && typeof request.body !== 'string' && !headers.has('content-type')) {
-      headers.set('content-type', 'application/json');
-    }
-    headers.set('skiplock-job-id', context.job.id);
-    headers.set('skiplock-tenant', encodeURIComponent(tenant));
-    headers.set('skiplock-attempt', String(context.attempt));
-    // Only this handler signs: a payload cannot bring a signature of its own.
-    for (const name of WEBHOOK_HEADERS) headers.delete(name);
-    if (settings.signingSecret) {
-      const signed = await webhookHeaders(settings.signingSecret, {
-        jobId: context.job.id,
-        tenant,
+      const body =
+        request.body === undefined || typeof request.body === 'string' ? request.body : JSON.stringify(request.body);
+      const headers = new Headers(request.headers);
+      if (body !== undefined && typeof request.body !== 'string' && !headers.has('content-type')) {
+        headers.set('content-type', 'application/json');
+      }
+      headers.set('skiplock-job-id', context.job.id);
+      headers.set('skiplock-tenant', encodeURIComponent(tenant));
+      headers.set('skiplock-attempt', String(context.attempt));
+      // Only this handler signs: a payload cannot bring a signature of its own.
+      for (const name of WEBHOOK_HEADERS) headers.delete(name);
+      if (settings.signingSecret) {
+        const signed = await webhookHeaders(settings.signingSecret, {
+          jobId: context.job.id,
+          tenant,
+          url,
+          body: body ?? '',
+          unixSeconds: Math.floor(Date.now() / 1000),
+        });
+        for (const [name, value] of Object.entries(signed)) headers.set(name, value);
+      }
+
+      const { response, text } = await sendAndRead(
         url,
-        body: body ?? '',
-        unixSeconds: Math.floor(Date.now() / 1000),
-      });
-      for (const [name, value] of Object.entries(signed)) headers.set(name, value);
-    }
-
-    const { response, text } = await sendAndRead(
-      url,
-      { timeoutMs: request.timeoutMs, attempt: context.signal, maxBytes: RESULT_BODY_BYTES },
-      (signal) => send(url, { method: request.method, headers, body, signal }),
-    );
-    const { status } = response;
-    if (status >= 200 && status < 300) return { status, body: text };
-    throw failedDelivery(url, response, text);
-    // One delivery, never redirected: one subrequest.
-  }, { subrequests: 1 });
+        { timeoutMs: request.timeoutMs, attempt: context.signal, maxBytes: RESULT_BODY_BYTES },
+        (signal) => send(url, { method: request.method, headers, body, signal }),
+      );
+      const { status } = response;
+      if (status >= 200 && status < 300) return { status, body: text };
+      throw failedDelivery(url, response, text);
+      // One delivery, never redirected: one subrequest.
+    },
+    { subrequests: 1 },
+  );
 }

@@ -45,7 +45,11 @@ export async function optionalKeyHolder(c: Context<AppEnv>, deps: AppDeps): Prom
  * Authenticates, counting a failure against the client and turning away a
  * client past its limit before anything is checked.
  */
-async function limitingFailures<T>(c: Context<AppEnv>, deps: AppDeps, authenticateCaller: () => Promise<T>): Promise<T> {
+async function limitingFailures<T>(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  authenticateCaller: () => Promise<T>,
+): Promise<T> {
   const wait = failedAuthenticationWait(c);
   if (wait !== undefined) {
     const detail = `this client made too many failed authentications; retry in ${wait} s`;
@@ -78,7 +82,8 @@ export function failedAuthenticationWait(c: Context<AppEnv>): number | undefined
 /** Counts a failed authentication (an unknown key, a bad status token) against this request's client. */
 export async function countFailedAuthentication(c: Context<AppEnv>, deps: AppDeps): Promise<void> {
   const client = clientOf(c);
-  if (client !== undefined) await c.var.failedAuthentications.recordFailure(client, deps.settings(c.env).authRateLimiter);
+  if (client !== undefined)
+    await c.var.failedAuthentications.recordFailure(client, deps.settings(c.env).authRateLimiter);
 }
 
 async function authenticate(c: Context<AppEnv>, deps: AppDeps, rule: AccessRule): Promise<Principal> {

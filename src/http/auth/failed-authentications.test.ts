@@ -5,7 +5,8 @@ describe('FailedAuthentications', () => {
   it('turns a client away at its limit until its window ends, and no other client', async () => {
     const failures = new FailedAuthentications();
     const start = 1_000_000;
-    for (let i = 0; i < FAILED_AUTHENTICATIONS_PER_WINDOW - 1; i++) await failures.recordFailure('a', undefined, start + i);
+    for (let i = 0; i < FAILED_AUTHENTICATIONS_PER_WINDOW - 1; i++)
+      await failures.recordFailure('a', undefined, start + i);
     expect(failures.retryAfterSeconds('a', start + 100)).toBeUndefined();
 
     await failures.recordFailure('a', undefined, start + 1_000);

@@ -49,7 +49,8 @@ export class FailedAuthentications {
     }
     entry.failures += 1;
     const overHere = entry.failures >= FAILED_AUTHENTICATIONS_PER_WINDOW;
-    const overThere = binding !== undefined && !(await binding.limit({ key: `skiplock-failed-auth:${client}` })).success;
+    const overThere =
+      binding !== undefined && !(await binding.limit({ key: `skiplock-failed-auth:${client}` })).success;
     if (overHere || overThere) entry.blockedUntilMs = entry.windowStartMs + windowMs;
     // Delete then set: the map's order is the order clients were last seen in, oldest first.
     this.clients.delete(client);

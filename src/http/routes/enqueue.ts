@@ -15,43 +15,51 @@ import { router } from '../validation.js';
 const ENQUEUE_PROBLEMS = problemResponses(400, 401, 403, 409, 413, 422, 503);
 
 export function enqueueRoutes(deps: AppDeps) {
-  const enqueueRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
-    method: 'post',
-    path: '/v1/queues/{queue}/jobs',
-    operationId: 'enqueueJob',
-    tags: ['jobs'],
-    summary: 'Enqueue a job',
-    description:
-      'Answers 201 with the new job, or 200 with `deduplicated: true` and the job that a dedupKey or ' +
-      "Idempotency-Key matched (a job of the same queue and tenant); to a key without the read scope, that job's " +
-      'id and status only.',
-    request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBodySchema) },
-    responses: {
-      201: jsonResponse(EnqueuedJobSchema, 'The job was created'),
-      200: jsonResponse(
-        EnqueueAnswerSchema,
-        'A job with the same dedup key or Idempotency-Key already existed (by id and status only for a key without read)',
-      ),
-      ...ENQUEUE_PROBLEMS,
+  const enqueueRoute = authorizedRoute(
+    deps,
+    { scopes: ['enqueue'] },
+    {
+      method: 'post',
+      path: '/v1/queues/{queue}/jobs',
+      operationId: 'enqueueJob',
+      tags: ['jobs'],
+      summary: 'Enqueue a job',
+      description:
+        'Answers 201 with the new job, or 200 with `deduplicated: true` and the job that a dedupKey or ' +
+        "Idempotency-Key matched (a job of the same queue and tenant); to a key without the read scope, that job's " +
+        'id and status only.',
+      request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBodySchema) },
+      responses: {
+        201: jsonResponse(EnqueuedJobSchema, 'The job was created'),
+        200: jsonResponse(
+          EnqueueAnswerSchema,
+          'A job with the same dedup key or Idempotency-Key already existed (by id and status only for a key without read)',
+        ),
+        ...ENQUEUE_PROBLEMS,
+      },
     },
-  });
+  );
 
-  const enqueueBatchRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
-    method: 'post',
-    path: '/v1/queues/{queue}/jobs/batch',
-    operationId: 'enqueueJobs',
-    tags: ['jobs'],
-    summary: 'Enqueue up to 1,000 jobs at once',
-    description:
-      'One transaction: one invalid job refuses the whole batch, naming its field (`jobs.3.priority`). ' +
-      'Answers 201 when a job was created, 200 when every job was a dedup hit.',
-    request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBatchBodySchema) },
-    responses: {
-      201: jsonResponse(EnqueueBatchResponseSchema, 'The jobs, in request order'),
-      200: jsonResponse(EnqueueBatchResponseSchema, 'Every job already existed'),
-      ...ENQUEUE_PROBLEMS,
+  const enqueueBatchRoute = authorizedRoute(
+    deps,
+    { scopes: ['enqueue'] },
+    {
+      method: 'post',
+      path: '/v1/queues/{queue}/jobs/batch',
+      operationId: 'enqueueJobs',
+      tags: ['jobs'],
+      summary: 'Enqueue up to 1,000 jobs at once',
+      description:
+        'One transaction: one invalid job refuses the whole batch, naming its field (`jobs.3.priority`). ' +
+        'Answers 201 when a job was created, 200 when every job was a dedup hit.',
+      request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBatchBodySchema) },
+      responses: {
+        201: jsonResponse(EnqueueBatchResponseSchema, 'The jobs, in request order'),
+        200: jsonResponse(EnqueueBatchResponseSchema, 'Every job already existed'),
+        ...ENQUEUE_PROBLEMS,
+      },
     },
-  });
+  );
 
   return router()
     .openapi(enqueueRoute, async (c) => {

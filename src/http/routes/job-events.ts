@@ -28,24 +28,28 @@ const EventsQuerySchema = z.object({
 });
 
 export function jobEventRoutes(deps: AppDeps) {
-  const jobEventsRoute = authorizedRoute(deps, { scopes: ['read'], statusToken: true }, {
-    method: 'get',
-    path: '/v1/jobs/{id}/events',
-    operationId: 'streamJobEvents',
-    tags: ['jobs'],
-    summary: "Server-sent events of a job's changes until it ends",
-    description:
-      'Each change is an `event: job` whose data is the job (to a status token: its status view, JobStatusView) and ' +
-      'whose id is its ETag; `event: end` follows the ' +
-      `final status, then the stream closes. A stream lasts at most ${STREAM_SECONDS} s; reconnecting with ` +
-      "Last-Event-ID resumes it. Opens with an API key or the job's status token. At most " +
-      `${LIMITS.maxStreamsPerJob} streams of one job are open at once (per Worker isolate); more answer 429.`,
-    request: { params: JobIdParamsSchema, query: EventsQuerySchema },
-    responses: {
-      200: { description: 'The event stream', content: { 'text/event-stream': { schema: z.string() } } },
-      ...problemResponses(400, 401, 403, 404, 503),
+  const jobEventsRoute = authorizedRoute(
+    deps,
+    { scopes: ['read'], statusToken: true },
+    {
+      method: 'get',
+      path: '/v1/jobs/{id}/events',
+      operationId: 'streamJobEvents',
+      tags: ['jobs'],
+      summary: "Server-sent events of a job's changes until it ends",
+      description:
+        'Each change is an `event: job` whose data is the job (to a status token: its status view, JobStatusView) and ' +
+        'whose id is its ETag; `event: end` follows the ' +
+        `final status, then the stream closes. A stream lasts at most ${STREAM_SECONDS} s; reconnecting with ` +
+        "Last-Event-ID resumes it. Opens with an API key or the job's status token. At most " +
+        `${LIMITS.maxStreamsPerJob} streams of one job are open at once (per Worker isolate); more answer 429.`,
+      request: { params: JobIdParamsSchema, query: EventsQuerySchema },
+      responses: {
+        200: { description: 'The event stream', content: { 'text/event-stream': { schema: z.string() } } },
+        ...problemResponses(400, 401, 403, 404, 503),
+      },
     },
-  });
+  );
 
   const streams = new WatcherSlots(LIMITS.maxStreamsPerJob);
 

@@ -43,90 +43,111 @@ const ListJobsQuerySchema = z.object({
     .describe(`Page size, 1 to ${LIMITS.maxPage}; default 50.`),
 });
 
-const WHOLE_JOB_NEEDS_READ = 'Answers the whole job to a key with the read scope, else its JobReference (id and status).';
+const WHOLE_JOB_NEEDS_READ =
+  'Answers the whole job to a key with the read scope, else its JobReference (id and status).';
 
 export function jobRoutes(deps: AppDeps) {
-  const getJobRoute = authorizedRoute(deps, { scopes: ['read'], statusToken: true }, {
-    method: 'get',
-    path: '/v1/jobs/{id}',
-    operationId: 'getJob',
-    tags: ['jobs'],
-    summary: "A job's status and stats",
-    description:
-      "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token, " +
-      'which sees the status view only: status, attempts, times, and what the job definition publishes.',
-    request: { params: JobIdParamsSchema, query: GetJobQuerySchema },
-    responses: {
-      200: jsonResponse(
-        z.union([JobSchema, JobStatusViewSchema]),
-        'The job to an API key; its status view (JobStatusView) to its status token',
-      ),
-      304: { description: 'The job still matches If-None-Match' },
-      ...problemResponses(400, 401, 403, 404, 503),
+  const getJobRoute = authorizedRoute(
+    deps,
+    { scopes: ['read'], statusToken: true },
+    {
+      method: 'get',
+      path: '/v1/jobs/{id}',
+      operationId: 'getJob',
+      tags: ['jobs'],
+      summary: "A job's status and stats",
+      description:
+        "Sends an ETag and answers 304 to a matching If-None-Match. Opens with an API key or the job's status token, " +
+        'which sees the status view only: status, attempts, times, and what the job definition publishes.',
+      request: { params: JobIdParamsSchema, query: GetJobQuerySchema },
+      responses: {
+        200: jsonResponse(
+          z.union([JobSchema, JobStatusViewSchema]),
+          'The job to an API key; its status view (JobStatusView) to its status token',
+        ),
+        304: { description: 'The job still matches If-None-Match' },
+        ...problemResponses(400, 401, 403, 404, 503),
+      },
     },
-  });
+  );
 
-  const listJobsRoute = authorizedRoute(deps, { scopes: ['read'] }, {
-    method: 'get',
-    path: '/v1/jobs',
-    operationId: 'listJobs',
-    tags: ['jobs'],
-    summary: 'List jobs, newest first',
-    description:
-      `A page holds up to \`limit\` jobs, and ends early once their JSON reaches ${LIMITS.maxPageBytes} bytes ` +
-      '(one job always comes); `nextCursor` continues it.',
-    request: { query: ListJobsQuerySchema },
-    responses: { 200: jsonResponse(JobPageSchema, 'One page of jobs'), ...problemResponses(400, 401, 403, 503) },
-  });
-
-  const cancelRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
-    method: 'post',
-    path: '/v1/jobs/{id}/cancel',
-    operationId: 'cancelJob',
-    tags: ['jobs'],
-    summary: 'Cancel a job',
-    description:
-      'A waiting job is cancelled at once (200). A running one is marked (202): its worker sees ' +
-      '`cancelRequested` at its next heartbeat. A finished job answers 409. ' +
-      WHOLE_JOB_NEEDS_READ,
-    request: { params: JobIdParamsSchema },
-    responses: {
-      200: jsonResponse(ChangedJobSchema, 'The job is cancelled'),
-      202: jsonResponse(ChangedJobSchema, 'The job is running; its cancellation is requested'),
-      ...problemResponses(400, 401, 403, 404, 409, 503),
+  const listJobsRoute = authorizedRoute(
+    deps,
+    { scopes: ['read'] },
+    {
+      method: 'get',
+      path: '/v1/jobs',
+      operationId: 'listJobs',
+      tags: ['jobs'],
+      summary: 'List jobs, newest first',
+      description:
+        `A page holds up to \`limit\` jobs, and ends early once their JSON reaches ${LIMITS.maxPageBytes} bytes ` +
+        '(one job always comes); `nextCursor` continues it.',
+      request: { query: ListJobsQuerySchema },
+      responses: { 200: jsonResponse(JobPageSchema, 'One page of jobs'), ...problemResponses(400, 401, 403, 503) },
     },
-  });
+  );
 
-  const retryRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
-    method: 'post',
-    path: '/v1/jobs/{id}/retry',
-    operationId: 'retryJob',
-    tags: ['jobs'],
-    summary: 'Run a failed, cancelled or expired job again',
-    description: `With a fresh set of attempts. Any other status answers 409. ${WHOLE_JOB_NEEDS_READ}`,
-    request: { params: JobIdParamsSchema },
-    responses: {
-      200: jsonResponse(ChangedJobSchema, 'The job is queued again'),
-      ...problemResponses(400, 401, 403, 404, 409, 503),
+  const cancelRoute = authorizedRoute(
+    deps,
+    { scopes: ['enqueue'] },
+    {
+      method: 'post',
+      path: '/v1/jobs/{id}/cancel',
+      operationId: 'cancelJob',
+      tags: ['jobs'],
+      summary: 'Cancel a job',
+      description:
+        'A waiting job is cancelled at once (200). A running one is marked (202): its worker sees ' +
+        '`cancelRequested` at its next heartbeat. A finished job answers 409. ' +
+        WHOLE_JOB_NEEDS_READ,
+      request: { params: JobIdParamsSchema },
+      responses: {
+        200: jsonResponse(ChangedJobSchema, 'The job is cancelled'),
+        202: jsonResponse(ChangedJobSchema, 'The job is running; its cancellation is requested'),
+        ...problemResponses(400, 401, 403, 404, 409, 503),
+      },
     },
-  });
+  );
 
-  const rescheduleRoute = authorizedRoute(deps, { scopes: ['enqueue'] }, {
-    method: 'patch',
-    path: '/v1/jobs/{id}',
-    operationId: 'rescheduleJob',
-    tags: ['jobs'],
-    summary: "Change a waiting job's priority or start time",
-    description:
-      'Only a waiting job (scheduled, queued or retrying) can be changed; a running or finished one answers 409, ' +
-      "as does a start time at or past the job's expiresAt. The change is recorded in the job's history as `rescheduled`. " +
-      WHOLE_JOB_NEEDS_READ,
-    request: { params: JobIdParamsSchema, body: jsonBody(RescheduleBodySchema) },
-    responses: {
-      200: jsonResponse(ChangedJobSchema, 'The job waits with its new priority and start time'),
-      ...problemResponses(400, 401, 403, 404, 409, 503),
+  const retryRoute = authorizedRoute(
+    deps,
+    { scopes: ['enqueue'] },
+    {
+      method: 'post',
+      path: '/v1/jobs/{id}/retry',
+      operationId: 'retryJob',
+      tags: ['jobs'],
+      summary: 'Run a failed, cancelled or expired job again',
+      description: `With a fresh set of attempts. Any other status answers 409. ${WHOLE_JOB_NEEDS_READ}`,
+      request: { params: JobIdParamsSchema },
+      responses: {
+        200: jsonResponse(ChangedJobSchema, 'The job is queued again'),
+        ...problemResponses(400, 401, 403, 404, 409, 503),
+      },
     },
-  });
+  );
+
+  const rescheduleRoute = authorizedRoute(
+    deps,
+    { scopes: ['enqueue'] },
+    {
+      method: 'patch',
+      path: '/v1/jobs/{id}',
+      operationId: 'rescheduleJob',
+      tags: ['jobs'],
+      summary: "Change a waiting job's priority or start time",
+      description:
+        'Only a waiting job (scheduled, queued or retrying) can be changed; a running or finished one answers 409, ' +
+        "as does a start time at or past the job's expiresAt. The change is recorded in the job's history as `rescheduled`. " +
+        WHOLE_JOB_NEEDS_READ,
+      request: { params: JobIdParamsSchema, body: jsonBody(RescheduleBodySchema) },
+      responses: {
+        200: jsonResponse(ChangedJobSchema, 'The job waits with its new priority and start time'),
+        ...problemResponses(400, 401, 403, 404, 409, 503),
+      },
+    },
+  );
 
   const waits = new WatcherSlots(LIMITS.maxWaitsPerJob);
 
@@ -168,7 +189,11 @@ export function jobRoutes(deps: AppDeps) {
       if (bound !== undefined && tenant !== undefined && tenant !== bound) {
         return c.json({ jobs: [], nextCursor: null }, 200);
       }
-      const page = await listJobs(deps.database(c.env), { ...filters, tenant: bound ?? tenant, maxBytes: LIMITS.maxPageBytes });
+      const page = await listJobs(deps.database(c.env), {
+        ...filters,
+        tenant: bound ?? tenant,
+        maxBytes: LIMITS.maxPageBytes,
+      });
       return c.json(page, 200);
     })
     .openapi(cancelRoute, async (c) => {
@@ -203,9 +228,17 @@ export function jobRoutes(deps: AppDeps) {
         case 'rescheduled':
           return c.json(changedJobFor(holder, changed.job), 200);
         case 'not_waiting':
-          throw conflict('not-waiting', 'Not waiting', `the job is ${changed.job.status}; only a waiting job can be rescheduled`);
+          throw conflict(
+            'not-waiting',
+            'Not waiting',
+            `the job is ${changed.job.status}; only a waiting job can be rescheduled`,
+          );
         case 'after_expiry':
-          throw conflict('after-expiry', 'Start after expiry', `the job expires at ${changed.job.expiresAt}; it could never start`);
+          throw conflict(
+            'after-expiry',
+            'Start after expiry',
+            `the job expires at ${changed.job.expiresAt}; it could never start`,
+          );
       }
     });
 }

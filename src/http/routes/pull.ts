@@ -1,7 +1,16 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { Queryable } from '../../db/types.js';
-import { acknowledge, claimBatch, complete, extendLease, fail, getJob, release, releaseWorker } from '../../engine/index.js';
+import {
+  acknowledge,
+  claimBatch,
+  complete,
+  extendLease,
+  fail,
+  getJob,
+  release,
+  releaseWorker,
+} from '../../engine/index.js';
 import { asKeyHolder, tenantScope } from '../auth/principal.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
@@ -59,35 +68,43 @@ function leaseRoute<const Action extends string, Body extends z.ZodType, Respons
   deps: AppDeps,
   { action, operationId, summary, description, body, response }: LeaseRouteConfig<Action, Body, Response>,
 ) {
-  return authorizedRoute(deps, { scopes: ['worker'] }, {
-    method: 'post',
-    path: `/v1/jobs/{id}/${action}` as const,
-    operationId,
-    tags: ['pull'],
-    summary,
-    description: `${description} Answers 409 when the lease token no longer holds the job.`,
-    request: { params: JobIdParamsSchema, body: jsonBody(body) },
-    responses: { 200: jsonResponse(response, 'Done'), ...LEASE_PROBLEMS },
-  });
+  return authorizedRoute(
+    deps,
+    { scopes: ['worker'] },
+    {
+      method: 'post',
+      path: `/v1/jobs/{id}/${action}` as const,
+      operationId,
+      tags: ['pull'],
+      summary,
+      description: `${description} Answers 409 when the lease token no longer holds the job.`,
+      request: { params: JobIdParamsSchema, body: jsonBody(body) },
+      responses: { 200: jsonResponse(response, 'Done'), ...LEASE_PROBLEMS },
+    },
+  );
 }
 
 export function pullRoutes(deps: AppDeps) {
-  const claimRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
-    method: 'post',
-    path: '/v1/queues/{queue}/claim',
-    operationId: 'claimJobs',
-    tags: ['pull'],
-    summary: 'Claim jobs to run (pull API)',
-    description:
-      'Claims up to `max` ready jobs of the queue, fairly across tenants and within their limits; each comes ' +
-      'with the `leaseToken` its worker must present. An empty list when none is ready. A key bound to a worker ' +
-      'id claims under that id only (403 for another).',
-    request: { params: QueueParamsSchema, body: jsonBody(ClaimBodySchema) },
-    responses: {
-      200: jsonResponse(ClaimResponseSchema, 'The claimed jobs'),
-      ...problemResponses(400, 401, 403, 413, 503),
+  const claimRoute = authorizedRoute(
+    deps,
+    { scopes: ['worker'] },
+    {
+      method: 'post',
+      path: '/v1/queues/{queue}/claim',
+      operationId: 'claimJobs',
+      tags: ['pull'],
+      summary: 'Claim jobs to run (pull API)',
+      description:
+        'Claims up to `max` ready jobs of the queue, fairly across tenants and within their limits; each comes ' +
+        'with the `leaseToken` its worker must present. An empty list when none is ready. A key bound to a worker ' +
+        'id claims under that id only (403 for another).',
+      request: { params: QueueParamsSchema, body: jsonBody(ClaimBodySchema) },
+      responses: {
+        200: jsonResponse(ClaimResponseSchema, 'The claimed jobs'),
+        ...problemResponses(400, 401, 403, 413, 503),
+      },
     },
-  });
+  );
   const completeRoute = leaseRoute(deps, {
     action: 'complete',
     operationId: 'completeJob',
@@ -122,48 +139,58 @@ export function pullRoutes(deps: AppDeps) {
     response: JobSchema,
   });
 
-  const acknowledgeRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
-    method: 'post',
-    path: '/v1/jobs/acknowledge',
-    operationId: 'acknowledgeJobs',
-    tags: ['pull'],
-    summary: 'Complete, fail and hand back many claimed jobs at once',
-    description:
-      'Each job with the lease token its claim handed out, up to 1,000 in one request. A job whose token no ' +
-      'longer holds it is listed under `stale` and changes nothing; the others are done all the same. A ' +
-      "tenant-bound key reaches its own tenant's jobs only (another's are reported stale).",
-    request: { body: jsonBody(AcknowledgeBodySchema) },
-    responses: {
-      200: jsonResponse(AcknowledgeResponseSchema, 'What became of each job'),
-      ...problemResponses(400, 401, 403, 413, 503),
+  const acknowledgeRoute = authorizedRoute(
+    deps,
+    { scopes: ['worker'] },
+    {
+      method: 'post',
+      path: '/v1/jobs/acknowledge',
+      operationId: 'acknowledgeJobs',
+      tags: ['pull'],
+      summary: 'Complete, fail and hand back many claimed jobs at once',
+      description:
+        'Each job with the lease token its claim handed out, up to 1,000 in one request. A job whose token no ' +
+        'longer holds it is listed under `stale` and changes nothing; the others are done all the same. A ' +
+        "tenant-bound key reaches its own tenant's jobs only (another's are reported stale).",
+      request: { body: jsonBody(AcknowledgeBodySchema) },
+      responses: {
+        200: jsonResponse(AcknowledgeResponseSchema, 'What became of each job'),
+        ...problemResponses(400, 401, 403, 413, 503),
+      },
     },
-  });
+  );
 
-  const releaseWorkerRoute = authorizedRoute(deps, { scopes: ['worker'] }, {
-    method: 'post',
-    path: '/v1/workers/{workerId}/release',
-    operationId: 'releaseWorker',
-    tags: ['pull'],
-    summary: 'Hand back every job a worker holds',
-    description:
-      'For a worker that knows it crashed and restarts under the same workerId: its jobs wait again at once ' +
-      "instead of when their leases end (the attempt counts; a job on its last attempt fails). Only a key bound to " +
-      'that workerId may call it (403 for any other, admin included): handing back the jobs of a worker that still ' +
-      "runs them would run each twice at once. A tenant-bound key hands back its own tenant's jobs only. At most " +
-      '1,000 jobs an answer: call again while one comes back full.',
-    request: { params: WorkerParamsSchema },
-    responses: {
-      200: jsonResponse(ReleasedJobsSchema, 'The jobs handed back'),
-      ...problemResponses(400, 401, 403, 503),
+  const releaseWorkerRoute = authorizedRoute(
+    deps,
+    { scopes: ['worker'] },
+    {
+      method: 'post',
+      path: '/v1/workers/{workerId}/release',
+      operationId: 'releaseWorker',
+      tags: ['pull'],
+      summary: 'Hand back every job a worker holds',
+      description:
+        'For a worker that knows it crashed and restarts under the same workerId: its jobs wait again at once ' +
+        'instead of when their leases end (the attempt counts; a job on its last attempt fails). Only a key bound to ' +
+        'that workerId may call it (403 for any other, admin included): handing back the jobs of a worker that still ' +
+        "runs them would run each twice at once. A tenant-bound key hands back its own tenant's jobs only. At most " +
+        '1,000 jobs an answer: call again while one comes back full.',
+      request: { params: WorkerParamsSchema },
+      responses: {
+        200: jsonResponse(ReleasedJobsSchema, 'The jobs handed back'),
+        ...problemResponses(400, 401, 403, 503),
+      },
     },
-  });
+  );
 
   return router()
     .openapi(claimRoute, async (c) => {
       const { max, leaseSeconds, workerId, types } = c.req.valid('json');
       const { workerId: boundTo } = asKeyHolder(c.var.principal);
       if (boundTo !== null && workerId !== boundTo) {
-        throw forbidden(`this key claims as worker ${boundTo} only`, [{ path: 'workerId', message: `must be ${boundTo} with this key` }]);
+        throw forbidden(`this key claims as worker ${boundTo} only`, [
+          { path: 'workerId', message: `must be ${boundTo} with this key` },
+        ]);
       }
       const jobs = await claimBatch(deps.database(c.env), {
         max,

@@ -26,7 +26,10 @@ async function visibleStats(database: Queryable, scope: TenantScope): Promise<Qu
 }
 
 /** A queue as a caller may see it: a tenant-bound key does not see where the queue's jobs go. */
-function withoutTargetFor<Queue extends { delivery?: unknown }>(scope: TenantScope, queue: Queue): Queue | Omit<Queue, 'delivery'> {
+function withoutTargetFor<Queue extends { delivery?: unknown }>(
+  scope: TenantScope,
+  queue: Queue,
+): Queue | Omit<Queue, 'delivery'> {
   if (scope.tenant === undefined) return queue;
   const { delivery: _operators, ...visible } = queue;
   return visible;
@@ -41,54 +44,70 @@ function sameTarget(stored: DeliveryTarget | null, given: DeliveryTarget): boole
 }
 
 export function queueRoutes(deps: AppDeps) {
-  const queuesRoute = authorizedRoute(deps, { scopes: ['read'] }, {
-    method: 'get',
-    path: '/v1/queues',
-    operationId: 'listQueues',
-    tags: ['stats'],
-    summary: 'Job counts per queue and status, and the oldest waiting age',
-    responses: { 200: jsonResponse(QueueListSchema, 'Every queue with jobs'), ...problemResponses(401, 403, 503) },
-  });
-
-  const statsRoute = authorizedRoute(deps, { scopes: ['read'] }, {
-    method: 'get',
-    path: '/v1/stats',
-    operationId: 'getStats',
-    tags: ['stats'],
-    summary: 'Job counts per queue, tenant and status (finished: last hour), and the queue health',
-    responses: {
-      200: jsonResponse(StatsResponseSchema, 'One row per queue, tenant and status, and the health view'),
-      ...problemResponses(401, 403, 503),
+  const queuesRoute = authorizedRoute(
+    deps,
+    { scopes: ['read'] },
+    {
+      method: 'get',
+      path: '/v1/queues',
+      operationId: 'listQueues',
+      tags: ['stats'],
+      summary: 'Job counts per queue and status, and the oldest waiting age',
+      responses: { 200: jsonResponse(QueueListSchema, 'Every queue with jobs'), ...problemResponses(401, 403, 503) },
     },
-  });
+  );
 
-  const putQueueRoute = authorizedRoute(deps, { scopes: ['admin'] }, {
-    method: 'put',
-    path: '/v1/queues/{queue}',
-    operationId: 'setQueue',
-    tags: ['queues'],
-    summary: "Set a queue's concurrency cap, weight and delivery target",
-    description:
-      "Replaces all three; one left out takes its default (no cap, weight 1, no delivery target). The cap counts the queue's " +
-      "running jobs over all tenants; the weight shares each tenant's turns among its queues. With a delivery target, the " +
-      "drains send the queue's jobs, whatever their type, to a batched webhook or a Cloudflare queue instead of to handlers; " +
-      "a target the deployment cannot reach (a host off HTTP_ALLOWED_HOSTS, a missing secret or binding) is refused.",
-    request: { params: QueueParamsSchema, body: jsonBody(QueueSettingsBodySchema) },
-    responses: {
-      200: jsonResponse(QueueSchema, 'The queue as it is now'),
-      ...problemResponses(400, 401, 403, 413, 503),
+  const statsRoute = authorizedRoute(
+    deps,
+    { scopes: ['read'] },
+    {
+      method: 'get',
+      path: '/v1/stats',
+      operationId: 'getStats',
+      tags: ['stats'],
+      summary: 'Job counts per queue, tenant and status (finished: last hour), and the queue health',
+      responses: {
+        200: jsonResponse(StatsResponseSchema, 'One row per queue, tenant and status, and the health view'),
+        ...problemResponses(401, 403, 503),
+      },
     },
-  });
+  );
 
-  const getQueueRoute = authorizedRoute(deps, { scopes: ['read'] }, {
-    method: 'get',
-    path: '/v1/queues/{queue}',
-    operationId: 'getQueue',
-    tags: ['queues'],
-    summary: "A queue's settings (its own or the defaults) and running jobs",
-    request: { params: QueueParamsSchema },
-    responses: { 200: jsonResponse(QueueSchema, 'The queue'), ...problemResponses(400, 401, 403, 503) },
-  });
+  const putQueueRoute = authorizedRoute(
+    deps,
+    { scopes: ['admin'] },
+    {
+      method: 'put',
+      path: '/v1/queues/{queue}',
+      operationId: 'setQueue',
+      tags: ['queues'],
+      summary: "Set a queue's concurrency cap, weight and delivery target",
+      description:
+        "Replaces all three; one left out takes its default (no cap, weight 1, no delivery target). The cap counts the queue's " +
+        "running jobs over all tenants; the weight shares each tenant's turns among its queues. With a delivery target, the " +
+        "drains send the queue's jobs, whatever their type, to a batched webhook or a Cloudflare queue instead of to handlers; " +
+        'a target the deployment cannot reach (a host off HTTP_ALLOWED_HOSTS, a missing secret or binding) is refused.',
+      request: { params: QueueParamsSchema, body: jsonBody(QueueSettingsBodySchema) },
+      responses: {
+        200: jsonResponse(QueueSchema, 'The queue as it is now'),
+        ...problemResponses(400, 401, 403, 413, 503),
+      },
+    },
+  );
+
+  const getQueueRoute = authorizedRoute(
+    deps,
+    { scopes: ['read'] },
+    {
+      method: 'get',
+      path: '/v1/queues/{queue}',
+      operationId: 'getQueue',
+      tags: ['queues'],
+      summary: "A queue's settings (its own or the defaults) and running jobs",
+      request: { params: QueueParamsSchema },
+      responses: { 200: jsonResponse(QueueSchema, 'The queue'), ...problemResponses(400, 401, 403, 503) },
+    },
+  );
 
   return router()
     .openapi(putQueueRoute, async (c) => {
@@ -110,7 +129,10 @@ export function queueRoutes(deps: AppDeps) {
     })
     .openapi(getQueueRoute, async (c) => {
       const scope = tenantScope(c.var.principal);
-      return c.json(withoutTargetFor(scope, await getQueue(deps.database(c.env), c.req.valid('param').queue, scope)), 200);
+      return c.json(
+        withoutTargetFor(scope, await getQueue(deps.database(c.env), c.req.valid('param').queue, scope)),
+        200,
+      );
     })
     .openapi(queuesRoute, async (c) => {
       const database = deps.database(c.env);

@@ -7,29 +7,37 @@ import { TenantParamsSchema, TenantSchema, TenantSettingsBodySchema } from '../s
 import { router } from '../validation.js';
 
 export function tenantRoutes(deps: AppDeps) {
-  const putTenantRoute = authorizedRoute(deps, { scopes: ['admin'] }, {
-    method: 'put',
-    path: '/v1/tenants/{tenant}',
-    operationId: 'setTenant',
-    tags: ['tenants'],
-    summary: "Set a tenant's concurrency, rate limit and weight",
-    description: 'Replaces all three; one left out takes its default (no limit, weight 1).',
-    request: { params: TenantParamsSchema, body: jsonBody(TenantSettingsBodySchema) },
-    responses: {
-      200: jsonResponse(TenantSchema, 'The tenant as it is now'),
-      ...problemResponses(400, 401, 403, 413, 503),
+  const putTenantRoute = authorizedRoute(
+    deps,
+    { scopes: ['admin'] },
+    {
+      method: 'put',
+      path: '/v1/tenants/{tenant}',
+      operationId: 'setTenant',
+      tags: ['tenants'],
+      summary: "Set a tenant's concurrency, rate limit and weight",
+      description: 'Replaces all three; one left out takes its default (no limit, weight 1).',
+      request: { params: TenantParamsSchema, body: jsonBody(TenantSettingsBodySchema) },
+      responses: {
+        200: jsonResponse(TenantSchema, 'The tenant as it is now'),
+        ...problemResponses(400, 401, 403, 413, 503),
+      },
     },
-  });
+  );
 
-  const getTenantRoute = authorizedRoute(deps, { scopes: ['read'] }, {
-    method: 'get',
-    path: '/v1/tenants/{tenant}',
-    operationId: 'getTenant',
-    tags: ['tenants'],
-    summary: "A tenant's settings (its own or the defaults) and running jobs",
-    request: { params: TenantParamsSchema },
-    responses: { 200: jsonResponse(TenantSchema, 'The tenant'), ...problemResponses(400, 401, 403, 404, 503) },
-  });
+  const getTenantRoute = authorizedRoute(
+    deps,
+    { scopes: ['read'] },
+    {
+      method: 'get',
+      path: '/v1/tenants/{tenant}',
+      operationId: 'getTenant',
+      tags: ['tenants'],
+      summary: "A tenant's settings (its own or the defaults) and running jobs",
+      request: { params: TenantParamsSchema },
+      responses: { 200: jsonResponse(TenantSchema, 'The tenant'), ...problemResponses(400, 401, 403, 404, 503) },
+    },
+  );
 
   return router()
     .openapi(putTenantRoute, async (c) =>

@@ -18,7 +18,8 @@ const attemptCounts = {
   succeeded: z.int(),
   failed: z.int().describe('Attempts that failed or were cancelled while running.'),
 };
-const WAIT_DESCRIPTION = 'From when the attempt was due (enqueued, run_at, or its retry time) until its handler started.';
+const WAIT_DESCRIPTION =
+  'From when the attempt was due (enqueued, run_at, or its retry time) until its handler started.';
 const RUN_DESCRIPTION = "From the handler's start until the attempt ended.";
 
 export const AttemptTimingsRowSchema = z
@@ -32,7 +33,9 @@ export const AttemptTimingsRowSchema = z
 export const AttemptTimingsSchema = z
   .object({
     window: TimingWindowQuerySchema.shape.window.removeDefault(),
-    timings: z.array(AttemptTimingsRowSchema).describe('One row per queue and tenant with an attempt that ended in the window.'),
+    timings: z
+      .array(AttemptTimingsRowSchema)
+      .describe('One row per queue and tenant with an attempt that ended in the window.'),
   })
   .openapi('AttemptTimings');
 

@@ -15,15 +15,20 @@ import { EnqueueAnswerSchema } from './job.js';
 const EARLIEST_TIME = Date.UTC(2000, 0, 1);
 
 /** A runAt or expiresAt: from 2000 to as far ahead as the longest delay (ten years). */
-const ScheduleTimeSchema = DateTimeInputSchema.refine((text) => {
-  const at = Date.parse(text);
-  return at >= EARLIEST_TIME && at <= Date.now() + LIMITS.maxDelaySeconds * 1000;
-}, `must be from 2000-01-01 to ${LIMITS.maxDelaySeconds / (365 * 24 * 60 * 60)} years from now`);
+const ScheduleTimeSchema = DateTimeInputSchema.refine(
+  (text) => {
+    const at = Date.parse(text);
+    return at >= EARLIEST_TIME && at <= Date.now() + LIMITS.maxDelaySeconds * 1000;
+  },
+  `must be from 2000-01-01 to ${LIMITS.maxDelaySeconds / (365 * 24 * 60 * 60)} years from now`,
+);
 
 export const RescheduleBodySchema = z
   .strictObject({
     priority: intSchema(-1000, 1000).optional().describe('Higher runs first.'),
-    runAt: ScheduleTimeSchema.optional().describe('Not before this time; a past time means now. Exclusive with delaySeconds.'),
+    runAt: ScheduleTimeSchema.optional().describe(
+      'Not before this time; a past time means now. Exclusive with delaySeconds.',
+    ),
     delaySeconds: DelaySecondsSchema.optional().describe('Not sooner than this many seconds from now.'),
   })
   .refine((change) => change.runAt === undefined || change.delaySeconds === undefined, {
@@ -46,7 +51,9 @@ export const EnqueueBodySchema = z
     payload: JsonValueSchema.optional(),
     tenant: NameSchema.optional().describe("Defaults to 'default'; a tenant-bound key's own tenant."),
     priority: intSchema(-1000, 1000).optional().describe('Higher runs first; default 0.'),
-    runAt: ScheduleTimeSchema.optional().describe('Not before this time (from 2000 to ten years ahead). Exclusive with delaySeconds.'),
+    runAt: ScheduleTimeSchema.optional().describe(
+      'Not before this time (from 2000 to ten years ahead). Exclusive with delaySeconds.',
+    ),
     delaySeconds: DelaySecondsSchema.optional(),
     maxAttempts: intSchema(1, 1000).optional().describe('Default 5.'),
     leaseSeconds: LeaseSecondsSchema.optional().describe('The per-attempt timeout; default 60.'),
@@ -70,7 +77,12 @@ export const EnqueueBodySchema = z
       .describe('How long after finishing the key still matches; default 0.'),
     // At least a millisecond: the column is a `real`, which cannot hold tinier fractions.
     backoffBaseSeconds: z.number().min(0.001).max(86_400).optional().describe('First retry delay scale; default 1.'),
-    backoffMaxSeconds: z.number().min(0.001).max(30 * 86_400).optional().describe('Longest retry delay; default 3600.'),
+    backoffMaxSeconds: z
+      .number()
+      .min(0.001)
+      .max(30 * 86_400)
+      .optional()
+      .describe('Longest retry delay; default 3600.'),
     callbackUrl: CallbackUrlSchema.optional().describe(
       'Announce a success here: a POST in the Standard Webhooks format ({type: "job.succeeded", timestamp, data: the ' +
         "job without its payload}), signed with the endpoint's secret and retried with backoff. The host must be on " +

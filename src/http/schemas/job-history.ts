@@ -23,7 +23,10 @@ const JOB_EVENT_KINDS = [
 
 export const JobEventSchema = z
   .object({
-    id: z.int().nullable().describe("The stored event's id; null for what the job's own row records (enqueued, claimed, completed)."),
+    id: z
+      .int()
+      .nullable()
+      .describe("The stored event's id; null for what the job's own row records (enqueued, claimed, completed)."),
     jobId: UuidSchema,
     at: TimestampSchema,
     kind: z.enum(JOB_EVENT_KINDS),

@@ -33,7 +33,9 @@ export const JobSchema = z
     lastError: JsonValueSchema,
     callbackUrl: z.string().nullable().describe('Where a success is announced (a signed Standard Webhooks POST).'),
     failureCallbackUrl: z.string().nullable().describe('Where a failure, cancellation or expiry is announced.'),
-    runMs: z.int().describe("How long its handler ran, summed over the attempts ended so far (durationMs is the last attempt's)."),
+    runMs: z
+      .int()
+      .describe("How long its handler ran, summed over the attempts ended so far (durationMs is the last attempt's)."),
   })
   .openapi('Job');
 
@@ -57,7 +59,9 @@ export const JobStatusViewSchema = z
       "What the job definition's publicProgress makes of its saved progress; by default `{ percent, message }` " +
         'from a percentage or an object holding them, else null.',
     ),
-    result: JsonValueSchema.describe("What the job definition's publicResult makes of its result; null unless it has one."),
+    result: JsonValueSchema.describe(
+      "What the job definition's publicResult makes of its result; null unless it has one.",
+    ),
   })
   .openapi('JobStatusView');
 
@@ -81,7 +85,7 @@ export const EnqueuedJobSchema = JobSchema.extend({
  */
 export const JobReferenceSchema = z
   .object({ id: UuidSchema, status: JobStatusSchema })
-  .describe("The job by id and status only: the key lacks the read scope, so it sees nothing else of the job.")
+  .describe('The job by id and status only: the key lacks the read scope, so it sees nothing else of the job.')
   .openapi('JobReference');
 
 /** The whole job to a key that may read jobs; its reference to one that may not. */

@@ -24,7 +24,9 @@ export const ClaimBodySchema = z
       .default(1)
       .describe(`Jobs to claim at most, 1 to ${LIMITS.maxClaim}; default 1.`),
     leaseSeconds: LeaseSecondsSchema.optional().describe("Lease length; each job's own leaseSeconds when left out."),
-    workerId: WorkerIdSchema.describe("Recorded on the job and its events; a key bound to a worker id claims under that id only."),
+    workerId: WorkerIdSchema.describe(
+      'Recorded on the job and its events; a key bound to a worker id claims under that id only.',
+    ),
     types: z.array(NameSchema).max(100).optional().describe('The job types this worker can run; all when left out.'),
   })
   .openapi('ClaimRequest');
@@ -86,17 +88,26 @@ const jobId = UuidSchema.describe('The claimed job.');
 
 export const AcknowledgeBodySchema = z
   .strictObject({
-    complete: z.array(z.strictObject({ id: jobId, ...completeFields })).optional().describe('Jobs that succeeded.'),
+    complete: z
+      .array(z.strictObject({ id: jobId, ...completeFields }))
+      .optional()
+      .describe('Jobs that succeeded.'),
     fail: z
       .array(z.strictObject({ id: jobId, ...failFields }).refine(...noDelayForGood))
       .optional()
       .describe('Attempts that failed.'),
-    release: z.array(z.strictObject({ id: jobId, ...releaseFields })).optional().describe('Jobs handed back.'),
+    release: z
+      .array(z.strictObject({ id: jobId, ...releaseFields }))
+      .optional()
+      .describe('Jobs handed back.'),
   })
-  .refine((body) => {
-    const total = (body.complete?.length ?? 0) + (body.fail?.length ?? 0) + (body.release?.length ?? 0);
-    return total >= 1 && total <= LIMITS.maxAcknowledgements;
-  }, { message: `acknowledge 1 to ${LIMITS.maxAcknowledgements} jobs in one request`, path: ['complete'] })
+  .refine(
+    (body) => {
+      const total = (body.complete?.length ?? 0) + (body.fail?.length ?? 0) + (body.release?.length ?? 0);
+      return total >= 1 && total <= LIMITS.maxAcknowledgements;
+    },
+    { message: `acknowledge 1 to ${LIMITS.maxAcknowledgements} jobs in one request`, path: ['complete'] },
+  )
   .openapi('AcknowledgeRequest');
 
 export const AcknowledgeResponseSchema = z
@@ -111,7 +122,9 @@ export const AcknowledgeResponseSchema = z
   .openapi('AcknowledgeResponse');
 
 export const WorkerParamsSchema = z.object({
-  workerId: WorkerIdSchema.openapi({ param: { name: 'workerId', in: 'path' } }).describe('The workerId its claims gave.'),
+  workerId: WorkerIdSchema.openapi({ param: { name: 'workerId', in: 'path' } }).describe(
+    'The workerId its claims gave.',
+  ),
 });
 
 export const ReleasedJobsSchema = z.object({ jobs: z.array(JobSchema) }).openapi('ReleasedJobs');

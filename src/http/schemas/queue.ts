@@ -4,7 +4,9 @@ import { intSchema } from './common.js';
 
 /** A Worker secret's or binding's name that starts with `prefix`: the ones named for the API to reach. */
 const reachableName = (prefix: string) =>
-  z.string().regex(new RegExp(`^${prefix}[A-Za-z0-9_]{1,100}$`), `a name starting with ${prefix}, then letters, digits and _`);
+  z
+    .string()
+    .regex(new RegExp(`^${prefix}[A-Za-z0-9_]{1,100}$`), `a name starting with ${prefix}, then letters, digits and _`);
 
 export const DeliveryTargetSchema = z
   .discriminatedUnion('target', [
@@ -14,7 +16,10 @@ export const DeliveryTargetSchema = z
         url: z
           .url({ protocol: /^https?$/ })
           .max(2048)
-          .refine((url) => new URL(url).username === '' && new URL(url).password === '', 'no user or password in the URL: sign with secretName')
+          .refine(
+            (url) => new URL(url).username === '' && new URL(url).password === '',
+            'no user or password in the URL: sign with secretName',
+          )
           .describe(
             'Where each batch is POSTed; its host must be on HTTP_ALLOWED_HOSTS for every tenant (an entry without a tenant). ' +
               'Keys that may read the queue see it: put no credential in it.',
@@ -26,29 +31,41 @@ export const DeliveryTargetSchema = z
               "each tenant's POSTs are signed (Standard Webhooks) with the endpoint secret httpEndpointSecret derives from it " +
               'for that tenant and this URL.',
           ),
-        batchSize: intSchema(1, 1000).optional().describe("Jobs per POST, all of one tenant; default 100."),
+        batchSize: intSchema(1, 1000).optional().describe('Jobs per POST, all of one tenant; default 100.'),
         maxBatchBytes: intSchema(1024, 10 * 1024 * 1024)
           .optional()
           .describe('Bytes of jobs per POST; default 1048576. A job larger alone goes alone.'),
-        timeoutMs: intSchema(1, 300_000).optional().describe('How long the receiver may take to answer; default 10000.'),
+        timeoutMs: intSchema(1, 300_000)
+          .optional()
+          .describe('How long the receiver may take to answer; default 10000.'),
       })
       .openapi('WebhookTarget'),
     z
       .strictObject({
         target: z.literal('cloudflare-queue'),
-        binding: reachableName(DELIVERY_QUEUE_PREFIX).describe(`The name of the Worker's Queues producer binding, starting with ${DELIVERY_QUEUE_PREFIX}.`),
-        batchSize: intSchema(1, 1000).optional().describe('Jobs per drain batch, sent in calls of up to 100 messages; default 100.'),
-        delaySeconds: intSchema(0, 43_200).optional().describe("Seconds the queue holds each message before its consumer sees it."),
+        binding: reachableName(DELIVERY_QUEUE_PREFIX).describe(
+          `The name of the Worker's Queues producer binding, starting with ${DELIVERY_QUEUE_PREFIX}.`,
+        ),
+        batchSize: intSchema(1, 1000)
+          .optional()
+          .describe('Jobs per drain batch, sent in calls of up to 100 messages; default 100.'),
+        delaySeconds: intSchema(0, 43_200)
+          .optional()
+          .describe('Seconds the queue holds each message before its consumer sees it.'),
       })
       .openapi('CloudflareQueueTarget'),
   ])
-  .describe("Where the queue's jobs go, whatever their type, instead of to handlers: each job once or more (at least once), with its id.")
+  .describe(
+    "Where the queue's jobs go, whatever their type, instead of to handlers: each job once or more (at least once), with its id.",
+  )
   .openapi('DeliveryTarget') satisfies z.ZodType<DeliveryTarget>;
 
 /** A queue's delivery target as a read answers it. */
 export const QueueDeliverySchema = DeliveryTargetSchema.nullable()
   .optional()
-  .describe("The queue's delivery target, null for none; left out for a tenant-bound key (where a queue's jobs go is its operator's).");
+  .describe(
+    "The queue's delivery target, null for none; left out for a tenant-bound key (where a queue's jobs go is its operator's).",
+  );
 
 /** PUT replaces every setting; one left out takes its default (no cap, weight 1, no delivery target). */
 export const QueueSettingsBodySchema = z
@@ -56,7 +73,7 @@ export const QueueSettingsBodySchema = z
     concurrency: intSchema(0, 100_000)
       .nullable()
       .default(null)
-      .describe("Running jobs of the queue at once, over all tenants; null for no cap."),
+      .describe('Running jobs of the queue at once, over all tenants; null for no cap.'),
     weight: intSchema(1, 1000).default(1).describe("Share of each tenant's turns when its queues compete."),
     delivery: DeliveryTargetSchema.nullable().default(null),
   })

@@ -27,10 +27,15 @@ const TableDeadTuplesSchema = z
 
 export const QueueHealthSchema = z
   .object({
-    oldestWaitingSeconds: z.number().nullable().describe('How long the oldest ready job has waited; null when none waits.'),
+    oldestWaitingSeconds: z
+      .number()
+      .nullable()
+      .describe('How long the oldest ready job has waited; null when none waits.'),
     expiredLeasesReaped: z
       .int()
-      .describe(`Jobs whose lease ran out (worker died or hung) and were handed back, in the last ${REAPED_WINDOW_SECONDS} s.`),
+      .describe(
+        `Jobs whose lease ran out (worker died or hung) and were handed back, in the last ${REAPED_WINDOW_SECONDS} s.`,
+      ),
     deadTuples: z
       .array(TableDeadTuplesSchema)
       .optional()

@@ -27,7 +27,11 @@ export function localClientsOnly({ hostPort, secret }: LocalClientsOnlyOptions) 
   const secretDigest = digest(secret);
   return (request: IncomingMessage): Admission => {
     if (request.headers.origin !== undefined) {
-      return { admitted: false, status: 403, reason: 'this local proxy refuses requests from web pages (they send Origin)' };
+      return {
+        admitted: false,
+        status: 403,
+        reason: 'this local proxy refuses requests from web pages (they send Origin)',
+      };
     }
     if (request.headers.host !== hostPort) {
       return { admitted: false, status: 403, reason: `this local proxy answers only to Host ${hostPort}` };

@@ -305,7 +305,11 @@ async function runSingle(pool: Pool, query: QueryData, options: RequestOptions):
 }
 
 /** Runs the queries in one transaction, committed only if all of them succeed. */
-async function runBatch(pool: Pool, queries: readonly QueryData[], options: RequestOptions): Promise<QueryResultJson[]> {
+async function runBatch(
+  pool: Pool,
+  queries: readonly QueryData[],
+  options: RequestOptions,
+): Promise<QueryResultJson[]> {
   const client = await connect(pool);
   let reusable = false;
   try {
@@ -368,7 +372,9 @@ async function runQuery(client: PoolClient, query: QueryData, defaultArrayMode: 
     })),
     rows: rowAsArray
       ? result.rows
-      : result.rows.map((row) => Object.fromEntries(result.fields.map(({ name }, index) => [name, row[index] ?? null]))),
+      : result.rows.map((row) =>
+          Object.fromEntries(result.fields.map(({ name }, index) => [name, row[index] ?? null])),
+        ),
     // Neon reports the command tag's first word, and its row count or null (as for CREATE TABLE).
     command: result.command ?? '',
     rowCount: result.rowCount,
@@ -390,8 +396,22 @@ async function connect(pool: Pool): Promise<PoolClient> {
 
 /** The fields of a Postgres error that Neon forwards, all optional text. */
 type PostgresErrorField =
-  | 'code' | 'severity' | 'detail' | 'hint' | 'position' | 'internalPosition' | 'internalQuery' | 'where'
-  | 'schema' | 'table' | 'column' | 'dataType' | 'constraint' | 'file' | 'line' | 'routine';
+  | 'code'
+  | 'severity'
+  | 'detail'
+  | 'hint'
+  | 'position'
+  | 'internalPosition'
+  | 'internalQuery'
+  | 'where'
+  | 'schema'
+  | 'table'
+  | 'column'
+  | 'dataType'
+  | 'constraint'
+  | 'file'
+  | 'line'
+  | 'routine';
 
 /**
  * The body Neon sends with an error: every field the driver copies onto its

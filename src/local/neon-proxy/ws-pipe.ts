@@ -79,11 +79,7 @@ export function refuseUpgrade(socket: Duplex, status: number, reason: string): v
   );
 }
 
-function pipeToPostgres(
-  webSocket: WebSocket,
-  address: PostgresAddress,
-  onClosed: (pipe: OpenPipe) => void,
-): OpenPipe {
+function pipeToPostgres(webSocket: WebSocket, address: PostgresAddress, onClosed: (pipe: OpenPipe) => void): OpenPipe {
   // Bytes the client sends before the TCP connection is up are queued by the socket.
   const postgres = connect({ host: address.host, port: address.port, noDelay: true });
   const pipe = { webSocket, postgres };

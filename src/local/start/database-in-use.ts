@@ -29,7 +29,11 @@ export function externalDatabase(target: DatabaseTarget): DatabaseInUse {
 }
 
 /** The embedded Postgres, its data kept so jobs survive a restart, its password in `passwordFile`. */
-export async function startEmbeddedDatabase(dataDir: PostgresDataDir, passwordFile: string, port: number): Promise<DatabaseInUse> {
+export async function startEmbeddedDatabase(
+  dataDir: PostgresDataDir,
+  passwordFile: string,
+  port: number,
+): Promise<DatabaseInUse> {
   const shown = shownPath(dataDir.path);
   const other = await runningPostmasterPid(dataDir.path);
   if (other !== undefined) {
@@ -38,10 +42,14 @@ export async function startEmbeddedDatabase(dataDir: PostgresDataDir, passwordFi
     );
   }
   const { password, rotate } = await postgresPassword(dataDir.path, passwordFile);
-  const server = await startEmbeddedPostgres({ dataDir: dataDir.path, port, persistent: true, password }).catch((error: unknown) => {
-    if (!(error instanceof PostgresStartError)) throw error;
-    throw new Error(`the embedded Postgres in ${shown} did not start: ${error.message}; if that folder is damaged, move it away to start afresh`);
-  });
+  const server = await startEmbeddedPostgres({ dataDir: dataDir.path, port, persistent: true, password }).catch(
+    (error: unknown) => {
+      if (!(error instanceof PostgresStartError)) throw error;
+      throw new Error(
+        `the embedded Postgres in ${shown} did not start: ${error.message}; if that folder is damaged, move it away to start afresh`,
+      );
+    },
+  );
   const pid = await runningPostmasterPid(dataDir.path);
   if (pid === undefined) throw new Error(`the embedded Postgres in ${shown} exited right after starting`);
   const url = rotate === undefined ? server.url : await rotate(server.url);

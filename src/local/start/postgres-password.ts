@@ -28,7 +28,9 @@ export async function postgresPassword(
       // A password cannot be a parameter of ALTER ROLE; this one is base64url, made here, never input.
       await withPgClient(url, (client) => client.query(`ALTER ROLE CURRENT_USER PASSWORD '${password}'`));
       await writeFile(file, `${password}\n`, { mode: 0o600 });
-      console.log(`the embedded Postgres had the password "postgres": changed to a random one, kept in ${shownPath(file)}`);
+      console.log(
+        `the embedded Postgres had the password "postgres": changed to a random one, kept in ${shownPath(file)}`,
+      );
       const rotated = new URL(url);
       rotated.password = password;
       return rotated.href;

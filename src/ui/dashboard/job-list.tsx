@@ -6,7 +6,9 @@ import { ScrollTable } from './panel.js';
 export function JobList() {
   return (
     <section id="jobs-view" aria-labelledby="jobs-title" hidden>
-      <h1 id="jobs-title" tabindex={-1}>Jobs</h1>
+      <h1 id="jobs-title" tabindex={-1}>
+        Jobs
+      </h1>
       <form id="job-filters" class="panel filters">
         <div class="field">
           <label for="filter-queue">Queue</label>

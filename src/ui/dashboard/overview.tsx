@@ -12,7 +12,11 @@ const TOTALS = [
 /** GET /v1/stats `health`: what goes wrong before jobs visibly stall. */
 const HEALTH = [
   { id: 'health-oldest-waiting', label: 'Oldest waiting job', hint: 'How long the oldest ready job has waited' },
-  { id: 'health-reaped', label: 'Expired leases, last hour', hint: 'Jobs handed back because their worker died or hung' },
+  {
+    id: 'health-reaped',
+    label: 'Expired leases, last hour',
+    hint: 'Jobs handed back because their worker died or hung',
+  },
   { id: 'health-dead-tuples', label: 'Dead tuples', hint: 'Dead row versions in the queue tables, waiting for vacuum' },
   { id: 'health-oldest-snapshot', label: 'Oldest transaction', hint: 'The oldest open transaction holds back vacuum' },
 ];
@@ -41,7 +45,9 @@ function Legend({ keys }: { keys: readonly string[] }) {
 export function Overview() {
   return (
     <section id="overview-view" aria-labelledby="overview-title" hidden>
-      <h1 id="overview-title" tabindex={-1}>Overview</h1>
+      <h1 id="overview-title" tabindex={-1}>
+        Overview
+      </h1>
       <dl class="totals">
         {TOTALS.map((total) => (
           <div class="total">
@@ -62,11 +68,7 @@ export function Overview() {
         </dl>
       </Panel>
 
-      <Panel
-        id="throughput"
-        title="Throughput, last hour"
-        aside={<Legend keys={['succeeded', 'failed']} />}
-      >
+      <Panel id="throughput" title="Throughput, last hour" aside={<Legend keys={['succeeded', 'failed']} />}>
         <div id="throughput-chart" class="chart" />
         <p class="axis muted">
           <span>60 min ago</span>
@@ -117,8 +119,8 @@ export function Overview() {
           No attempt ended in this period.
         </p>
         <p class="muted footnote">
-          Wait: from when an attempt was due until its handler started. Run: until it ended. Over 30 and 90 days, from the
-          daily rollup, within 9%.
+          Wait: from when an attempt was due until its handler started. Run: until it ended. Over 30 and 90 days, from
+          the daily rollup, within 9%.
         </p>
       </Panel>
 
@@ -127,7 +129,10 @@ export function Overview() {
           <ScrollTable
             id="tenants-table"
             label="Tenants"
-            columns={['Tenant', ...['Waiting', 'Running', 'Succeeded (1 h)', 'Failed (1 h)'].map((numeric) => ({ numeric }))]}
+            columns={[
+              'Tenant',
+              ...['Waiting', 'Running', 'Succeeded (1 h)', 'Failed (1 h)'].map((numeric) => ({ numeric })),
+            ]}
           />
           <form id="open-tenant" class="inline-form">
             <label for="open-tenant-name">Settings of tenant</label>

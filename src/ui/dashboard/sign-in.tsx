@@ -6,7 +6,9 @@
 export function SignIn() {
   return (
     <section id="sign-in-view" class="sign-in" aria-labelledby="sign-in-title">
-      <h1 id="sign-in-title" tabindex={-1}>Sign in</h1>
+      <h1 id="sign-in-title" tabindex={-1}>
+        Sign in
+      </h1>
       <p class="muted">Paste an API key. It stays in this browser tab and is forgotten when the tab closes.</p>
       <form id="sign-in-form" class="panel stack">
         <label for="api-key">API key</label>

@@ -12,7 +12,15 @@ export function TenantView() {
       <form id="tenant-form" class="panel stack narrow">
         <div class="field">
           <label for="tenant-concurrency">Concurrency</label>
-          <input id="tenant-concurrency" type="number" min="0" max="100000" step="1" inputmode="numeric" aria-describedby="tenant-concurrency-hint" />
+          <input
+            id="tenant-concurrency"
+            type="number"
+            min="0"
+            max="100000"
+            step="1"
+            inputmode="numeric"
+            aria-describedby="tenant-concurrency-hint"
+          />
           <small id="tenant-concurrency-hint" class="muted">
             Jobs running at once. Empty: no limit.
           </small>
@@ -33,7 +41,16 @@ export function TenantView() {
         </fieldset>
         <div class="field">
           <label for="tenant-weight">Weight</label>
-          <input id="tenant-weight" type="number" min="1" max="1000" step="1" inputmode="numeric" required aria-describedby="tenant-weight-hint" />
+          <input
+            id="tenant-weight"
+            type="number"
+            min="1"
+            max="1000"
+            step="1"
+            inputmode="numeric"
+            required
+            aria-describedby="tenant-weight-hint"
+          />
           <small id="tenant-weight-hint" class="muted">
             Share of turns when tenants compete, 1 to 1000.
           </small>

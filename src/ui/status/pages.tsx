@@ -21,7 +21,13 @@ interface StatusDocumentProps extends PageProps {
 
 function StatusDocument({ nonce, embed, job, script, children }: StatusDocumentProps) {
   return (
-    <Document title="Job status" nonce={nonce} css={themeCss + statusCss} script={script} bodyClass={embed ? 'embed' : undefined}>
+    <Document
+      title="Job status"
+      nonce={nonce}
+      css={themeCss + statusCss}
+      script={script}
+      bodyClass={embed ? 'embed' : undefined}
+    >
       <main class="status-card" id="status-card" data-job-id={job?.id} data-status={job?.status}>
         {children}
       </main>

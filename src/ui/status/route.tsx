@@ -10,7 +10,12 @@ import type { UiEnv } from '../ui-env.js';
 import { JobGonePage, LinkInvalidPage, StatusPage } from './pages.js';
 
 /** Whether `token` is the status token of job `id`, signed by this Worker and not expired. */
-async function tokenOpensJob(deps: AppDeps, c: Context<UiEnv>, id: string, token: string | undefined): Promise<boolean> {
+async function tokenOpensJob(
+  deps: AppDeps,
+  c: Context<UiEnv>,
+  id: string,
+  token: string | undefined,
+): Promise<boolean> {
   const secret = await statusTokenSecret(deps.settings(c.env));
   if (secret === undefined || token === undefined || !UuidSchema.safeParse(id).success) return false;
   return verifyStatusToken(secret, id, token);

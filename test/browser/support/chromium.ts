@@ -52,7 +52,10 @@ export const PHONE: Viewport = { width: 390, height: 844 };
  * script error and console error, CSP refusals included, for the test to
  * assert there were none.
  */
-export async function openPage(browser: Browser, viewport: Viewport = DESKTOP): Promise<{ page: Page; errors: string[] }> {
+export async function openPage(
+  browser: Browser,
+  viewport: Viewport = DESKTOP,
+): Promise<{ page: Page; errors: string[] }> {
   // A phone's screen is dense: its screenshots are taken at twice the pixels, as phones show them.
   const context = await browser.newContext({ viewport, deviceScaleFactor: viewport.width < 500 ? 2 : 1 });
   const page = await context.newPage();

@@ -1,6 +1,15 @@
 import { pgDb } from '../../../src/db/pg';
 import type { Queryable } from '../../../src/db/types';
-import { claimBatch, completeMany, enqueueBatch, extendLease, fail, setQueue, type ClaimedJob, type EnqueueInput } from '../../../src/engine';
+import {
+  claimBatch,
+  completeMany,
+  enqueueBatch,
+  extendLease,
+  fail,
+  setQueue,
+  type ClaimedJob,
+  type EnqueueInput,
+} from '../../../src/engine';
 import { MANUAL_TYPE } from './jobs';
 
 /** A queue of the demo: its tenants, and what it did and holds now. */
@@ -19,10 +28,44 @@ interface DemoQueue {
 }
 
 const DEMO_QUEUES: DemoQueue[] = [
-  { queue: 'emails', tenants: ['acme', 'globex', 'initech'], finished: 480, failed: 9, running: 4, queued: 57, oldestWaitMinutes: 3 },
-  { queue: 'thumbnails', tenants: ['acme', 'umbrella'], finished: 260, failed: 4, running: 2, queued: 12, scheduled: 5 },
-  { queue: 'webhooks', tenants: ['globex', 'initech'], finished: 330, failed: 21, running: 1, queued: 3, retrying: 6, oldestWaitMinutes: 1 },
-  { queue: 'reports', tenants: ['umbrella'], finished: 24, failed: 2, running: 0, queued: 1, scheduled: 2, oldestWaitMinutes: 12 },
+  {
+    queue: 'emails',
+    tenants: ['acme', 'globex', 'initech'],
+    finished: 480,
+    failed: 9,
+    running: 4,
+    queued: 57,
+    oldestWaitMinutes: 3,
+  },
+  {
+    queue: 'thumbnails',
+    tenants: ['acme', 'umbrella'],
+    finished: 260,
+    failed: 4,
+    running: 2,
+    queued: 12,
+    scheduled: 5,
+  },
+  {
+    queue: 'webhooks',
+    tenants: ['globex', 'initech'],
+    finished: 330,
+    failed: 21,
+    running: 1,
+    queued: 3,
+    retrying: 6,
+    oldestWaitMinutes: 1,
+  },
+  {
+    queue: 'reports',
+    tenants: ['umbrella'],
+    finished: 24,
+    failed: 2,
+    running: 0,
+    queued: 1,
+    scheduled: 2,
+    oldestWaitMinutes: 12,
+  },
 ];
 
 const WORKER = 'demo-worker';
@@ -37,7 +80,12 @@ function demoJobs(queue: DemoQueue, count: number, extra: Partial<EnqueueInput> 
   }));
 }
 
-async function enqueueDemoJobs(db: Queryable, queue: DemoQueue, count: number, extra: Partial<EnqueueInput> = {}): Promise<void> {
+async function enqueueDemoJobs(
+  db: Queryable,
+  queue: DemoQueue,
+  count: number,
+  extra: Partial<EnqueueInput> = {},
+): Promise<void> {
   if (count > 0) await enqueueBatch(db, demoJobs(queue, count, extra));
 }
 
@@ -52,9 +100,17 @@ async function claimedJobs(db: Queryable, queue: DemoQueue, count: number): Prom
 async function finishJobs(db: Queryable, queue: DemoQueue): Promise<void> {
   const claimed = await claimedJobs(db, queue, queue.finished);
   for (const job of claimed.slice(0, queue.failed)) {
-    await fail(db, { id: job.id, leaseToken: job.leaseToken, error: { message: 'HTTP 503 from the destination' }, forGood: true });
+    await fail(db, {
+      id: job.id,
+      leaseToken: job.leaseToken,
+      error: { message: 'HTTP 503 from the destination' },
+      forGood: true,
+    });
   }
-  await completeMany(db, claimed.slice(queue.failed).map((job) => ({ id: job.id, leaseToken: job.leaseToken, result: { ok: true } })));
+  await completeMany(
+    db,
+    claimed.slice(queue.failed).map((job) => ({ id: job.id, leaseToken: job.leaseToken, result: { ok: true } })),
+  );
 }
 
 /**
@@ -81,7 +137,8 @@ async function fillQueue(db: Queryable, queue: DemoQueue): Promise<void> {
   }
   await enqueueDemoJobs(db, queue, queue.queued);
   await enqueueDemoJobs(db, queue, queue.scheduled ?? 0, { delaySeconds: 900 });
-  if (queue.oldestWaitMinutes) await db.query({ text: backdateWaitSql, params: [queue.queue, queue.oldestWaitMinutes] });
+  if (queue.oldestWaitMinutes)
+    await db.query({ text: backdateWaitSql, params: [queue.queue, queue.oldestWaitMinutes] });
 }
 
 /** A busy hour on four queues and five tenants, for the screenshots. */

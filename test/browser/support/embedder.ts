@@ -20,7 +20,9 @@ export async function startEmbedder(): Promise<Embedder> {
   const server = createServer((request, response) => {
     const src = new URL(request.url ?? '/', 'http://embedder').searchParams.get('src') ?? 'about:blank';
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    response.end(`<!doctype html><title>Embedder</title><iframe src="${src.replaceAll('&', '&amp;').replaceAll('"', '&quot;')}" title="Framed page"></iframe>`);
+    response.end(
+      `<!doctype html><title>Embedder</title><iframe src="${src.replaceAll('&', '&amp;').replaceAll('"', '&quot;')}" title="Framed page"></iframe>`,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, LOOPBACK, resolve));
   const { port } = server.address() as AddressInfo;

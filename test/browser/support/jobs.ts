@@ -8,11 +8,15 @@ import type { SkiplockClient } from '../../../src/http/client';
 export const MANUAL_TYPE = 'manual';
 
 export function enqueueManual(api: SkiplockClient, queue: string, json: { tenant?: string; payload?: unknown } = {}) {
-  return parseResponse(api.v1.queues[':queue'].jobs.$post({ param: { queue }, json: { type: MANUAL_TYPE, ...json }, header: {} }));
+  return parseResponse(
+    api.v1.queues[':queue'].jobs.$post({ param: { queue }, json: { type: MANUAL_TYPE, ...json }, header: {} }),
+  );
 }
 
 export async function claimNext(api: SkiplockClient, queue: string) {
-  const { jobs } = await parseResponse(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId: 'browser-test', types: [MANUAL_TYPE] } }));
+  const { jobs } = await parseResponse(
+    api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId: 'browser-test', types: [MANUAL_TYPE] } }),
+  );
   if (jobs[0] === undefined) throw new Error(`nothing to claim in ${queue}`);
   return jobs[0];
 }
@@ -45,8 +49,12 @@ export function getTenant(api: SkiplockClient, tenant: string) {
   return parseResponse(api.v1.tenants[':tenant'].$get({ param: { tenant } }));
 }
 
-export async function createKey(api: SkiplockClient, scopes: Array<'admin' | 'enqueue' | 'read' | 'worker'>): Promise<string> {
-  return (await parseResponse(api.v1.keys.$post({ json: { name: `browser-test-${scopes.join('-')}`, scopes } }))).secret;
+export async function createKey(
+  api: SkiplockClient,
+  scopes: Array<'admin' | 'enqueue' | 'read' | 'worker'>,
+): Promise<string> {
+  return (await parseResponse(api.v1.keys.$post({ json: { name: `browser-test-${scopes.join('-')}`, scopes } })))
+    .secret;
 }
 
 export function attemptTimings(api: SkiplockClient, window: '1h' | '24h' | '7d') {

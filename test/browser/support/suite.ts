@@ -58,5 +58,7 @@ export async function signIn(page: Page, baseUrl: string, key: string): Promise<
 
 /** Chromium reports each 4xx answer as a console error; the refusals the tests provoke are expected. */
 export function unexpectedErrors(errors: readonly string[]): string[] {
-  return errors.filter((error) => !error.startsWith('Failed to load resource: the server responded with a status of 4'));
+  return errors.filter(
+    (error) => !error.startsWith('Failed to load resource: the server responded with a status of 4'),
+  );
 }

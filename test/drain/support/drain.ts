@@ -21,7 +21,12 @@ export function drain(
   options: Partial<DrainOptions> & { schedules?: readonly PeriodicJob[] } = {},
 ): Promise<DrainCounts> {
   const { schedules, ...drainOptions } = options;
-  return drainOnce(db, createRegistry(jobs, schedules), { budgetSeconds: 45, concurrency: 5, logger: recordingLogger(), ...drainOptions });
+  return drainOnce(db, createRegistry(jobs, schedules), {
+    budgetSeconds: 45,
+    concurrency: 5,
+    logger: recordingLogger(),
+    ...drainOptions,
+  });
 }
 
 export async function jobById(db: Db, id: string): Promise<Job> {
@@ -46,5 +51,9 @@ export function gate(): { opened: Promise<void>; open(): void } {
 /** Polls until the job shows `status`. */
 export async function untilStatus(db: Db, id: string, status: JobStatus): Promise<void> {
   let seen: JobStatus | undefined;
-  await waitFor(() => `job ${id} to be ${status} (it is ${seen})`, async () => (seen = (await jobById(db, id)).status) === status, { everyMs: 10 });
+  await waitFor(
+    () => `job ${id} to be ${status} (it is ${seen})`,
+    async () => (seen = (await jobById(db, id)).status) === status,
+    { everyMs: 10 },
+  );
 }

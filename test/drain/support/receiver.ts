@@ -20,13 +20,20 @@ export interface Answer {
  * answers as `answer` says (given the request and the requests before it),
  * when its promise settles if it gives one.
  */
-export async function startReceiver(answer: (request: Received, earlier: readonly Received[]) => Answer | Promise<Answer>) {
+export async function startReceiver(
+  answer: (request: Received, earlier: readonly Received[]) => Answer | Promise<Answer>,
+) {
   const received: Received[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const got = { method: request.method ?? '', path: request.url ?? '/', headers: request.headers, body: Buffer.concat(chunks).toString() };
+      const got = {
+        method: request.method ?? '',
+        path: request.url ?? '/',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString(),
+      };
       const answered = answer(got, [...received]);
       received.push(got);
       void Promise.resolve(answered).then(({ status, headers = {}, body = `answer ${status}` }) => {

@@ -23,7 +23,10 @@ await startWorker({
   databaseUrl: process.env.DATABASE_URL!,
   workerId: process.env.WORKER_ID!,
   handlers: [forward],
-  deliveries: new QueueDeliveries({ http: { allowedHosts: [new URL(process.env.TARGET_URL!).host] }, secret: (name) => process.env[name] }),
+  deliveries: new QueueDeliveries({
+    http: { allowedHosts: [new URL(process.env.TARGET_URL!).host] },
+    secret: (name) => process.env[name],
+  }),
   concurrency: 50,
   pollIntervalMs: 100,
   // Reap the leases of a killed worker soon after they lapse.

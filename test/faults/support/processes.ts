@@ -21,7 +21,12 @@ export function processes(logFile: string) {
     await Promise.all(started.splice(0).map((child) => child.kill()));
   });
 
-  async function spawnEntry(entry: string, args: string[], workerId: string, env: Record<string, string>): Promise<Spawned> {
+  async function spawnEntry(
+    entry: string,
+    args: string[],
+    workerId: string,
+    env: Record<string, string>,
+  ): Promise<Spawned> {
     const log = await open(logFile, 'a');
     try {
       const group = await spawnProcessGroup(process.execPath, ['--import', 'tsx', join(projectRoot, entry), ...args], {
@@ -53,8 +58,11 @@ export function processes(logFile: string) {
     nodeWorker: (databaseUrl: string, workerId: string, env: Record<string, string> = {}) =>
       spawnEntry('src/cli/main.ts', ['work'], workerId, { DATABASE_URL: databaseUrl, SKIPLOCK_DEV: '1', ...env }),
     /** A Node worker delivering in bulk to a webhook (test/faults/support/delivery-worker.ts). */
-    deliveryWorker: (databaseUrl: string, workerId: string, env: { TARGET_URL: string; TARGET_SECRET: string; DELIVERY_SECRET_TARGET: string }) =>
-      spawnEntry('test/faults/support/delivery-worker.ts', [], workerId, { DATABASE_URL: databaseUrl, ...env }),
+    deliveryWorker: (
+      databaseUrl: string,
+      workerId: string,
+      env: { TARGET_URL: string; TARGET_SECRET: string; DELIVERY_SECRET_TARGET: string },
+    ) => spawnEntry('test/faults/support/delivery-worker.ts', [], workerId, { DATABASE_URL: databaseUrl, ...env }),
     /** A pull worker (test/faults/support/pull-worker.ts). */
     pullWorker: (databaseUrl: string, workerId: string, env: Record<string, string> = {}) =>
       spawnEntry('test/faults/support/pull-worker.ts', [], workerId, { DATABASE_URL: databaseUrl, ...env }),

@@ -32,12 +32,13 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     "  hand-backs of a worker's jobs by anyone but that worker.",
     '',
     `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
-    'Loads are scaled down from the issue\'s figures so the suite fits in a few minutes on 2 cores.',
+    "Loads are scaled down from the issue's figures so the suite fits in a few minutes on 2 cores.",
     '',
     '| # | scenario | load | faults injected | jobs lost | jobs run twice at once | limit violations | recovery time |',
     '| --- | --- | --- | --- | ---: | ---: | ---: | --- |',
-    ...rows.map((row) =>
-      `| ${row.scenario} | ${cell(row.name)} | ${cell(row.load)} | ${cell(row.faults)} | ${row.jobsLost} | ${row.runTwiceAtOnce} | ${row.limitViolations} | ${cell(row.recovery)} |`,
+    ...rows.map(
+      (row) =>
+        `| ${row.scenario} | ${cell(row.name)} | ${cell(row.load)} | ${cell(row.faults)} | ${row.jobsLost} | ${row.runTwiceAtOnce} | ${row.limitViolations} | ${cell(row.recovery)} |`,
     ),
     '',
     '## Notes',

@@ -40,7 +40,10 @@ export function uniqueName(prefix: string): string {
 
 /** A new API key's secret, made with the dev admin key. */
 export async function createKey(scopes: ApiKeyScope[], tenant?: string): Promise<string> {
-  const created = await call('/v1/keys', { key: stack.adminToken, body: { name: uniqueName('security'), scopes, tenant } });
+  const created = await call('/v1/keys', {
+    key: stack.adminToken,
+    body: { name: uniqueName('security'), scopes, tenant },
+  });
   return (await expectJson<{ secret: string }>(created, 201)).secret;
 }
 
@@ -51,6 +54,12 @@ export async function workerVariables(): Promise<Record<string, string>> {
     text
       .trim()
       .split('\n')
-      .map((line) => /^(\w+)='(.*)'$/.exec(line)!.slice(1, 3).map((part) => part.replaceAll('\\$', '$')) as [string, string]),
+      .map(
+        (line) =>
+          /^(\w+)='(.*)'$/
+            .exec(line)!
+            .slice(1, 3)
+            .map((part) => part.replaceAll('\\$', '$')) as [string, string],
+      ),
   );
 }

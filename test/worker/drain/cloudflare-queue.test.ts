@@ -25,7 +25,9 @@ async function consumed(ids: ReadonlySet<string>, count: number): Promise<Kept[]
   return waitFor(
     `the consumer to get ${count} of the jobs`,
     async () => {
-      const kept = ((await (await env.QUEUE_SINK.fetch('http://queue-sink/')).json()) as Kept[]).filter((message) => ids.has(message.body.id));
+      const kept = ((await (await env.QUEUE_SINK.fetch('http://queue-sink/')).json()) as Kept[]).filter((message) =>
+        ids.has(message.body.id),
+      );
       return kept.length >= count && kept;
     },
     { everyMs: 100 },
@@ -39,18 +41,34 @@ describe('bulk delivery to a Cloudflare queue, in workerd with a real producer b
     const producer = {
       sendBatch(messages: Iterable<{ body: unknown }>) {
         const sent = [...messages];
-        calls.push({ messages: sent.length, bytes: sent.reduce((sum, message) => sum + JSON.stringify(message.body).length, 0) });
+        calls.push({
+          messages: sent.length,
+          bytes: sent.reduce((sum, message) => sum + JSON.stringify(message.body).length, 0),
+        });
         return env.TEST_QUEUE.sendBatch(sent);
       },
     };
-    const toQueue = defineCloudflareQueueDelivery(type, z.object({ n: z.number(), blob: z.string().nullable() }), { queue: () => producer, batchSize: 250 });
+    const toQueue = defineCloudflareQueueDelivery(type, z.object({ n: z.number(), blob: z.string().nullable() }), {
+      queue: () => producer,
+      batchSize: 250,
+    });
     // Ten of the 250 jobs carry 100 KB: the 256 KB a call allows splits batches by bytes as well as by count.
     const blob = 'x'.repeat(100 * 1024);
-    const inputs: EnqueueInput[] = Array.from({ length: 250 }, (_, n) => ({ queue: 'outbox', type, tenant: `t${n % 3}`, payload: n % 25 === 0 ? { n, blob } : { n, blob: null } }));
+    const inputs: EnqueueInput[] = Array.from({ length: 250 }, (_, n) => ({
+      queue: 'outbox',
+      type,
+      tenant: `t${n % 3}`,
+      payload: n % 25 === 0 ? { n, blob } : { n, blob: null },
+    }));
     const enqueued = await enqueueBatch(httpDatabase(env), inputs);
     const ids = new Set(enqueued.map(({ job }) => job.id));
 
-    const counts = await drainOnce(httpDatabase(env), createRegistry([toQueue]), { budgetSeconds: 25, concurrency: 250, housekeeping: false, logger: quiet });
+    const counts = await drainOnce(httpDatabase(env), createRegistry([toQueue]), {
+      budgetSeconds: 25,
+      concurrency: 250,
+      housekeeping: false,
+      logger: quiet,
+    });
     expect(counts).toMatchObject({ claimed: 250, succeeded: 250, failed: 0 });
 
     expect(calls.reduce((sum, call) => sum + call.messages, 0)).toBe(250);
@@ -63,9 +81,19 @@ describe('bulk delivery to a Cloudflare queue, in workerd with a real producer b
     expect(new Set(kept.map((message) => message.body.id))).toEqual(ids);
     expect(kept.every((message) => message.queue === 'skiplock-test-queue')).toBe(true);
     const first = enqueued[0]!.job;
-    expect(kept.find((message) => message.body.id === first.id)!.body).toMatchObject({ type, queue: 'outbox', tenant: 't0', attempt: 1, payload: { n: 0, blob } });
-    const results = await Promise.all(enqueued.map(async ({ job }) => (await jobById(job.id)).result as { sentWith: number }));
-    expect(results.every((result) => result.sentWith >= 1 && result.sentWith <= QUEUE_LIMITS.messagesPerBatch)).toBe(true);
+    expect(kept.find((message) => message.body.id === first.id)!.body).toMatchObject({
+      type,
+      queue: 'outbox',
+      tenant: 't0',
+      attempt: 1,
+      payload: { n: 0, blob },
+    });
+    const results = await Promise.all(
+      enqueued.map(async ({ job }) => (await jobById(job.id)).result as { sentWith: number }),
+    );
+    expect(results.every((result) => result.sentWith >= 1 && result.sentWith <= QUEUE_LIMITS.messagesPerBatch)).toBe(
+      true,
+    );
   });
 
   it('fails for good a job too large for a message, and retries the jobs of a failed sendBatch', async () => {
@@ -89,11 +117,20 @@ describe('bulk delivery to a Cloudflare queue, in workerd with a real producer b
     const [small, large] = enqueued.map(({ job }) => job.id) as [string, string];
 
     for (let round = 0; round < 20 && (await jobById(small)).status !== 'succeeded'; round++) {
-      await drainOnce(httpDatabase(env), createRegistry([toQueue]), { budgetSeconds: 25, concurrency: 10, housekeeping: false, logger: quiet });
+      await drainOnce(httpDatabase(env), createRegistry([toQueue]), {
+        budgetSeconds: 25,
+        concurrency: 10,
+        housekeeping: false,
+        logger: quiet,
+      });
       await sleep(100);
     }
 
-    expect(await jobById(large)).toMatchObject({ status: 'failed', attempts: 1, lastError: { message: expect.stringContaining('takes up to 131072') } });
+    expect(await jobById(large)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      lastError: { message: expect.stringContaining('takes up to 131072') },
+    });
     expect(await jobById(small)).toMatchObject({ status: 'succeeded', attempts: 2 });
     expect((await consumed(new Set([small, large]), 1)).map((message) => message.body.payload.n)).toEqual([1]);
   });
@@ -114,10 +151,15 @@ describe('a queue delivered to a Cloudflare queue, set over the API of the Worke
     const missing = await problemOf(await put({ target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_MISSING' }));
     expect(missing).toMatchObject({ status: 400, errors: [{ path: 'delivery.binding' }] });
     expect(missing.detail).toContain('no Queues producer binding named DELIVERY_QUEUE_MISSING');
-    expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ delivery: null, custom: false });
+    expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({
+      delivery: null,
+      custom: false,
+    });
 
     // TEST_QUEUE is bound too, but not under a name the API may reach.
-    expect(await problemOf(await put({ target: 'cloudflare-queue', binding: 'TEST_QUEUE' }))).toMatchObject({ errors: [{ path: 'delivery.binding' }] });
+    expect(await problemOf(await put({ target: 'cloudflare-queue', binding: 'TEST_QUEUE' }))).toMatchObject({
+      errors: [{ path: 'delivery.binding' }],
+    });
     const target = { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_TEST', batchSize: 50 };
     const set = await put(target);
     expect(set.status).toBe(200);
@@ -125,7 +167,11 @@ describe('a queue delivered to a Cloudflare queue, set over the API of the Worke
 
     // Types no handler of this Worker runs: the queue's target takes them all. Enqueued straight into the database
     // and drained here, by the Worker's own drain, so no fast path runs on in the background of this file.
-    const jobs = Array.from({ length: 120 }, (_, n) => ({ queue, type: n % 2 === 0 ? 'order.created' : 'order.paid', payload: { n } }));
+    const jobs = Array.from({ length: 120 }, (_, n) => ({
+      queue,
+      type: n % 2 === 0 ? 'order.created' : 'order.paid',
+      payload: { n },
+    }));
     const ids = new Set((await enqueueBatch(httpDatabase(env), jobs)).map(({ job }) => job.id));
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
@@ -138,6 +184,7 @@ describe('a queue delivered to a Cloudflare queue, set over the API of the Worke
     expect(new Set(kept.map((message) => message.body.id))).toEqual(ids);
     expect(kept.every((message) => message.body.queue === queue)).toBe(true);
     expect(new Set(kept.map((message) => message.body.type))).toEqual(new Set(['order.created', 'order.paid']));
-    for (const id of ids) expect(await jobById(id)).toMatchObject({ status: 'succeeded', result: { sentWith: expect.any(Number) } });
+    for (const id of ids)
+      expect(await jobById(id)).toMatchObject({ status: 'succeeded', result: { sentWith: expect.any(Number) } });
   });
 });

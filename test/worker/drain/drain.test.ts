@@ -27,7 +27,13 @@ describe('drainOnce in workerd', () => {
       // Two drains at a time, as overlapping cron invocations would run.
       const counts = await Promise.all(
         [1, 2].map(() =>
-          drainOnce(httpDatabase(env), registry, { budgetSeconds: 3, concurrency: 5, housekeeping: false, handBackDelaySeconds: 0.2, logger: quiet }),
+          drainOnce(httpDatabase(env), registry, {
+            budgetSeconds: 3,
+            concurrency: 5,
+            housekeeping: false,
+            handBackDelaySeconds: 0.2,
+            logger: quiet,
+          }),
         ),
       );
       handedBack += counts[0]!.handedBack + counts[1]!.handedBack;
@@ -73,7 +79,11 @@ describe('drainOnce in workerd', () => {
     const delivery = { ...httpJob({ allowedHosts: [proxy] }), type: uniqueName('http') };
     const job = await enqueueJob({ type: delivery.type, payload: { url: `http://${proxy}/not-here`, method: 'GET' } });
 
-    await drainOnce(httpDatabase(env), createRegistry([delivery]), { budgetSeconds: 10, concurrency: 5, logger: quiet });
+    await drainOnce(httpDatabase(env), createRegistry([delivery]), {
+      budgetSeconds: 10,
+      concurrency: 5,
+      logger: quiet,
+    });
 
     expect(await jobById(job.id)).toMatchObject({
       status: 'failed',

@@ -37,7 +37,8 @@ async function helpersStopped(count: number): Promise<boolean> {
     Array.from({ length: count }, (_, index) =>
       runInDurableObject(
         drainers.get(drainers.idFromName(drainerName(index + 1))),
-        async (instance, state) => !(instance as unknown as { draining: boolean }).draining && (await state.storage.getAlarm()) === null,
+        async (instance, state) =>
+          !(instance as unknown as { draining: boolean }).draining && (await state.storage.getAlarm()) === null,
       ),
     ),
   );
@@ -54,13 +55,19 @@ describe('fan-out', () => {
       );
     }
     // A short budget: the cron drain ends long before the backlog does, so the helpers must carry it.
-    const runtime = { ...drainRuntime({ ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '4', DRAIN_BUDGET_SECONDS: '2' }), drainers };
+    const runtime = {
+      ...drainRuntime({ ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '4', DRAIN_BUDGET_SECONDS: '2' }),
+      drainers,
+    };
 
     const outcome = await scheduledDrain(runtime, '* * * * *');
     if (!outcome.drained) throw new Error('without a queue clock every tick drains');
     expect(outcome.helpers).toBe(3);
 
-    await waitFor('the helpers to finish the backlog', async () => (await left(queue)) === 0, { everyMs: 100, timeoutMs: 60_000 });
+    await waitFor('the helpers to finish the backlog', async () => (await left(queue)) === 0, {
+      everyMs: 100,
+      timeoutMs: 60_000,
+    });
     // Each helper stops once a drain of its own finds the queue empty.
     await waitFor('the three helpers to stop', () => helpersStopped(3), { everyMs: 100 });
 
@@ -73,7 +80,9 @@ describe('fan-out', () => {
     // Helpers carried part of the backlog (how many of them got some depends on the machine's pace),
     // and only the three DRAIN_FANOUT allows.
     expect(helperNames.size).toBeGreaterThan(0);
-    expect([...helperNames].every((name) => [drainerName(1), drainerName(2), drainerName(3)].includes(name))).toBe(true);
+    expect([...helperNames].every((name) => [drainerName(1), drainerName(2), drainerName(3)].includes(name))).toBe(
+      true,
+    );
     expect((await listDurableObjectIds(drainers)).length).toBeLessThanOrEqual(3);
   });
 
@@ -95,7 +104,9 @@ describe('fan-out', () => {
     expect(drainRuntime({}).settings.drain.fanout).toBe(2);
     expect(drainRuntime({ WORKERS_PLAN: 'paid' }).settings.drain.fanout).toBe(8);
     expect(drainRuntime({ DRAIN_FANOUT: '1' }).settings.drain.fanout).toBe(1);
-    expect(() => drainRuntime({ DRAIN_FANOUT: '0' })).toThrow(/DRAIN_FANOUT must be a whole number from 1 to 64, not "0"/);
+    expect(() => drainRuntime({ DRAIN_FANOUT: '0' })).toThrow(
+      /DRAIN_FANOUT must be a whole number from 1 to 64, not "0"/,
+    );
     expect(() => drainRuntime({ DRAIN_FANOUT: 'many' })).toThrow(/DRAIN_FANOUT must be a whole number/);
   });
 });

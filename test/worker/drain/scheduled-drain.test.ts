@@ -18,7 +18,11 @@ describe('the Worker drain', () => {
 
     await runScheduled(worker, '* * * * *', new Date(), DEV);
 
-    expect(await jobById(job.id)).toMatchObject({ status: 'succeeded', attempts: 1, result: { ok: true, sleptMs: 6000 } });
+    expect(await jobById(job.id)).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
+      result: { ok: true, sleptMs: 6000 },
+    });
     expect(await eventKinds(job.id)).not.toContain('lease_expired');
   });
 
@@ -28,7 +32,11 @@ describe('the Worker drain', () => {
     await runScheduled(worker, '* * * * *', new Date(), DEV);
 
     const failed = await jobById(job.id);
-    expect(failed).toMatchObject({ status: 'failed', attempts: 1, lastError: { name: 'InvalidPayloadError', issues: [{ path: 'ms' }] } });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      lastError: { name: 'InvalidPayloadError', issues: [{ path: 'ms' }] },
+    });
   });
 
   it('refuses an http delivery to a host that is not on HTTP_ALLOWED_HOSTS', async () => {
@@ -54,7 +62,10 @@ describe('the Worker drain', () => {
     expect(done).toMatchObject({ status: 'succeeded', result: { ok: true } });
     // Measured, not asserted: how long the job waited from enqueue to start.
     console.log(
-      JSON.stringify({ event: 'fast-path-latency', enqueueToStartMs: Date.parse(done.startedAt!) - Date.parse(done.createdAt) }),
+      JSON.stringify({
+        event: 'fast-path-latency',
+        enqueueToStartMs: Date.parse(done.startedAt!) - Date.parse(done.createdAt),
+      }),
     );
   });
 

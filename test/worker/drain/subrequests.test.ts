@@ -44,16 +44,24 @@ describe('a drain under a subrequest cap', () => {
       expect(await jobById(job.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
       expect(await eventKinds(job.id)).not.toContain('lease_expired');
     }
-    console.log(JSON.stringify({ event: 'capped-drains', jobs: 500, drains: perDrain.length, subrequestsPerDrain: perDrain }));
+    console.log(
+      JSON.stringify({ event: 'capped-drains', jobs: 500, drains: perDrain.length, subrequestsPerDrain: perDrain }),
+    );
   });
 
   it('SUBREQUEST_LIMIT wins over WORKERS_PLAN, and either one unreadable is refused by name', () => {
     expect(drainRuntime({ WORKERS_PLAN: 'paid' }).settings.drain.subrequestLimit).toBe(1000);
     expect(drainRuntime({}).settings.drain.subrequestLimit).toBe(50);
-    expect(drainRuntime({ WORKERS_PLAN: 'paid', SUBREQUEST_LIMIT: '10000' }).settings.drain.subrequestLimit).toBe(10000);
-    expect(() => drainRuntime({ SUBREQUEST_LIMIT: '0' })).toThrow(/SUBREQUEST_LIMIT must be a whole number from 1, not "0"/);
+    expect(drainRuntime({ WORKERS_PLAN: 'paid', SUBREQUEST_LIMIT: '10000' }).settings.drain.subrequestLimit).toBe(
+      10000,
+    );
+    expect(() => drainRuntime({ SUBREQUEST_LIMIT: '0' })).toThrow(
+      /SUBREQUEST_LIMIT must be a whole number from 1, not "0"/,
+    );
     expect(() => drainRuntime({ SUBREQUEST_LIMIT: '12.5' })).toThrow(/SUBREQUEST_LIMIT must be a whole number/);
-    expect(() => drainRuntime({ WORKERS_PLAN: 'enterprise' })).toThrow(/WORKERS_PLAN must be free or paid, not "enterprise"/);
+    expect(() => drainRuntime({ WORKERS_PLAN: 'enterprise' })).toThrow(
+      /WORKERS_PLAN must be free or paid, not "enterprise"/,
+    );
   });
 });
 
@@ -81,11 +89,16 @@ describe('fast paths coalesce', () => {
 
   it('an enqueue while the drain runs is claimed by that drain; one after it ended starts another', async () => {
     const runtime = drainRuntime({ ...DEV, WORKERS_PLAN: 'paid' });
-    const [long] = await enqueueBatch(httpDatabase(env), [{ queue: uniqueName('long'), type: 'sleep', payload: { ms: 1000 } }]);
+    const [long] = await enqueueBatch(httpDatabase(env), [
+      { queue: uniqueName('long'), type: 'sleep', payload: { ms: 1000 } },
+    ]);
     fastPathDrain(runtime, ctx);
 
     // The drain runs the long job: what is enqueued now arrives while it still claims.
-    await waitFor('the fast-path drain to run the long job', async () => (await jobById(long!.job.id)).status === 'running');
+    await waitFor(
+      'the fast-path drain to run the long job',
+      async () => (await jobById(long!.job.id)).status === 'running',
+    );
     const [during] = await enqueueBatch(httpDatabase(env), [{ queue: uniqueName('during'), type: 'noop' }]);
     fastPathDrain(runtime, ctx);
     expect(started).toHaveLength(1);
@@ -122,7 +135,9 @@ describe('fast paths coalesce', () => {
 
     expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(201));
     expect(jobs.map((job) => [job.status, job.attempts])).toEqual(Array(40).fill(['failed', 1]));
-    expect(errors.mock.calls.map((call) => String(call[0])).filter((line) => /drain failed|different request/.test(line))).toEqual([]);
+    expect(
+      errors.mock.calls.map((call) => String(call[0])).filter((line) => /drain failed|different request/.test(line)),
+    ).toEqual([]);
     errors.mockRestore();
   });
 });

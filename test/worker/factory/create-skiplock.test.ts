@@ -10,9 +10,16 @@ import { QueueClock } from '../../../src/worker/queue-clock';
 import { waitFor } from '../../support/wait-for';
 
 /** Job types of a user's own Worker: one checked by the API at enqueue, one run on a schedule. */
-const greet = defineJob('factory-greet', z.object({ name: z.string().min(1) }), ({ name }) => ({ greeting: `hello ${name}` }));
+const greet = defineJob('factory-greet', z.object({ name: z.string().min(1) }), ({ name }) => ({
+  greeting: `hello ${name}`,
+}));
 const tick = defineJob('factory-tick', z.object({ from: z.string() }), ({ from }) => ({ ticked: from }));
-const everySecond = definePeriodicJob({ name: 'factory-every-second', cron: '* * * * * *', type: 'factory-tick', payload: { from: 'cron' } });
+const everySecond = definePeriodicJob({
+  name: 'factory-every-second',
+  cron: '* * * * * *',
+  type: 'factory-tick',
+  payload: { from: 'cron' },
+});
 
 const worker = createSkiplock({ jobs: [greet, tick], schedules: [everySecond], fastPath: false });
 
@@ -45,13 +52,18 @@ describe('createSkiplock in workerd', () => {
     expect(greeting).toBe('hello Ada');
   });
 
-  it('wake() after an enqueue in the user\'s own code runs the job at once, and tells the queue clock', async () => {
+  it("wake() after an enqueue in the user's own code runs the job at once, and tells the queue clock", async () => {
     const withFastPath = createSkiplock({ jobs: [greet, tick], schedules: [everySecond] });
     const clock = new QueueClock(env.SKIPLOCK_CLOCK!);
     const tickNow = () => ({ now: Date.now(), definitions: 'wake-test', recheckMs: 3_600_000, holdMs: 1000 });
     await clock.settle(Date.now() + 3_600_000, (await clock.begin(tickNow())).epoch);
     expect((await clock.begin(tickNow())).drain).toBe(false);
-    const handle = await enqueue(neonHttpDb(env.DATABASE_URL!), greet, { name: 'Grace' }, { tenant: `factory-${crypto.randomUUID()}` });
+    const handle = await enqueue(
+      neonHttpDb(env.DATABASE_URL!),
+      greet,
+      { name: 'Grace' },
+      { tenant: `factory-${crypto.randomUUID()}` },
+    );
     const ctx = createExecutionContext();
 
     withFastPath.wake(env, ctx);
@@ -73,7 +85,9 @@ describe('createSkiplock in workerd', () => {
       problem: { type: expect.stringMatching(/invalid-payload$/), errors: [{ path: 'payload.name' }] },
     });
     const listed = await worker.fetch(
-      new Request(`http://skiplock.test/v1/jobs?queue=${queue}`, { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } }),
+      new Request(`http://skiplock.test/v1/jobs?queue=${queue}`, {
+        headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+      }),
       env,
       createExecutionContext(),
     );
@@ -105,7 +119,7 @@ describe('createSkiplock in workerd', () => {
     expect(jobs[0]!.result).toEqual({ ticked: 'cron' });
   });
 
-  it('mounts under a path of the user\'s own Hono app', async () => {
+  it("mounts under a path of the user's own Hono app", async () => {
     const app = new Hono().route('/queue', worker.app).get('/', (c) => c.text('my app'));
 
     const health = await app.fetch(new Request('http://skiplock.test/queue/healthz'), env, createExecutionContext());
@@ -122,7 +136,11 @@ describe('createSkiplock in workerd', () => {
     );
     const { statusUrl } = await enqueued.json<{ statusUrl: string }>();
     const status = await app.fetch(new Request(statusUrl), env, createExecutionContext());
-    const openapi = await app.fetch(new Request('http://skiplock.test/queue/v1/openapi.json'), env, createExecutionContext());
+    const openapi = await app.fetch(
+      new Request('http://skiplock.test/queue/v1/openapi.json'),
+      env,
+      createExecutionContext(),
+    );
 
     expect(health.status).toBe(200);
     expect(await own.text()).toBe('my app');
@@ -147,7 +165,10 @@ describe('createSkiplock in workerd', () => {
   it('refuses to start with job definitions that cannot work, naming what to fix', () => {
     expect(() => createSkiplock({ jobs: [greet, greet] })).toThrow(/job type "factory-greet" is defined twice/);
     expect(() =>
-      createSkiplock({ jobs: [greet], schedules: [definePeriodicJob({ name: 'n', cron: '* * * * *', type: 'nobody' })] }),
+      createSkiplock({
+        jobs: [greet],
+        schedules: [definePeriodicJob({ name: 'n', cron: '* * * * *', type: 'nobody' })],
+      }),
     ).toThrow(/periodic job "n" names job type "nobody", which no job definition has/);
     expect(() => createSkiplock({ jobs: [defineJob('http', z.unknown(), () => null)] })).toThrow(/built in/);
   });
@@ -157,7 +178,11 @@ describe('createSkiplock in workerd', () => {
     const { DATABASE_URL: _missing, ...withoutDatabase } = env;
     const fresh = createSkiplock({ jobs: [greet] });
 
-    const response = await fresh.fetch(new Request('http://skiplock.test/healthz'), withoutDatabase as typeof env, createExecutionContext());
+    const response = await fresh.fetch(
+      new Request('http://skiplock.test/healthz'),
+      withoutDatabase as typeof env,
+      createExecutionContext(),
+    );
     await expect(runCron(fresh, withoutDatabase)).rejects.toThrow(/^skiplock: no database: set DATABASE_URL/);
     const badNumber = await fresh.fetch(
       new Request('http://skiplock.test/healthz'),
@@ -179,7 +204,11 @@ describe('createSkiplock in workerd', () => {
   it('refuses, in one line, an ADMIN_TOKEN or STATUS_TOKEN_SECRET under 32 characters outside dev, and a bad HTTP_ALLOWED_HOSTS entry', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const answer = (overrides: Partial<typeof env>) =>
-      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, SKIPLOCK_DEV: undefined, ...overrides }, createExecutionContext());
+      createSkiplock({ jobs: [greet] }).fetch(
+        new Request('http://skiplock.test/healthz'),
+        { ...env, SKIPLOCK_DEV: undefined, ...overrides },
+        createExecutionContext(),
+      );
 
     const shortAdmin = await answer({ ADMIN_TOKEN: 'x'.repeat(31) });
     const shortSecret = await answer({ STATUS_TOKEN_SECRET: 'short' });
@@ -200,14 +229,25 @@ describe('createSkiplock in workerd', () => {
   it('refuses, in one line, a SUBREQUEST_LIMIT, WORKERS_PLAN, IDLE_RECHECK_SECONDS or LOG_LEVEL it cannot read', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const answer = (overrides: Partial<typeof env>) =>
-      createSkiplock({ jobs: [greet] }).fetch(new Request('http://skiplock.test/healthz'), { ...env, SKIPLOCK_DEV: undefined, ...overrides }, createExecutionContext());
+      createSkiplock({ jobs: [greet] }).fetch(
+        new Request('http://skiplock.test/healthz'),
+        { ...env, SKIPLOCK_DEV: undefined, ...overrides },
+        createExecutionContext(),
+      );
 
     const statuses = [
       (await answer({ SUBREQUEST_LIMIT: '-5' })).status,
       (await answer({ WORKERS_PLAN: 'business' })).status,
       (await answer({ IDLE_RECHECK_SECONDS: 'hourly' })).status,
       (await answer({ LOG_LEVEL: 'chatty' })).status,
-      (await answer({ WORKERS_PLAN: 'paid', SUBREQUEST_LIMIT: '10000', IDLE_RECHECK_SECONDS: '600', LOG_LEVEL: 'info' })).status,
+      (
+        await answer({
+          WORKERS_PLAN: 'paid',
+          SUBREQUEST_LIMIT: '10000',
+          IDLE_RECHECK_SECONDS: '600',
+          LOG_LEVEL: 'info',
+        })
+      ).status,
     ];
 
     expect(statuses).toEqual([503, 503, 503, 503, 200]);

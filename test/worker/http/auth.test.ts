@@ -55,7 +55,11 @@ async function routeCalls(): Promise<RouteCall[]> {
     { name: 'put queue', scope: 'admin', send: call('PUT', `/v1/queues/${uniqueName('q')}`, { concurrency: 2 }) },
     { name: 'get tenant', scope: 'read', send: call('GET', `/v1/tenants/${uniqueName('t')}`) },
     { name: 'put tenant', scope: 'admin', send: call('PUT', `/v1/tenants/${uniqueName('t')}`, { concurrency: 2 }) },
-    { name: 'claim', scope: 'worker', send: call('POST', `/v1/queues/${uniqueName('empty')}/claim`, { workerId: 'w' }) },
+    {
+      name: 'claim',
+      scope: 'worker',
+      send: call('POST', `/v1/queues/${uniqueName('empty')}/claim`, { workerId: 'w' }),
+    },
     { name: 'complete', scope: 'worker', send: call('POST', `${job}/complete`, lease) },
     { name: 'fail', scope: 'worker', send: call('POST', `${job}/fail`, lease) },
     { name: 'extend', scope: 'worker', send: call('POST', `${job}/extend`, lease) },
@@ -76,7 +80,10 @@ describe('authentication', () => {
 
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe('Bearer');
-    expect(await problemOf(response)).toMatchObject({ type: 'https://skiplock.dev/problems/unauthorized', status: 401 });
+    expect(await problemOf(response)).toMatchObject({
+      type: 'https://skiplock.dev/problems/unauthorized',
+      status: 401,
+    });
   });
 
   it('answers 401 for an Authorization header that is not Bearer', async () => {
@@ -217,10 +224,15 @@ describe('failed authentications', () => {
     expect((await Promise.all(failures)).map((response) => response.status)).toEqual(Array(10).fill(401));
 
     const turnedAway = await asClient(address, { apiKey: ADMIN_TOKEN });
-    const page = await asClient(address, { path: `/status/${job.id}?token=${new URL(job.statusUrl!).searchParams.get('token')}` });
+    const page = await asClient(address, {
+      path: `/status/${job.id}?token=${new URL(job.statusUrl!).searchParams.get('token')}`,
+    });
     const otherClient = await asClient(clientAddress(), { apiKey: ADMIN_TOKEN });
 
-    expect(await problemOf(turnedAway)).toMatchObject({ status: 429, type: expect.stringMatching(/too-many-failed-authentications$/) });
+    expect(await problemOf(turnedAway)).toMatchObject({
+      status: 429,
+      type: expect.stringMatching(/too-many-failed-authentications$/),
+    });
     expect(Number(turnedAway.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(Number(turnedAway.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     expect(page.status).toBe(429);
@@ -349,7 +361,11 @@ describe('a tenant-bound key', async () => {
     const dedupQueue = uniqueName('tenant-bound-dedup');
     const enqueueOnly = await createKey(['enqueue'], mine);
     const theirsJob = await success(
-      api.v1.queues[':queue'].jobs.$post({ param: { queue: dedupQueue }, json: { tenant: theirs, dedupKey: 'shared' }, header: {} }),
+      api.v1.queues[':queue'].jobs.$post({
+        param: { queue: dedupQueue },
+        json: { tenant: theirs, dedupKey: 'shared' },
+        header: {},
+      }),
     );
 
     const batch = await request(`/v1/queues/${dedupQueue}/jobs/batch`, {
@@ -372,7 +388,12 @@ describe('a tenant-bound key', async () => {
     expect(ownShared!.id).not.toBe(theirsJob.id);
     // Its own tenant's job, but this key may not read jobs: id and status only.
     expect(again.status).toBe(200);
-    expect(await again.json()).toEqual({ id: ownShared!.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+    expect(await again.json()).toEqual({
+      id: ownShared!.id,
+      status: 'queued',
+      statusUrl: expect.any(String),
+      deduplicated: true,
+    });
     expect(listed.jobs).toHaveLength(3);
   });
 

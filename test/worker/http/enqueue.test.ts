@@ -76,7 +76,13 @@ describe('POST /v1/queues/{queue}/jobs', () => {
 
     expect(response.status).toBe(201);
     const job = await response.json<EnqueuedJob>();
-    expect(job).toMatchObject({ type: 'send-email', priority: 7, status: 'scheduled', maxAttempts: 2, leaseSeconds: 30 });
+    expect(job).toMatchObject({
+      type: 'send-email',
+      priority: 7,
+      status: 'scheduled',
+      maxAttempts: 2,
+      leaseSeconds: 30,
+    });
     expect(Date.parse(job.runAt) - Date.parse(job.createdAt)).toBeCloseTo(3_600_000, -3);
     expect(Date.parse(job.expiresAt!) - Date.parse(job.createdAt)).toBeCloseTo(7_200_000, -3);
   });
@@ -127,7 +133,9 @@ describe('POST /v1/queues/{queue}/jobs', () => {
   it("answers a dedup hit to a key without the read scope with the job's id and status only", async () => {
     const queue = uniqueName('enqueue-dedup-no-read');
     const tenant = uniqueName('victim');
-    const original = await (await postJob(queue, { tenant, dedupKey: 'order-1', payload: { card: '4242' } })).json<EnqueuedJob>();
+    const original = await (
+      await postJob(queue, { tenant, dedupKey: 'order-1', payload: { card: '4242' } })
+    ).json<EnqueuedJob>();
     const enqueueOnly = await createKey(['enqueue']);
     const asEnqueuer = (body: unknown, headers: Record<string, string> = {}) =>
       request(`/v1/queues/${queue}/jobs`, {
@@ -142,11 +150,21 @@ describe('POST /v1/queues/{queue}/jobs', () => {
     const retried = await asEnqueuer({ tenant }, { 'idempotency-key': 'k-1' });
 
     expect(hit.status).toBe(200);
-    expect(await hit.json()).toEqual({ id: original.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+    expect(await hit.json()).toEqual({
+      id: original.id,
+      status: 'queued',
+      statusUrl: expect.any(String),
+      deduplicated: true,
+    });
     expect(first.status).toBe(201);
     const firstJob = await first.json<EnqueuedJob>();
     expect(retried.status).toBe(200);
-    expect(await retried.json()).toEqual({ id: firstJob.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+    expect(await retried.json()).toEqual({
+      id: firstJob.id,
+      status: 'queued',
+      statusUrl: expect.any(String),
+      deduplicated: true,
+    });
   });
 
   it('refuses a dedupKey together with an Idempotency-Key, and the reserved dedup prefix', async () => {
@@ -175,7 +193,10 @@ describe('POST /v1/queues/{queue}/jobs', () => {
 
     expect(response.status).toBe(400);
     const problem = await problemOf(response);
-    expect(problem).toMatchObject({ type: 'https://skiplock.dev/problems/validation-failed', title: 'Invalid request' });
+    expect(problem).toMatchObject({
+      type: 'https://skiplock.dev/problems/validation-failed',
+      title: 'Invalid request',
+    });
     expect(problem.errors?.map((error) => error.path)).toContain(path);
     expect(await jobCount(queue)).toBe(0);
   });
@@ -192,9 +213,19 @@ describe('POST /v1/queues/{queue}/jobs', () => {
     ] as const;
     for (const [body, field] of cases) {
       const problem = await problemOf(await postJob(queue, body));
-      expect(problem, JSON.stringify(body)).toMatchObject({ status: 400, errors: [{ path: field, message: expect.stringMatching(/^must be from 2000-01-01 to 10 years from now$/) }] });
+      expect(problem, JSON.stringify(body)).toMatchObject({
+        status: 400,
+        errors: [{ path: field, message: expect.stringMatching(/^must be from 2000-01-01 to 10 years from now$/) }],
+      });
     }
-    expect((await postJob(queue, { runAt: '2000-01-01T00:00:00Z', expiresAt: new Date(Date.now() + 86_400_000).toISOString() })).status).toBe(201);
+    expect(
+      (
+        await postJob(queue, {
+          runAt: '2000-01-01T00:00:00Z',
+          expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+        })
+      ).status,
+    ).toBe(201);
     expect(await jobCount(queue)).toBe(1);
   });
 
@@ -301,7 +332,8 @@ describe('POST /v1/queues/{queue}/jobs/batch', () => {
     const retried = await postBatch(queue, body, { 'idempotency-key': 'batch-1' });
 
     expect([first.status, retried.status]).toEqual([201, 200]);
-    const idsOf = async (response: Response) => (await response.json<{ jobs: EnqueuedJob[] }>()).jobs.map((job) => job.id);
+    const idsOf = async (response: Response) =>
+      (await response.json<{ jobs: EnqueuedJob[] }>()).jobs.map((job) => job.id);
     expect(await idsOf(retried)).toEqual(await idsOf(first));
     expect(await jobCount(queue)).toBe(2);
   });
@@ -359,10 +391,30 @@ describe('completion callback URLs at enqueue', () => {
   });
 
   it.each([
-    ['a private address', { callbackUrl: 'http://10.0.0.7/done' }, 'callbackUrl', /10\.0\.0\.7 is not a public address/],
-    ['cloud metadata', { failureCallbackUrl: 'http://169.254.169.254/latest' }, 'failureCallbackUrl', /not a public address/],
-    ['this machine by name', { callbackUrl: 'https://localhost/done' }, 'callbackUrl', /this machine: never delivered to/],
-    ['a host not on the list', { callbackUrl: 'https://evil.example.net/' }, 'callbackUrl', /not on HTTP_ALLOWED_HOSTS/],
+    [
+      'a private address',
+      { callbackUrl: 'http://10.0.0.7/done' },
+      'callbackUrl',
+      /10\.0\.0\.7 is not a public address/,
+    ],
+    [
+      'cloud metadata',
+      { failureCallbackUrl: 'http://169.254.169.254/latest' },
+      'failureCallbackUrl',
+      /not a public address/,
+    ],
+    [
+      'this machine by name',
+      { callbackUrl: 'https://localhost/done' },
+      'callbackUrl',
+      /this machine: never delivered to/,
+    ],
+    [
+      'a host not on the list',
+      { callbackUrl: 'https://evil.example.net/' },
+      'callbackUrl',
+      /not on HTTP_ALLOWED_HOSTS/,
+    ],
     ['a port the entry does not name', { callbackUrl: 'https://hooks.example.com:8443/' }, 'callbackUrl', /port 8443/],
     ['another scheme', { callbackUrl: 'ftp://hooks.example.com/x' }, 'callbackUrl', /./],
     ['no URL at all', { failureCallbackUrl: 'hooks.example.com/x' }, 'failureCallbackUrl', /./],
@@ -386,7 +438,9 @@ describe('completion callback URLs at enqueue', () => {
 
     const problem = await problemOf(response);
     expect(problem.status).toBe(400);
-    expect(problem.errors).toEqual([{ path: 'jobs.1.failureCallbackUrl', message: expect.stringMatching(/not a public address/) }]);
+    expect(problem.errors).toEqual([
+      { path: 'jobs.1.failureCallbackUrl', message: expect.stringMatching(/not a public address/) },
+    ]);
     expect(await jobCount(queue)).toBe(0);
   });
 

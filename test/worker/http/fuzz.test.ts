@@ -104,10 +104,15 @@ const name = fc.oneof(
 );
 /** Plausible values are valid ones; `field` mixes in the invalid. */
 const seconds = fc.oneof(fc.integer({ min: 0, max: 100_000 }), fc.double({ min: 0, max: 1000, noNaN: true }));
-const timestamp = fc.oneof(
-  { weight: 8, arbitrary: fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }) },
-  { weight: 1, arbitrary: fc.date({ noInvalidDate: true }) },
-).map((date) => date.toISOString());
+const timestamp = fc
+  .oneof(
+    {
+      weight: 8,
+      arbitrary: fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }),
+    },
+    { weight: 1, arbitrary: fc.date({ noInvalidDate: true }) },
+  )
+  .map((date) => date.toISOString());
 const json = fc.oneof(
   { weight: 12, arbitrary: fc.jsonValue({ maxDepth: 4 }) },
   { weight: 1, arbitrary: fc.constant('x'.repeat(300_000)) },
@@ -154,7 +159,10 @@ interface RouteShape {
   query?: Record<string, fc.Arbitrary<string>>;
 }
 
-const queryName = fc.oneof(name.filter((text) => !/[\ud800-\udfff]/.test(text)), fc.constant('fuzz-q'));
+const queryName = fc.oneof(
+  name.filter((text) => !/[\ud800-\udfff]/.test(text)),
+  fc.constant('fuzz-q'),
+);
 const ROUTES: RouteShape[] = [
   { method: 'POST', path: (queue) => `/v1/queues/${queue}/jobs`, body: () => enqueueBody },
   {
@@ -194,7 +202,10 @@ const ROUTES: RouteShape[] = [
           concurrency: field(fc.option(fc.integer({ min: 0, max: 100_000 }))),
           rateLimit: field(
             fc.option(
-              fc.record({ count: field(fc.integer({ min: 0, max: 10 })), perSeconds: field(fc.integer({ min: 1, max: 86_400 })) }),
+              fc.record({
+                count: field(fc.integer({ min: 0, max: 10 })),
+                perSeconds: field(fc.integer({ min: 1, max: 86_400 })),
+              }),
             ),
           ),
           weight: field(fc.integer({ min: 1, max: 1000 })),
@@ -272,7 +283,10 @@ const ROUTES: RouteShape[] = [
 function pathSegment(values: fc.Arbitrary<string>): fc.Arbitrary<string> {
   return fc.oneof(
     // encodeURIComponent throws on an unpaired surrogate; send the bytes it would be instead.
-    { weight: 4, arbitrary: values.map((value) => (/[\ud800-\udfff]/.test(value) ? '%ED%A0%80' : encodeURIComponent(value))) },
+    {
+      weight: 4,
+      arbitrary: values.map((value) => (/[\ud800-\udfff]/.test(value) ? '%ED%A0%80' : encodeURIComponent(value))),
+    },
     { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%00', '..', '', 'a%2Fb') },
   );
 }
@@ -298,74 +312,84 @@ function requestOf(route: RouteShape) {
     body: route.body
       ? fc.oneof(
           { weight: 8, arbitrary: route.body().map((value) => JSON.stringify(value)) },
-          { weight: 1, arbitrary: route.body().map((value) => JSON.stringify({ ...(value as object), unknownField: 1 })) },
+          {
+            weight: 1,
+            arbitrary: route.body().map((value) => JSON.stringify({ ...(value as object), unknownField: 1 })),
+          },
           { weight: 1, arbitrary: fc.string() },
           { weight: 1, arbitrary: fc.constantFrom('', '{', 'null', '[]', '"x"', '1e999', '['.repeat(10_000)) },
         )
       : fc.constant(undefined),
     headers: fc
-      .record(
-        {
-          authorization: fc.oneof(
-            { weight: 8, arbitrary: fc.constant(`Bearer ${ADMIN_TOKEN}`) },
-            { weight: 8, arbitrary: fc.constantFrom(...seed.bearers).map((bearer) => `Bearer ${bearer}`) },
-            {
-              weight: 1,
-              arbitrary: fc.constantFrom('Bearer ', 'Bearer junk', 'Basic YTpi', `bearer ${ADMIN_TOKEN}`, `Bearer  ${ADMIN_TOKEN}`),
-            },
-            { weight: 1, arbitrary: headerText },
-            { weight: 2, arbitrary: fc.constant(undefined) },
-          ),
-          'content-type': fc.oneof(
-            { weight: 8, arbitrary: fc.constant('application/json') },
-            {
-              weight: 1,
-              arbitrary: fc.constantFrom('application/json; charset=utf-8', 'application/problem+json', 'text/plain', 'multipart/form-data'),
-            },
-          ),
-          'idempotency-key': sometimes(fc.oneof(fc.constant('request-1'), headerText)),
-          'if-none-match': sometimes(fc.oneof(fc.constant('*'), headerText)),
-          'last-event-id': sometimes(headerText),
-          origin: sometimes(fc.constantFrom('https://app.example.test', 'https://evil.example.test', 'null')),
-        },
-      )
+      .record({
+        authorization: fc.oneof(
+          { weight: 8, arbitrary: fc.constant(`Bearer ${ADMIN_TOKEN}`) },
+          { weight: 8, arbitrary: fc.constantFrom(...seed.bearers).map((bearer) => `Bearer ${bearer}`) },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              'Bearer ',
+              'Bearer junk',
+              'Basic YTpi',
+              `bearer ${ADMIN_TOKEN}`,
+              `Bearer  ${ADMIN_TOKEN}`,
+            ),
+          },
+          { weight: 1, arbitrary: headerText },
+          { weight: 2, arbitrary: fc.constant(undefined) },
+        ),
+        'content-type': fc.oneof(
+          { weight: 8, arbitrary: fc.constant('application/json') },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              'application/json; charset=utf-8',
+              'application/problem+json',
+              'text/plain',
+              'multipart/form-data',
+            ),
+          },
+        ),
+        'idempotency-key': sometimes(fc.oneof(fc.constant('request-1'), headerText)),
+        'if-none-match': sometimes(fc.oneof(fc.constant('*'), headerText)),
+        'last-event-id': sometimes(headerText),
+        origin: sometimes(fc.constantFrom('https://app.example.test', 'https://evil.example.test', 'null')),
+      })
       .map((headers) =>
-        Object.fromEntries(Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+        Object.fromEntries(
+          Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined),
+        ),
       ),
   });
 }
 
 describe('fuzzed requests', () => {
-  it(
-    'never answer 5xx, and change no row when refused',
-    async () => {
-      // A line per request would bury the test output.
-      vi.spyOn(console, 'log').mockImplementation(() => {});
-      const arbitrary = fc
-        .constantFrom(...ROUTES)
-        .chain((route) => requestOf(route).map((request) => ({ route, ...request })));
+  it('never answer 5xx, and change no row when refused', async () => {
+    // A line per request would bury the test output.
+    vi.spyOn(console, 'log').mockImplementation(() => {});
+    const arbitrary = fc
+      .constantFrom(...ROUTES)
+      .chain((route) => requestOf(route).map((request) => ({ route, ...request })));
 
-      await fc.assert(
-        fc.asyncProperty(arbitrary, async ({ route, segment, id, query, body, headers }) => {
-          const path = `${route.path(segment, id)}?${new URLSearchParams(query)}`;
-          const before = await seed.snapshot();
+    await fc.assert(
+      fc.asyncProperty(arbitrary, async ({ route, segment, id, query, body, headers }) => {
+        const path = `${route.path(segment, id)}?${new URLSearchParams(query)}`;
+        const before = await seed.snapshot();
 
-          const response = await seed.send(path, { method: route.method, headers, body });
-          const text = response.headers.get('content-type')?.startsWith('text/event-stream')
-            ? (await response.body?.cancel(), '')
-            : await response.text();
+        const response = await seed.send(path, { method: route.method, headers, body });
+        const text = response.headers.get('content-type')?.startsWith('text/event-stream')
+          ? (await response.body?.cancel(), '')
+          : await response.text();
 
-          expect(response.status, `${route.method} ${path}: ${text}`).toBeLessThan(500);
-          expect(response.headers.get('x-request-id')).toBeTruthy();
-          if (response.status >= 400) {
-            expect(response.headers.get('content-type')).toBe('application/problem+json');
-            const changed = `${route.method} ${path} answered ${response.status} but changed rows`;
-            expect(await seed.snapshot(), changed).toEqual(before);
-          }
-        }),
-        { numRuns: RUNS },
-      );
-    },
-    120_000,
-  );
+        expect(response.status, `${route.method} ${path}: ${text}`).toBeLessThan(500);
+        expect(response.headers.get('x-request-id')).toBeTruthy();
+        if (response.status >= 400) {
+          expect(response.headers.get('content-type')).toBe('application/problem+json');
+          const changed = `${route.method} ${path} answered ${response.status} but changed rows`;
+          expect(await seed.snapshot(), changed).toEqual(before);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  }, 120_000);
 });

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, claimOne, client, createKey, enqueueJob, problemOf, request, success, uniqueName } from './support/api';
+import {
+  ADMIN_TOKEN,
+  claimOne,
+  client,
+  createKey,
+  enqueueJob,
+  problemOf,
+  request,
+  success,
+  uniqueName,
+} from './support/api';
 
 const api = client();
 
@@ -8,8 +18,10 @@ async function finishedJob(outcome: 'complete' | 'fail', tenant = uniqueName('te
   const queue = uniqueName('finished');
   const { statusUrl } = await enqueueJob(queue, { tenant });
   const { id, leaseToken } = await claimOne(queue);
-  if (outcome === 'complete') await success(api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken, result: { ok: true } } }));
-  else await success(api.v1.jobs[':id'].fail.$post({ param: { id }, json: { leaseToken, error: 'no', forGood: true } }));
+  if (outcome === 'complete')
+    await success(api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken, result: { ok: true } } }));
+  else
+    await success(api.v1.jobs[':id'].fail.$post({ param: { id }, json: { leaseToken, error: 'no', forGood: true } }));
   return { id, queue, tenant, statusUrl };
 }
 
@@ -45,8 +57,12 @@ describe('GET /v1/stats/throughput', () => {
 
     const { throughput } = await success(api.v1.stats.throughput.$get());
     const minute = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/);
-    expect(throughput.filter((row) => row.queue === succeeded.queue)).toEqual([{ queue: succeeded.queue, minute, succeeded: 1, failed: 0 }]);
-    expect(throughput.filter((row) => row.queue === failed.queue)).toEqual([{ queue: failed.queue, minute, succeeded: 0, failed: 1 }]);
+    expect(throughput.filter((row) => row.queue === succeeded.queue)).toEqual([
+      { queue: succeeded.queue, minute, succeeded: 1, failed: 0 },
+    ]);
+    expect(throughput.filter((row) => row.queue === failed.queue)).toEqual([
+      { queue: failed.queue, minute, succeeded: 0, failed: 1 },
+    ]);
 
     const otherTenantKey = await createKey(['read'], uniqueName('other'));
     const { throughput: othersView } = await success(client(otherTenantKey).v1.stats.throughput.$get());
@@ -73,7 +89,11 @@ describe('GET /v1/stats/timings', () => {
       tenant: succeeded.tenant,
       ...attemptsRow({ attempts: 1, succeeded: 1, failed: 0 }),
     });
-    expect(all.timings.find((row) => row.queue === failed.queue)).toMatchObject({ attempts: 1, succeeded: 0, failed: 1 });
+    expect(all.timings.find((row) => row.queue === failed.queue)).toMatchObject({
+      attempts: 1,
+      succeeded: 0,
+      failed: 1,
+    });
 
     const own = await success(client(ownKey).v1.stats.timings.$get({ query: {} }));
     expect(own.window).toBe('1h');

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, claimOne, client, enqueueJob, expectStatus, problemOf, request, success, uniqueName } from './support/api';
+import {
+  ADMIN_TOKEN,
+  claimOne,
+  client,
+  enqueueJob,
+  expectStatus,
+  problemOf,
+  request,
+  success,
+  uniqueName,
+} from './support/api';
 import { serverSentEvents } from './support/sse';
 import { waitFor } from '../../support/wait-for';
 
@@ -70,7 +80,9 @@ describe('GET /v1/jobs/{id}', () => {
     const { id } = await enqueueJob(queue);
     const etag = (await getJob(id)).headers.get('etag')!;
 
-    const { waiting, beside } = await waiterHoldingItsSlot(id, etag, () => getJob(id, '?wait=30', { 'if-none-match': etag }));
+    const { waiting, beside } = await waiterHoldingItsSlot(id, etag, () =>
+      getJob(id, '?wait=30', { 'if-none-match': etag }),
+    );
     await claimOne(queue);
     const changedAt = Date.now();
     const response = await waiting;
@@ -209,7 +221,10 @@ describe('POST /v1/jobs/{id}/cancel and /retry', () => {
     expect(await cancelled.json()).toMatchObject({ status: 'cancelled' });
     expect(requested.status).toBe(202);
     expect(await requested.json()).toMatchObject({ status: 'running', cancelRequested: true });
-    expect(await problemOf(again)).toMatchObject({ status: 409, type: 'https://skiplock.dev/problems/already-finished' });
+    expect(await problemOf(again)).toMatchObject({
+      status: 409,
+      type: 'https://skiplock.dev/problems/already-finished',
+    });
     expect(unknown.status).toBe(404);
   });
 
@@ -225,7 +240,10 @@ describe('POST /v1/jobs/{id}/cancel and /retry', () => {
 
     expect(retried.status).toBe(200);
     expect(await retried.json()).toMatchObject({ id: job.id, status: 'queued', attempts: 0 });
-    expect(await problemOf(refused)).toMatchObject({ status: 409, type: 'https://skiplock.dev/problems/not-retryable' });
+    expect(await problemOf(refused)).toMatchObject({
+      status: 409,
+      type: 'https://skiplock.dev/problems/not-retryable',
+    });
     expect(unknown.status).toBe(404);
   });
 });
@@ -249,7 +267,9 @@ describe('PATCH /v1/jobs/{id}', () => {
     if (!('runAt' in moved)) throw new Error('an admin key gets the whole job back');
     expect(moved).toMatchObject({ id: job.id, status: 'scheduled', priority: 7 });
     expect(Date.parse(moved.runAt) - Date.now()).toBeGreaterThan(3500_000);
-    const back = await success(api.v1.jobs[':id'].$patch({ param: { id: job.id }, json: { runAt: new Date().toISOString() } }));
+    const back = await success(
+      api.v1.jobs[':id'].$patch({ param: { id: job.id }, json: { runAt: new Date().toISOString() } }),
+    );
     expect(back).toMatchObject({ status: 'queued', priority: 7 });
 
     const { events } = await success(api.v1.jobs[':id'].history.$get({ param: { id: job.id } }));
@@ -271,7 +291,13 @@ describe('PATCH /v1/jobs/{id}', () => {
       type: 'https://skiplock.dev/problems/after-expiry',
     });
     expect((await patch(crypto.randomUUID(), { priority: 1 })).status).toBe(404);
-    for (const body of [{}, { priority: 5000 }, { runAt: 'soon' }, { runAt: '2030-01-01T00:00:00Z', delaySeconds: 1 }, { state: 'queued' }]) {
+    for (const body of [
+      {},
+      { priority: 5000 },
+      { runAt: 'soon' },
+      { runAt: '2030-01-01T00:00:00Z', delaySeconds: 1 },
+      { state: 'queued' },
+    ]) {
       const problem = await problemOf(await patch(waiting.id, body));
       expect(problem.status).toBe(400);
     }
@@ -309,7 +335,10 @@ describe('GET /v1/jobs/{id}/events', () => {
     await api.v1.jobs[':id'].cancel.$post({ param: { id } });
     const etag = (await getJob(id)).headers.get('etag')!;
 
-    const response = await request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN, headers: { 'last-event-id': etag } });
+    const response = await request(`/v1/jobs/${id}/events`, {
+      apiKey: ADMIN_TOKEN,
+      headers: { 'last-event-id': etag },
+    });
     const events = [];
     for await (const event of serverSentEvents(response)) events.push(event);
 
@@ -322,7 +351,9 @@ describe('GET /v1/jobs/{id}/events', () => {
 
   it('keeps at most 10 streams of one job open at once, answers 429 to the next, and frees them as they end', async () => {
     const { id } = await enqueueJob(uniqueName('events-cap'));
-    const open = await Promise.all(Array.from({ length: 10 }, () => request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN })));
+    const open = await Promise.all(
+      Array.from({ length: 10 }, () => request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN })),
+    );
 
     const eleventh = await request(`/v1/jobs/${id}/events`, { apiKey: ADMIN_TOKEN });
     expect(open.map((response) => response.status)).toEqual(Array(10).fill(200));

@@ -54,7 +54,8 @@ describe('queue settings', () => {
     const put = await success(api.v1.queues[':queue'].$put({ param: { queue }, json: { concurrency: 1, weight: 4 } }));
     await enqueueJob(queue);
     await enqueueJob(queue);
-    const claim = () => success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId: 'w', max: 2 } }));
+    const claim = () =>
+      success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId: 'w', max: 2 } }));
     const first = await claim();
     const second = await claim();
     const after = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
@@ -80,7 +81,10 @@ describe('queue settings', () => {
     [{ delivery: { target: 'webhook', url: 'https://10.1.2.3/in' } }, 'delivery.url'],
     // This Worker's HTTP_ALLOWED_HOSTS is empty.
     [{ delivery: { target: 'webhook', url: 'https://hooks.example.com/' } }, 'delivery.url'],
-    [{ delivery: { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_TEST', delaySeconds: 43_201 } }, 'delivery.delaySeconds'],
+    [
+      { delivery: { target: 'cloudflare-queue', binding: 'DELIVERY_QUEUE_TEST', delaySeconds: 43_201 } },
+      'delivery.delaySeconds',
+    ],
     [{ delivery: { target: 'cloudflare-queue', binding: 'TEST_QUEUE' } }, 'delivery.binding'],
     [{ delivery: { target: 'webhook', url: 'https://user:password@hooks.example.com/' } }, 'delivery.url'],
     [{ delivery: { target: 'cloudflare-queue', binding: 'DATABASE_URL' } }, 'delivery.binding'],
@@ -102,17 +106,29 @@ describe('queue settings', () => {
 });
 
 describe("a queue's webhook target", () => {
-  const secrets = { DELIVERY_SECRET_HOOK: `whsec_${btoa('the receiver secret of the operations tests')}`, DELIVERY_SECRET_PLAIN: 'plain' };
+  const secrets = {
+    DELIVERY_SECRET_HOOK: `whsec_${btoa('the receiver secret of the operations tests')}`,
+    DELIVERY_SECRET_PLAIN: 'plain',
+  };
   const put = (queue: string, delivery: unknown) =>
-    fetchWithEnv({ HTTP_ALLOWED_HOSTS: 'hooks.example.com', ...secrets } as Partial<Cloudflare.Env>, `${BASE_URL}/v1/queues/${queue}`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ delivery }),
-    });
+    fetchWithEnv(
+      { HTTP_ALLOWED_HOSTS: 'hooks.example.com', ...secrets } as Partial<Cloudflare.Env>,
+      `${BASE_URL}/v1/queues/${queue}`,
+      {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ delivery }),
+      },
+    );
 
   it('is kept when its host is allowed and its secret is set; a secret that is missing or not a whsec_ one is refused', async () => {
     const queue = uniqueName('hooked');
-    const target = { target: 'webhook', url: 'https://hooks.example.com/skiplock', secretName: 'DELIVERY_SECRET_HOOK', batchSize: 25 };
+    const target = {
+      target: 'webhook',
+      url: 'https://hooks.example.com/skiplock',
+      secretName: 'DELIVERY_SECRET_HOOK',
+      batchSize: 25,
+    };
     const accepted = await put(queue, target);
     expect(accepted.status).toBe(200);
     expect(await accepted.json()).toMatchObject({ name: queue, delivery: target, custom: true });
@@ -121,7 +137,9 @@ describe("a queue's webhook target", () => {
       const problem = await problemOf(await put(queue, { ...target, secretName }));
       expect(problem).toMatchObject({ status: 400, errors: [{ path: 'delivery.secretName' }] });
     }
-    expect((await problemOf(await put(queue, { ...target, url: 'https://other.example.com/' }))).errors?.[0]?.path).toBe('delivery.url');
+    expect(
+      (await problemOf(await put(queue, { ...target, url: 'https://other.example.com/' }))).errors?.[0]?.path,
+    ).toBe('delivery.url');
     expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({ delivery: target });
     // Unchanged, the kept target is not checked again: the cap still changes where the Worker could no longer reach it.
     const capped = await request(`/v1/queues/${queue}`, {
@@ -237,9 +255,15 @@ describe('failures', () => {
     const unreachable = toDatabaseError(new TypeError('fetch failed'));
     const app = createApp(appDeps({ database: () => failingDatabase(unreachable) }));
 
-    const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+    const response = await fetchApp(
+      app,
+      new Request(`${BASE_URL}/v1/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+    );
 
-    expect(await problemOf(response)).toMatchObject({ status: 503, type: expect.stringMatching(/database-unavailable$/) });
+    expect(await problemOf(response)).toMatchObject({
+      status: 503,
+      type: expect.stringMatching(/database-unavailable$/),
+    });
     expect(response.headers.get('retry-after')).toBe('5');
   });
 
@@ -254,7 +278,11 @@ describe('failures', () => {
     const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers }));
 
     const problem = await problemOf(response);
-    expect(problem).toMatchObject({ status: 400, requestId: 'refused-1', detail: 'a value in the request is outside what the database accepts' });
+    expect(problem).toMatchObject({
+      status: 400,
+      requestId: 'refused-1',
+      detail: 'a value in the request is outside what the database accepts',
+    });
     expect(JSON.stringify(problem)).not.toMatch(/bigint|9999/);
     expect(JSON.parse(String(log.mock.calls.at(-1)?.[0]))).toMatchObject({
       event: 'database_error',
@@ -268,7 +296,10 @@ describe('failures', () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const answer = async (error: unknown) => {
       const app = createApp(appDeps({ database: () => failingDatabase(toDatabaseError(error)) }));
-      const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+      const response = await fetchApp(
+        app,
+        new Request(`${BASE_URL}/v1/jobs`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+      );
       return problemOf(response);
     };
 
@@ -298,7 +329,11 @@ describe('failures', () => {
     const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': 'bug-1' };
     const response = await fetchApp(app, new Request(`${BASE_URL}/v1/jobs`, { headers }));
 
-    expect(await problemOf(response)).toMatchObject({ status: 500, requestId: 'bug-1', detail: expect.stringContaining('bug-1') });
+    expect(await problemOf(response)).toMatchObject({
+      status: 500,
+      requestId: 'bug-1',
+      detail: expect.stringContaining('bug-1'),
+    });
     expect(JSON.parse(String(log.mock.calls.at(-1)?.[0]))).toMatchObject({
       level: 'error',
       event: 'unexpected_error',
@@ -336,7 +371,10 @@ describe('failures', () => {
       ms: expect.any(Number),
       caller: null,
     });
-    expect(lines.find((line) => line.requestId === 'logged-2')).toMatchObject({ path: '/v1/stats', caller: 'admin-token' });
+    expect(lines.find((line) => line.requestId === 'logged-2')).toMatchObject({
+      path: '/v1/stats',
+      caller: 'admin-token',
+    });
     log.mockRestore();
   });
 });

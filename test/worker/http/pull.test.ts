@@ -15,7 +15,6 @@ import {
 
 const api = client();
 
-
 describe('POST /v1/queues/{queue}/claim', () => {
   it('claims up to max ready jobs, each with a lease token', async () => {
     const queue = uniqueName('claim');
@@ -39,7 +38,12 @@ describe('POST /v1/queues/{queue}/claim', () => {
     await enqueueJob(queue, { type: 'send-email' });
 
     const claim = () =>
-      success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 10, workerId: 'w', types: ['resize-image'] } }));
+      success(
+        api.v1.queues[':queue'].claim.$post({
+          param: { queue },
+          json: { max: 10, workerId: 'w', types: ['resize-image'] },
+        }),
+      );
     const claimed = await claim();
     const none = await claim();
 
@@ -52,7 +56,13 @@ describe('POST /v1/queues/{queue}/claim', () => {
     // Tenants with jobs elsewhere, and tenants with jobs here that are not ready: none has a job to give.
     const busy = Array.from({ length: 10 }, () => ({ tenant: uniqueName('busy') }));
     const later = Array.from({ length: 10 }, () => ({ tenant: uniqueName('later'), delaySeconds: 3600 }));
-    await success(api.v1.queues[':queue'].jobs.batch.$post({ param: { queue: uniqueName('elsewhere') }, json: { jobs: busy }, header: {} }));
+    await success(
+      api.v1.queues[':queue'].jobs.batch.$post({
+        param: { queue: uniqueName('elsewhere') },
+        json: { jobs: busy },
+        header: {},
+      }),
+    );
     await success(api.v1.queues[':queue'].jobs.batch.$post({ param: { queue }, json: { jobs: later }, header: {} }));
     const ready = await enqueueJob(queue, { tenant: uniqueName('ready') });
 
@@ -82,7 +92,10 @@ describe('complete, fail, extend, release', () => {
   it('completes a claimed job with its result, once', async () => {
     const { id, leaseToken } = await claimedJob();
 
-    const completed = await api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken, result: { sent: 3 } } });
+    const completed = await api.v1.jobs[':id'].complete.$post({
+      param: { id },
+      json: { leaseToken, result: { sent: 3 } },
+    });
     const again = await api.v1.jobs[':id'].complete.$post({ param: { id }, json: { leaseToken } });
 
     expect(completed.status).toBe(200);
@@ -111,7 +124,11 @@ describe('complete, fail, extend, release', () => {
       param: { id: second.id },
       json: { leaseToken: second.leaseToken, error: 'bad payload', forGood: true },
     });
-    const both = await postJson(`/v1/jobs/${second.id}/fail`, { leaseToken: second.leaseToken, forGood: true, retryInSeconds: 1 });
+    const both = await postJson(`/v1/jobs/${second.id}/fail`, {
+      leaseToken: second.leaseToken,
+      forGood: true,
+      retryInSeconds: 1,
+    });
 
     expectStatus(retrying, 200);
     const retryingJob = await retrying.json();
@@ -164,9 +181,14 @@ describe('POST /v1/workers/{workerId}/release', () => {
     const released = await success(own.v1.workers[':workerId'].release.$post({ param: { workerId } }));
     const again = await success(own.v1.workers[':workerId'].release.$post({ param: { workerId } }));
 
-    expect(released.jobs.map((job) => [job.status, job.attempts])).toEqual([['queued', 1], ['queued', 1]]);
+    expect(released.jobs.map((job) => [job.status, job.attempts])).toEqual([
+      ['queued', 1],
+      ['queued', 1],
+    ]);
     expect(again.jobs).toEqual([]);
-    const claimed = await success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 3, workerId: 'next' } }));
+    const claimed = await success(
+      api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: 3, workerId: 'next' } }),
+    );
     expect(claimed.jobs).toHaveLength(3);
   });
 
@@ -180,7 +202,9 @@ describe('POST /v1/workers/{workerId}/release', () => {
     await enqueueJob(queue);
     const workerId = uniqueName('live-worker');
     const own = await createKey(['worker'], undefined, workerId);
-    const [claimed] = (await success(client(own).v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId } }))).jobs;
+    const [claimed] = (
+      await success(client(own).v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId } }))
+    ).jobs;
     const others = [
       ADMIN_TOKEN,
       await createKey(['worker']),
@@ -207,7 +231,11 @@ describe('POST /v1/workers/{workerId}/release', () => {
     const key = await postJson('/v1/keys', { name: 'k', scopes: ['worker'], workerId: drainId });
     const release = await postJson(`/v1/workers/${encodeURIComponent(drainId)}/release`, {});
 
-    for (const [response, field] of [[claim, 'workerId'], [key, 'workerId'], [release, 'workerId']] as const) {
+    for (const [response, field] of [
+      [claim, 'workerId'],
+      [key, 'workerId'],
+      [release, 'workerId'],
+    ] as const) {
       expect(await problemOf(response)).toMatchObject({ status: 400, errors: [{ path: field }] });
     }
   });
@@ -223,14 +251,20 @@ describe('POST /v1/workers/{workerId}/release', () => {
       body: JSON.stringify({ workerId: 'someone-else' }),
     });
 
-    expect(await problemOf(refused)).toMatchObject({ status: 403, errors: [{ path: 'workerId', message: `must be ${workerId} with this key` }] });
+    expect(await problemOf(refused)).toMatchObject({
+      status: 403,
+      errors: [{ path: 'workerId', message: `must be ${workerId} with this key` }],
+    });
   });
 });
 
 describe('POST /v1/jobs/acknowledge', () => {
   async function claimSome(queue: string, count: number, tenant?: string) {
-    for (let i = 0; i < count; i++) await enqueueJob(queue, { payload: i, ...(tenant === undefined ? {} : { tenant }) });
-    const { jobs } = await success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: count, workerId: 'batch-worker' } }));
+    for (let i = 0; i < count; i++)
+      await enqueueJob(queue, { payload: i, ...(tenant === undefined ? {} : { tenant }) });
+    const { jobs } = await success(
+      api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { max: count, workerId: 'batch-worker' } }),
+    );
     expect(jobs).toHaveLength(count);
     return jobs.sort((a, b) => Number(a.payload) - Number(b.payload));
   }

@@ -41,10 +41,16 @@ describe('GET /v1/stats health', () => {
   });
 
   it('is described in the OpenAPI document', async () => {
-    const document = await (await request('/v1/openapi.json')).json<{ components: { schemas: Record<string, { properties?: object }> } }>();
+    const document = await (await request('/v1/openapi.json')).json<{
+      components: { schemas: Record<string, { properties?: object }> };
+    }>();
     expect(Object.keys(document.components.schemas.Stats?.properties ?? {})).toEqual(['stats', 'health']);
     expect(Object.keys(document.components.schemas.QueueHealth?.properties ?? {})).toEqual([
-      'oldestWaitingSeconds', 'expiredLeasesReaped', 'deadTuples', 'oldestSnapshotSeconds', 'oldestSnapshotPid',
+      'oldestWaitingSeconds',
+      'expiredLeasesReaped',
+      'deadTuples',
+      'oldestSnapshotSeconds',
+      'oldestSnapshotPid',
     ]);
   });
 });

@@ -21,14 +21,25 @@ import { fetchApp, fetchWithEnv } from './support/invoke';
 import { serverSentEvents } from './support/sse';
 
 /** Every field a status token may see (JobStatusView); nothing else. */
-const STATUS_VIEW_FIELDS = ['attempts', 'createdAt', 'finishedAt', 'id', 'maxAttempts', 'progress', 'result', 'runAt', 'startedAt', 'status'];
-
+const STATUS_VIEW_FIELDS = [
+  'attempts',
+  'createdAt',
+  'finishedAt',
+  'id',
+  'maxAttempts',
+  'progress',
+  'result',
+  'runAt',
+  'startedAt',
+  'status',
+];
 
 /** The first `event: job` of a job's stream, parsed. */
 async function firstStreamedJob(response: Response): Promise<Record<string, unknown>> {
   const stream = serverSentEvents(response);
   try {
-    for await (const event of stream) if (event.event === 'job') return JSON.parse(event.data) as Record<string, unknown>;
+    for await (const event of stream)
+      if (event.event === 'job') return JSON.parse(event.data) as Record<string, unknown>;
   } finally {
     await stream.return(undefined);
   }
@@ -72,7 +83,11 @@ describe('status tokens', () => {
       leaseToken: claimed.leaseToken,
       progress: { percent: 40, message: 'Resizing', cursor: 'private-cursor' },
     });
-    await postJson(`/v1/jobs/${job.id}/fail`, { leaseToken: claimed.leaseToken, error: { message: 'secret error text' }, retryInSeconds: 3600 });
+    await postJson(`/v1/jobs/${job.id}/fail`, {
+      leaseToken: claimed.leaseToken,
+      error: { message: 'secret error text' },
+      retryInSeconds: 3600,
+    });
     const statusUrl = new URL(job.statusUrl!);
 
     const read = await request(statusUrl.pathname + statusUrl.search);
@@ -95,7 +110,14 @@ describe('status tokens', () => {
     expect(streamed).toEqual(view);
     const html = await page.text();
     for (const text of [JSON.stringify(view), html]) {
-      for (const secret of ['payload-secret', 'secret error text', 'private-cursor', 'secret-dedup-key', queue, 'test-worker']) {
+      for (const secret of [
+        'payload-secret',
+        'secret error text',
+        'private-cursor',
+        'secret-dedup-key',
+        queue,
+        'test-worker',
+      ]) {
         expect(text).not.toContain(secret);
       }
     }
@@ -103,26 +125,38 @@ describe('status tokens', () => {
     expect(await asAdmin.json()).toMatchObject({ payload: job.payload, lastError: { message: 'secret error text' } });
   });
 
-  it("show a result only as the job definition publishes it (publicResult), and its own progress (publicProgress)", async () => {
+  it('show a result only as the job definition publishes it (publicResult), and its own progress (publicProgress)', async () => {
     const type = uniqueName('published');
-    const definition = defineJob(type, z.object({}), () => ({ downloadUrl: 'https://files.example.test/1', internalId: 'x-secret' }), {
-      publicResult: (result) => ({ downloadUrl: result.downloadUrl }),
-      publicProgress: (progress) => ({ step: (progress as { step: string }).step }),
-    });
+    const definition = defineJob(
+      type,
+      z.object({}),
+      () => ({ downloadUrl: 'https://files.example.test/1', internalId: 'x-secret' }),
+      {
+        publicResult: (result) => ({ downloadUrl: result.downloadUrl }),
+        publicProgress: (progress) => ({ step: (progress as { step: string }).step }),
+      },
+    );
     const deps = appDeps({ jobType: (_env, name) => (name === type ? definition : undefined) });
     const app = createApp(deps);
     app.route('/', uiRoutes(deps));
     const job = await enqueueJob(type, { type });
     const claimed = await claimOne(type);
-    await postJson(`/v1/jobs/${job.id}/extend`, { leaseToken: claimed.leaseToken, progress: { step: 'rendering', percent: 10 } });
+    await postJson(`/v1/jobs/${job.id}/extend`, {
+      leaseToken: claimed.leaseToken,
+      progress: { step: 'rendering', percent: 10 },
+    });
     const statusUrl = new URL(job.statusUrl!);
-    const running = await (await fetchApp(app, new Request(new URL(statusUrl.pathname + statusUrl.search, BASE_URL)))).json();
+    const running = await (
+      await fetchApp(app, new Request(new URL(statusUrl.pathname + statusUrl.search, BASE_URL)))
+    ).json();
     await postJson(`/v1/jobs/${job.id}/complete`, {
       leaseToken: claimed.leaseToken,
       result: { downloadUrl: 'https://files.example.test/1', internalId: 'x-secret' },
     });
 
-    const done = await (await fetchApp(app, new Request(new URL(statusUrl.pathname + statusUrl.search, BASE_URL)))).json();
+    const done = await (
+      await fetchApp(app, new Request(new URL(statusUrl.pathname + statusUrl.search, BASE_URL)))
+    ).json();
     const withoutOptIn = await (await request(statusUrl.pathname + statusUrl.search)).json();
 
     expect(running).toMatchObject({ status: 'running', progress: { step: 'rendering' }, result: null });
@@ -141,8 +175,16 @@ describe('status tokens', () => {
     const answer = document.paths['/v1/jobs/{id}']?.get?.responses['200']?.content['application/json']?.schema;
 
     expect(Object.keys(document.components.schemas.JobStatusView?.properties ?? {}).sort()).toEqual(STATUS_VIEW_FIELDS);
-    expect(answer?.anyOf?.map((schema) => schema.$ref)).toEqual(['#/components/schemas/Job', '#/components/schemas/JobStatusView']);
-    expect(Object.keys(document.components.schemas.EnqueuedJobReference?.properties ?? {})).toEqual(['id', 'status', 'statusUrl', 'deduplicated']);
+    expect(answer?.anyOf?.map((schema) => schema.$ref)).toEqual([
+      '#/components/schemas/Job',
+      '#/components/schemas/JobStatusView',
+    ]);
+    expect(Object.keys(document.components.schemas.EnqueuedJobReference?.properties ?? {})).toEqual([
+      'id',
+      'status',
+      'statusUrl',
+      'deduplicated',
+    ]);
   });
 
   it('open nothing but their own job', async () => {
@@ -198,14 +240,19 @@ describe('status tokens', () => {
 
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const dev = await enqueue({ STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: '1' });
-    const unconfigured = await fetchWithEnv({ STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: undefined }, `${BASE_URL}/healthz`);
+    const unconfigured = await fetchWithEnv(
+      { STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: undefined },
+      `${BASE_URL}/healthz`,
+    );
     const devRead = await fetchWithEnv({ STATUS_TOKEN_SECRET: undefined, SKIPLOCK_DEV: '1' }, dev.statusUrl!);
 
     expect(devRead.status).toBe(200);
     expect((await request(new URL(dev.statusUrl!).pathname + new URL(dev.statusUrl!).search)).status).toBe(401);
     expect(unconfigured.status).toBe(503);
     expect(await unconfigured.json()).toMatchObject({ type: expect.stringMatching(/misconfigured$/) });
-    expect(log).toHaveBeenCalledWith(expect.stringMatching(/^skiplock: STATUS_TOKEN_SECRET is not set: .*wrangler secret put STATUS_TOKEN_SECRET/));
+    expect(log).toHaveBeenCalledWith(
+      expect.stringMatching(/^skiplock: STATUS_TOKEN_SECRET is not set: .*wrangler secret put STATUS_TOKEN_SECRET/),
+    );
     log.mockRestore();
   });
 });

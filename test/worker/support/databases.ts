@@ -13,7 +13,11 @@ type Vars = Partial<Cloudflare.Env> & SkiplockEnv;
 
 /** The test env's database, through the local Neon proxy as the Worker reaches it. */
 function neonSource(vars: Vars): DatabaseSource {
-  return { kind: 'neon', url: vars.DATABASE_URL ?? env.DATABASE_URL, localProxy: vars.LOCAL_NEON_PROXY ?? env.LOCAL_NEON_PROXY };
+  return {
+    kind: 'neon',
+    url: vars.DATABASE_URL ?? env.DATABASE_URL,
+    localProxy: vars.LOCAL_NEON_PROXY ?? env.LOCAL_NEON_PROXY,
+  };
 }
 
 /** Neon's HTTP driver, as the Worker uses it for requests. */
@@ -30,7 +34,11 @@ export function sessionDatabase(vars: Vars = env): SessionDb {
 export function drainRuntime(vars: Vars = {}): DrainRuntime {
   const bindings = { ...env, ...vars };
   const settings = resolveSettings({}, bindings, { api: true });
-  return { settings, registry: createRegistry(builtInJobs(settings.jobs)), deliveries: workerDeliveries(bindings, settings.jobs.http) };
+  return {
+    settings,
+    registry: createRegistry(builtInJobs(settings.jobs)),
+    deliveries: workerDeliveries(bindings, settings.jobs.http),
+  };
 }
 
 /** The app's dependencies as the factory wires them for the test env, with some replaced. */

@@ -16,6 +16,10 @@ export async function runScheduled(
   if (worker.scheduled === undefined) throw new Error('the Worker has no scheduled() handler');
   const ctx = createExecutionContext();
   // Without the queue clock unless a test binds it: tests enqueue straight into the database, which the clock never hears of.
-  await worker.scheduled(createScheduledController({ cron, scheduledTime }), { ...env, SKIPLOCK_CLOCK: undefined, ...vars }, ctx);
+  await worker.scheduled(
+    createScheduledController({ cron, scheduledTime }),
+    { ...env, SKIPLOCK_CLOCK: undefined, ...vars },
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
 }

@@ -42,7 +42,8 @@ export function forgetKey(): void {
 
 /** A refusal's problem document, when its body is one. */
 function problemOf(body: unknown): Problem | null {
-  if (typeof body !== 'object' || body === null || !('title' in body) || typeof body.title !== 'string' || !body.title) return null;
+  if (typeof body !== 'object' || body === null || !('title' in body) || typeof body.title !== 'string' || !body.title)
+    return null;
   return { title: body.title, ...('detail' in body && typeof body.detail === 'string' ? { detail: body.detail } : {}) };
 }
 
@@ -71,5 +72,8 @@ export async function api<T>(path: string, options: ApiOptions = {}): Promise<T>
   }
   const body: unknown = await response.json().catch(() => null);
   if (response.ok) return body as T;
-  throw new ApiProblemError(response.status, problemOf(body) ?? { title: 'HTTP ' + response.status, detail: response.statusText });
+  throw new ApiProblemError(
+    response.status,
+    problemOf(body) ?? { title: 'HTTP ' + response.status, detail: response.statusText },
+  );
 }

@@ -13,21 +13,31 @@ type ElementChild = Node | string | number | false | null | undefined;
 
 function withAttributes<E extends Element>(element: E, attributes: Attributes, children: readonly ElementChild[]): E {
   for (const [name, value] of Object.entries(attributes)) {
-    if (value !== null && value !== undefined && value !== false) element.setAttribute(name, value === true ? '' : String(value));
+    if (value !== null && value !== undefined && value !== false)
+      element.setAttribute(name, value === true ? '' : String(value));
   }
   for (const child of children) {
-    if (child !== null && child !== undefined && child !== false) element.append(typeof child === 'number' ? String(child) : child);
+    if (child !== null && child !== undefined && child !== false)
+      element.append(typeof child === 'number' ? String(child) : child);
   }
   return element;
 }
 
 /** An HTML element. */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Attributes, ...children: ElementChild[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes,
+  ...children: ElementChild[]
+): HTMLElementTagNameMap[K] {
   return withAttributes(document.createElement(tag), attributes, children);
 }
 
 /** An SVG element, for the charts. */
-export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Attributes, ...children: ElementChild[]): SVGElementTagNameMap[K] {
+export function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attributes: Attributes,
+  ...children: ElementChild[]
+): SVGElementTagNameMap[K] {
   return withAttributes(document.createElementNS('http://www.w3.org/2000/svg', tag), attributes, children);
 }
 

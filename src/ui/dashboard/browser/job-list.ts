@@ -57,7 +57,9 @@ export async function loadJobs(params: URLSearchParams, refreshing: boolean): Pr
 }
 
 function jobRow(job: Job): HTMLTableRowElement {
-  return h('tr', { 'data-job': job.id },
+  return h(
+    'tr',
+    { 'data-job': job.id },
     h('td', {}, jobLink(job.id)),
     h('td', {}, h('span', { class: 'badge', 'data-status': job.status }, STATUS_LABELS[job.status])),
     h('td', {}, job.queue),
@@ -65,7 +67,8 @@ function jobRow(job: Job): HTMLTableRowElement {
     h('td', {}, job.type),
     h('td', { class: 'num' }, job.attempts + ' / ' + job.maxAttempts),
     h('td', {}, formatTime(job.createdAt)),
-    h('td', {}, formatTime(job.finishedAt)));
+    h('td', {}, formatTime(job.finishedAt)),
+  );
 }
 
 export function wireJobList(): void {

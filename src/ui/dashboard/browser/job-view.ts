@@ -71,7 +71,9 @@ function renderJob(job: Job): void {
   setBadge(byId('job-status'), job.status);
   byId('job-retry', HTMLButtonElement).disabled = !RETRYABLE.includes(job.status);
   byId('job-cancel', HTMLButtonElement).disabled = isFinal(job.status) || job.cancelRequested;
-  byId('job-details').replaceChildren(...jobDetails(job).flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value)]));
+  byId('job-details').replaceChildren(
+    ...jobDetails(job).flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value)]),
+  );
   byId('job-payload').textContent = formatJson(job.payload);
   byId('job-result').textContent = formatJson(job.result);
   byId('job-error').textContent = formatJson(job.lastError);
@@ -79,13 +81,20 @@ function renderJob(job: Job): void {
 }
 
 function renderHistory(events: readonly JobEvent[]): void {
-  byId('job-history').replaceChildren(...events.map((event) =>
-    h('li', {},
-      h('span', { class: 'event-kind' }, EVENT_LABELS[event.kind]), ' ',
-      h('time', { datetime: event.at }, formatTime(event.at)),
-      event.attempt > 0 ? ' · attempt ' + event.attempt : null,
-      event.workerId ? ' · ' + event.workerId : null,
-      event.detail === null ? null : h('span', { class: 'event-detail' }, JSON.stringify(event.detail)))));
+  byId('job-history').replaceChildren(
+    ...events.map((event) =>
+      h(
+        'li',
+        {},
+        h('span', { class: 'event-kind' }, EVENT_LABELS[event.kind]),
+        ' ',
+        h('time', { datetime: event.at }, formatTime(event.at)),
+        event.attempt > 0 ? ' · attempt ' + event.attempt : null,
+        event.workerId ? ' · ' + event.workerId : null,
+        event.detail === null ? null : h('span', { class: 'event-detail' }, JSON.stringify(event.detail)),
+      ),
+    ),
+  );
 }
 
 interface JobAction {
@@ -107,7 +116,10 @@ const JOB_ACTIONS: Record<'retry' | 'cancel', JobAction> = {
     title: 'Cancel this job?',
     text: 'A waiting job is cancelled at once; a running one stops at its next heartbeat.',
     confirm: 'Cancel job',
-    done: (job) => (job.status === 'cancelled' ? 'The job is cancelled.' : 'Cancellation requested: the job stops at its next heartbeat.'),
+    done: (job) =>
+      job.status === 'cancelled'
+        ? 'The job is cancelled.'
+        : 'Cancellation requested: the job stops at its next heartbeat.',
   },
 };
 

@@ -46,7 +46,8 @@ function currentRoute(): Route {
   } catch {
     // A mangled link: show the list instead.
   }
-  if (section === 'jobs') return decoded ? { view: 'job', name: decoded } : { view: 'jobs', params: new URLSearchParams(query ?? '') };
+  if (section === 'jobs')
+    return decoded ? { view: 'job', name: decoded } : { view: 'jobs', params: new URLSearchParams(query ?? '') };
   if (section === 'tenants' && decoded) return { view: 'tenant', name: decoded };
   return { view: 'overview' };
 }

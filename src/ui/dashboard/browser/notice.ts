@@ -31,5 +31,7 @@ export function confirmAction(title: string, text: string, confirmLabel: string)
   byId('confirm-ok').textContent = confirmLabel;
   dialog.returnValue = '';
   dialog.showModal();
-  return new Promise((resolve) => dialog.addEventListener('close', () => resolve(dialog.returnValue === 'confirm'), { once: true }));
+  return new Promise((resolve) =>
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'confirm'), { once: true }),
+  );
 }

@@ -1,7 +1,17 @@
 import type { JobStatus } from '../../../engine/types.js';
 import { byId, formatTime } from '../../browser/shared.js';
 import { api } from './api.js';
-import type { AttemptTimings, DailyAttemptStats, Job, JobPage, QueueList, QueueSummary, Stats, Throughput, ThroughputRow } from './api-types.js';
+import type {
+  AttemptTimings,
+  DailyAttemptStats,
+  Job,
+  JobPage,
+  QueueList,
+  QueueSummary,
+  Stats,
+  Throughput,
+  ThroughputRow,
+} from './api-types.js';
 import { depthBar, finishedIn, minuteSlots, sparkline, throughputChart } from './charts.js';
 import { h, showRows } from './elements.js';
 import { formatDuration, formatFromNow, formatSeconds } from './format.js';
@@ -14,7 +24,16 @@ type StatsRow = Stats['stats'][number];
 type TimingsRow = AttemptTimings['timings'][number];
 
 const WAITING: readonly JobStatus[] = ['queued', 'scheduled', 'retrying'];
-const QUEUE_COLUMNS: readonly JobStatus[] = ['queued', 'scheduled', 'retrying', 'running', 'succeeded', 'failed', 'cancelled', 'expired'];
+const QUEUE_COLUMNS: readonly JobStatus[] = [
+  'queued',
+  'scheduled',
+  'retrying',
+  'running',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+];
 const TENANT_COLUMNS = ['waiting', 'running', 'succeeded', 'failed'] as const;
 type TenantColumn = (typeof TENANT_COLUMNS)[number];
 const RUNNING_SHOWN = 20;
@@ -39,8 +58,14 @@ export async function loadOverview(): Promise<void> {
   renderTenants(stats.stats);
   renderHealth(stats.health);
   renderRunning(running.jobs);
-  offerNames('queue-names', queues.queues.map((queue) => queue.queue));
-  offerNames('tenant-names', stats.stats.map((row) => row.tenant));
+  offerNames(
+    'queue-names',
+    queues.queues.map((queue) => queue.queue),
+  );
+  offerNames(
+    'tenant-names',
+    stats.stats.map((row) => row.tenant),
+  );
 }
 
 function waitingIn(counts: StatusCounts): number {
@@ -62,11 +87,14 @@ function renderHealth(health: Stats['health']): void {
   const tables = health.deadTuples ?? [];
   byId('health-oldest-waiting').textContent = formatSeconds(health.oldestWaitingSeconds);
   byId('health-reaped').textContent = String(health.expiredLeasesReaped);
-  byId('health-dead-tuples').textContent = health.deadTuples ? String(tables.reduce((sum, table) => sum + table.deadTuples, 0)) : '—';
+  byId('health-dead-tuples').textContent = health.deadTuples
+    ? String(tables.reduce((sum, table) => sum + table.deadTuples, 0))
+    : '—';
   byId('health-dead-tuples').title = tables.map((table) => table.table + ': ' + table.deadTuples).join(', ');
-  byId('health-oldest-snapshot').textContent = health.oldestSnapshotSeconds == null
-    ? '—'
-    : formatSeconds(health.oldestSnapshotSeconds) + ' (pid ' + health.oldestSnapshotPid + ')';
+  byId('health-oldest-snapshot').textContent =
+    health.oldestSnapshotSeconds == null
+      ? '—'
+      : formatSeconds(health.oldestSnapshotSeconds) + ' (pid ' + health.oldestSnapshotPid + ')';
 }
 
 function renderThroughput(rows: readonly ThroughputRow[]): void {
@@ -77,18 +105,41 @@ function renderThroughput(rows: readonly ThroughputRow[]): void {
 
 /** A count that opens the job list of its queue and status. */
 function countCell(queue: string, status: JobStatus, count: number): HTMLTableCellElement {
-  return h('td', { class: 'num', 'data-count': status }, count === 0 ? '0' : h('a', { href: jobsHash({ queue, status }) }, count));
+  return h(
+    'td',
+    { class: 'num', 'data-count': status },
+    count === 0 ? '0' : h('a', { href: jobsHash({ queue, status }) }, count),
+  );
 }
 
 function renderQueues(queues: readonly QueueSummary[], throughputRows: readonly ThroughputRow[]): void {
   const deepest = Math.max(1, ...queues.map((queue) => waitingIn(queue.counts) + queue.counts.running));
-  showRows('queues-table', queues.map((queue) =>
-    h('tr', { 'data-queue': queue.queue },
-      h('th', { scope: 'row' }, h('a', { href: jobsHash({ queue: queue.queue }) }, queue.queue), queueSettings(queue)),
-      h('td', {}, depthBar(queue.counts, deepest)),
-      ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
-      h('td', { class: 'num' }, formatSeconds(queue.oldestWaitSeconds)),
-      h('td', {}, sparkline(minuteSlots(throughputRows.filter((row) => row.queue === queue.queue)), 'Jobs finished per minute in ' + queue.queue)))));
+  showRows(
+    'queues-table',
+    queues.map((queue) =>
+      h(
+        'tr',
+        { 'data-queue': queue.queue },
+        h(
+          'th',
+          { scope: 'row' },
+          h('a', { href: jobsHash({ queue: queue.queue }) }, queue.queue),
+          queueSettings(queue),
+        ),
+        h('td', {}, depthBar(queue.counts, deepest)),
+        ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
+        h('td', { class: 'num' }, formatSeconds(queue.oldestWaitSeconds)),
+        h(
+          'td',
+          {},
+          sparkline(
+            minuteSlots(throughputRows.filter((row) => row.queue === queue.queue)),
+            'Jobs finished per minute in ' + queue.queue,
+          ),
+        ),
+      ),
+    ),
+  );
   byId('queues-empty').hidden = queues.length > 0;
 }
 
@@ -100,7 +151,8 @@ function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   // Left out for a tenant-bound key: where a queue's jobs go is its operator's.
   if (queue.delivery !== null && queue.delivery !== undefined) said.push('to ' + deliveryTarget(queue.delivery));
   if (said.length === 0) return null;
-  const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
+  const title =
+    "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
     'To: where the drains deliver its jobs, instead of to handlers.';
   return h('div', { class: 'muted queue-settings', 'data-settings': '', title }, said.join(', '));
 }
@@ -129,10 +181,17 @@ function isTenantColumn(column: string): column is TenantColumn {
 }
 
 function renderTenants(rows: readonly StatsRow[]): void {
-  showRows('tenants-table', tenantTotals(rows).map(([tenant, totals]) =>
-    h('tr', { 'data-tenant': tenant },
-      h('th', { scope: 'row' }, h('a', { href: '#/tenants/' + encodeURIComponent(tenant) }, tenant)),
-      ...TENANT_COLUMNS.map((column) => h('td', { class: 'num', 'data-count': column }, totals[column])))));
+  showRows(
+    'tenants-table',
+    tenantTotals(rows).map(([tenant, totals]) =>
+      h(
+        'tr',
+        { 'data-tenant': tenant },
+        h('th', { scope: 'row' }, h('a', { href: '#/tenants/' + encodeURIComponent(tenant) }, tenant)),
+        ...TENANT_COLUMNS.map((column) => h('td', { class: 'num', 'data-count': column }, totals[column])),
+      ),
+    ),
+  );
 }
 
 async function loadTimings(span: string): Promise<TimingsRow[]> {
@@ -142,13 +201,27 @@ async function loadTimings(span: string): Promise<TimingsRow[]> {
 }
 
 function renderTimings(rows: readonly TimingsRow[]): void {
-  showRows('timings-table', rows.map((row) =>
-    h('tr', {},
-      h('th', { scope: 'row' }, h('a', { href: jobsHash({ queue: row.queue }) }, row.queue)),
-      h('td', {}, row.tenant),
-      ...TIMING_FIGURES.map((figure) => h('td', { class: 'num', 'data-figure': figure }, row[figure])),
-      ...TIMING_MEASURES.flatMap((measure) => PERCENTILES.map((percentile) =>
-        h('td', { class: 'num', 'data-figure': measure + '.' + percentile }, formatDuration(row[measure][percentile])))))));
+  showRows(
+    'timings-table',
+    rows.map((row) =>
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'row' }, h('a', { href: jobsHash({ queue: row.queue }) }, row.queue)),
+        h('td', {}, row.tenant),
+        ...TIMING_FIGURES.map((figure) => h('td', { class: 'num', 'data-figure': figure }, row[figure])),
+        ...TIMING_MEASURES.flatMap((measure) =>
+          PERCENTILES.map((percentile) =>
+            h(
+              'td',
+              { class: 'num', 'data-figure': measure + '.' + percentile },
+              formatDuration(row[measure][percentile]),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
   byId('timings-empty').hidden = rows.length > 0;
 }
 
@@ -158,13 +231,20 @@ export function wireOverview(refresh: () => void): void {
 }
 
 function renderRunning(jobs: readonly Job[]): void {
-  showRows('running-table', jobs.map((job) =>
-    h('tr', {},
-      h('td', {}, jobLink(job.id)),
-      h('td', {}, job.queue),
-      h('td', {}, job.tenant),
-      h('td', {}, formatFromNow(job.startedAt)),
-      h('td', { title: formatTime(job.leaseExpiresAt) }, formatFromNow(job.leaseExpiresAt)))));
+  showRows(
+    'running-table',
+    jobs.map((job) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, jobLink(job.id)),
+        h('td', {}, job.queue),
+        h('td', {}, job.tenant),
+        h('td', {}, formatFromNow(job.startedAt)),
+        h('td', { title: formatTime(job.leaseExpiresAt) }, formatFromNow(job.leaseExpiresAt)),
+      ),
+    ),
+  );
   byId('running-empty').hidden = jobs.length > 0;
 }
 

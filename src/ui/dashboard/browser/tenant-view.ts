@@ -55,7 +55,9 @@ function tenantSettingsOfForm(): TenantSettings | null {
 function describeTenantSettings(settings: TenantSettings | Tenant): string {
   return [
     settings.concurrency === null ? 'no concurrency limit' : 'concurrency ' + settings.concurrency,
-    settings.rateLimit === null ? 'no rate limit' : settings.rateLimit.count + ' jobs per ' + settings.rateLimit.perSeconds + ' s',
+    settings.rateLimit === null
+      ? 'no rate limit'
+      : settings.rateLimit.count + ' jobs per ' + settings.rateLimit.perSeconds + ' s',
     'weight ' + settings.weight,
   ].join(' · ');
 }

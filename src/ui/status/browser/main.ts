@@ -22,7 +22,8 @@ const NO_PROGRESS: ShownProgress = { percent: null, message: null };
 const card = byId('status-card');
 
 function shownProgress(progress: Json): ShownProgress {
-  const fields: Readonly<Record<string, Json | undefined>> = typeof progress === 'object' && progress !== null && !Array.isArray(progress) ? progress : {};
+  const fields: Readonly<Record<string, Json | undefined>> =
+    typeof progress === 'object' && progress !== null && !Array.isArray(progress) ? progress : {};
   const percent = typeof progress === 'number' ? progress : fields.percent;
   return {
     percent: typeof percent === 'number' && percent >= 0 && percent <= 100 ? Math.round(percent) : null,
@@ -47,7 +48,9 @@ function render(job: JobStatusView): void {
   byId('progress-row').hidden = progress.percent === null && progress.message === null;
   bar.hidden = progress.percent === null;
   bar.value = progress.percent ?? 0;
-  byId('progress-text').textContent = [progress.percent === null ? null : progress.percent + '%', progress.message].filter(Boolean).join(' · ');
+  byId('progress-text').textContent = [progress.percent === null ? null : progress.percent + '%', progress.message]
+    .filter(Boolean)
+    .join(' · ');
 }
 
 function setLive(text: string): void {
@@ -56,7 +59,9 @@ function setLive(text: string): void {
 
 function follow(jobId: string): void {
   const token = new URLSearchParams(location.search).get('token') ?? '';
-  const events = new EventSource('/v1/jobs/' + encodeURIComponent(jobId) + '/events?token=' + encodeURIComponent(token));
+  const events = new EventSource(
+    '/v1/jobs/' + encodeURIComponent(jobId) + '/events?token=' + encodeURIComponent(token),
+  );
   events.addEventListener('open', () => setLive('Updating live'));
   // The server sends the job's status view, made from its schema.
   events.addEventListener('job', (event) => render(JSON.parse(event.data) as JobStatusView));
@@ -65,8 +70,13 @@ function follow(jobId: string): void {
     setLive('');
   });
   // EventSource reconnects by itself after a dropped stream; CLOSED means it was refused (the link expired).
-  events.addEventListener('error', () => setLive(events.readyState === EventSource.CLOSED ? 'Live updates stopped: the link may have expired.' : 'Reconnecting…'));
+  events.addEventListener('error', () =>
+    setLive(
+      events.readyState === EventSource.CLOSED ? 'Live updates stopped: the link may have expired.' : 'Reconnecting…',
+    ),
+  );
 }
 
-for (const time of document.querySelectorAll('time[datetime]')) if (time instanceof HTMLTimeElement) time.textContent = formatTime(time.dateTime);
+for (const time of document.querySelectorAll('time[datetime]'))
+  if (time instanceof HTMLTimeElement) time.textContent = formatTime(time.dateTime);
 if (!isFinal(card.dataset.status)) follow(card.dataset.jobId ?? '');

@@ -26,7 +26,12 @@ export function request(path: string, init: RequestInit & { apiKey?: string } = 
 
 /** A POST of a JSON body, with the admin key unless another is given. */
 export function postJson(path: string, body: unknown, apiKey = ADMIN_TOKEN): Promise<Response> {
-  return request(path, { method: 'POST', apiKey, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return request(path, {
+    method: 'POST',
+    apiKey,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 }
 
 export function client(apiKey: string | undefined = ADMIN_TOKEN): SkiplockClient {
@@ -43,7 +48,8 @@ export const success = successBody;
 
 /** Creates an API key through the API and returns its secret. */
 export async function createKey(scopes: ApiKeyScope[], tenant?: string, workerId?: string): Promise<string> {
-  return (await success(client().v1.keys.$post({ json: { name: uniqueName('test-key'), scopes, tenant, workerId } }))).secret;
+  return (await success(client().v1.keys.$post({ json: { name: uniqueName('test-key'), scopes, tenant, workerId } })))
+    .secret;
 }
 
 /** Enqueues a new job (201) and answers it. */
