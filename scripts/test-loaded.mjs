@@ -12,7 +12,9 @@ const BUSY_LOOP =
 const hogs = Array.from({ length: availableParallelism() }, () =>
   spawn(process.execPath, ['-e', BUSY_LOOP], { stdio: 'ignore' }),
 );
-const stopHogs = () => hogs.forEach((hog) => hog.kill('SIGKILL'));
+const stopHogs = () => {
+  for (const hog of hogs) hog.kill('SIGKILL');
+};
 process.on('exit', stopHogs);
 
 console.log(`test:loaded: ${hogs.length} busy loops (one per core) beside npm test`);

@@ -471,7 +471,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       [['jobs', 'list', '--status', 'lost'], {}, 1, /400 Invalid request: .*\(status: Invalid option/],
     ];
     const runs = await Promise.all(expectations.map(([args, env]) => skiplock(args, env)));
-    runs.forEach((run, index) => expectOneLine(run, expectations[index]![2], expectations[index]![3]));
+    for (const [index, run] of runs.entries()) expectOneLine(run, expectations[index]![2], expectations[index]![3]);
 
     // Something that answers, but is not skiplock.
     const stranger = createServer((_request, response) => response.end('<html>hello</html>'));

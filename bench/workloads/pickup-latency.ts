@@ -1,7 +1,7 @@
 import { JobLedger } from '../ledger';
 import { progress } from '../progress';
 import { latencyFigures, Results } from '../results';
-import { SETUPS, type Wakeup } from '../systems/types';
+import { SETUPS } from '../systems/types';
 import { describeFigures, repetitions, reportRep, sleep, stopAndGate, withSystem, type Workload } from './harness';
 
 /** Pause between samples for a system woken by NOTIFY: its phase does not matter. */

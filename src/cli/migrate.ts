@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { applyMigrations, describeMigrateResult } from './apply-migrations.js';
 import { parseDatabaseUrl, withoutPassword } from './database-url.js';
 import { readOptions } from './read-options.js';

@@ -65,11 +65,11 @@ function collectDefinitions(module: Record<string, unknown>): { jobs: JobDefinit
   const visit = (value: unknown, depth: number): void => {
     if (isJobDefinition(value)) jobs.add(value);
     else if (isPeriodicJob(value)) schedules.add(value);
-    else if (depth < 2 && Array.isArray(value)) value.forEach((item) => visit(item, depth + 1));
+    else if (depth < 2 && Array.isArray(value)) for (const item of value) visit(item, depth + 1);
     else if (depth < 1 && typeof value === 'object' && value !== null)
-      Object.values(value).forEach((item) => visit(item, depth + 1));
+      for (const item of Object.values(value)) visit(item, depth + 1);
   };
-  Object.values(module).forEach((value) => visit(value, 0));
+  for (const value of Object.values(module)) visit(value, 0);
   return { jobs: [...jobs], schedules: [...schedules] };
 }
 

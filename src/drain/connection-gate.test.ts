@@ -29,8 +29,14 @@ describe('ConnectionGate', () => {
     const handler = await gate.enter(true);
     const second = await gate.enter(false);
     const order: string[] = [];
-    const laterHandler = gate.enter(true).then((release) => (order.push('handler'), release));
-    const laterStatement = gate.enter(false).then((release) => (order.push('statement'), release));
+    const laterHandler = gate.enter(true).then((release) => {
+      order.push('handler');
+      return release;
+    });
+    const laterStatement = gate.enter(false).then((release) => {
+      order.push('statement');
+      return release;
+    });
 
     first();
     first();

@@ -473,7 +473,7 @@ class JobLoop {
     const startedAt = Date.now();
     // From the claim's answer: the claim dated the attempt before that, so its start is never dated late.
     const heldMs = startedAt - claimAnsweredAt;
-    let outcome;
+    let outcome: AttemptOutcome;
     try {
       outcome = await attempt.run();
     } finally {

@@ -114,10 +114,10 @@ describe('readSettings', () => {
   });
 
   it('types each setting by its kind alone', () => {
-    // @ts-expect-error -- a whole number's default is a number: this must not compile.
     const wrong = setting({
       variable: 'WRONG',
       kind: wholeNumber({ min: 1 }),
+      // @ts-expect-error -- a whole number's default is a number: this must not compile.
       default: 'many',
       description: 'mistyped',
     });

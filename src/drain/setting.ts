@@ -62,12 +62,14 @@ export function setting<T, Variable extends string>(fields: Setting<T, Variable>
 }
 
 /** Settings by option name. */
+// biome-ignore lint/suspicious/noExplicitAny: a setting of any value type (its parse is contravariant)
 export type SettingGroup = Readonly<Record<string, Setting<any>>>;
 
 type ValueOf<S> = S extends { readonly kind: SettingKind<infer T> } ? T : never;
 
 /** A group's values once read: those without a default may be undefined. */
 export type SettingValues<G extends SettingGroup> = {
+  // biome-ignore lint/suspicious/noExplicitAny: matches a setting without a default, whatever its value type
   -readonly [Key in keyof G]: G[Key] extends SettingWithoutDefault<any> ? ValueOf<G[Key]> | undefined : ValueOf<G[Key]>;
 };
 

@@ -1,4 +1,3 @@
-import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { requestId } from 'hono/request-id';

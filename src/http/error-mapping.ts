@@ -29,8 +29,12 @@ export function problemFor(error: unknown): ProblemError | undefined {
 function fromHttpException(error: HTTPException): ProblemError | undefined {
   switch (error.status) {
     case 400:
-      const detail = error.message || 'the request could not be read';
-      return new ProblemError(400, 'malformed-request', 'Malformed request', detail);
+      return new ProblemError(
+        400,
+        'malformed-request',
+        'Malformed request',
+        error.message || 'the request could not be read',
+      );
     case 415:
       return new ProblemError(
         415,

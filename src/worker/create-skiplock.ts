@@ -3,7 +3,7 @@ import type { JobDefinition } from '../drain/define-job.js';
 import { builtInJobs } from '../drain/handlers/built-in.js';
 import { destinationProblem, parseAllowedHosts } from '../drain/handlers/http-destination.js';
 import type { PeriodicJob } from '../drain/periodic.js';
-import { createRegistry, type JobRegistry } from '../drain/registry.js';
+import { createRegistry } from '../drain/registry.js';
 import { createApp } from '../http/app.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';

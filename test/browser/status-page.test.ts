@@ -53,6 +53,7 @@ describe.runIf(runBrowserTests)('status page in Chromium', () => {
     await page.locator('#finished-row').waitFor();
     expect(await page.locator('#progress-row').isHidden()).toBe(true);
     await page.locator('#live:text-is("")').waitFor({ state: 'attached' });
+    // biome-ignore lint/performance/useDomNodeTextContent: what the page shows, not its scripts' text
     const text = await page.locator('body').innerText();
     expect(text).not.toContain('not for the page');
     expect(text).not.toContain('thumbnails');
@@ -68,6 +69,7 @@ describe.runIf(runBrowserTests)('status page in Chromium', () => {
       const response = await page.goto(`${url}/status/${job.id}?token=${token}`);
       expect(response!.status(), `token ${token}`).toBe(401);
       expect(await page.locator('h1').textContent()).toBe('This link has expired or is not valid');
+      // biome-ignore lint/performance/useDomNodeTextContent: what the page shows, not its scripts' text
       const text = await page.locator('body').innerText();
       for (const secretish of ['invoices', 'acme', 'Queued']) expect(text).not.toContain(secretish);
     }

@@ -90,10 +90,8 @@ describe('batch handlers', () => {
     await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE state = 'retrying'`, params: [] });
     await drain(db, [careless], { concurrency: 8 });
     const page = await listJobs(db, { queue: 'careless' });
-    const byStatus = page.jobs.reduce<Record<string, number>>(
-      (tally, job) => ({ ...tally, [job.status]: (tally[job.status] ?? 0) + 1 }),
-      {},
-    );
+    const byStatus: Record<string, number> = {};
+    for (const job of page.jobs) byStatus[job.status] = (byStatus[job.status] ?? 0) + 1;
     expect(byStatus).toEqual({ succeeded: 2, retrying: 1, failed: 1 });
     const missing = page.jobs.find((job) => job.status === 'retrying')!;
     expect(missing.lastError).toMatchObject({ message: `batch job type "careless": no outcome for job ${missing.id}` });

@@ -41,7 +41,7 @@ describe('what a drain claims and how many it runs at once', () => {
     let open_ = 0;
     let peakOpen = 0;
     // A receiver that holds each request 100 ms and streams its answer: the connection is open until the body is read.
-    const server = createServer((request, response) => {
+    const server = createServer((_request, response) => {
       open_ += 1;
       peakOpen = Math.max(peakOpen, open_);
       setTimeout(() => {

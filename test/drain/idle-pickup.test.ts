@@ -42,7 +42,9 @@ function heldClaims(db: Db) {
     /** Claims Postgres has answered, held or not. */
     answered: () => answered,
     held: () => held.length,
-    letGo: () => held.splice(0).forEach((resolve) => resolve()),
+    letGo: () => {
+      for (const resolve of held.splice(0)) resolve();
+    },
   };
 }
 
@@ -60,7 +62,9 @@ function arrivals() {
         signal.addEventListener('abort', wake, { once: true });
       }),
     waiters: () => waiting.size,
-    arrive: () => [...waiting].forEach((wake) => wake()),
+    arrive: () => {
+      for (const wake of [...waiting]) wake();
+    },
   };
 }
 

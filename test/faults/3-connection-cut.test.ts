@@ -58,7 +58,7 @@ describe('scenario 3: the connection between workers and Postgres cut mid-claim 
     const pullLoop = async (index: number) => {
       const db = neonHttpDb(database.url);
       while (!done) {
-        let claimed;
+        let claimed: Awaited<ReturnType<typeof claimBatch>>;
         try {
           claimed = await claimBatch(db, {
             max: 4,

@@ -267,7 +267,5 @@ function rejections(url: URL, text: string, sent: ReadonlySet<string>): Map<stri
 /** The batch's `webhook-id`: the same for the same jobs, so a receiver sees a resent batch as a repeat. */
 async function batchId(ids: readonly string[]): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(ids.join(',')));
-  return (
-    'batch_' + [...new Uint8Array(digest).subarray(0, 16)].map((byte) => byte.toString(16).padStart(2, '0')).join('')
-  );
+  return `batch_${[...new Uint8Array(digest).subarray(0, 16)].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`;
 }

@@ -36,7 +36,7 @@ export function readAllowedHost(entry: string): AllowedHost | undefined {
   const equals = entry.lastIndexOf('=');
   const tenant = equals < 0 ? undefined : entry.slice(0, equals).trim();
   const hostPort = entry.slice(equals + 1).trim();
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]+)(?::(\d{1,5}))?$/.exec(
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+)(?::(\d{1,5}))?$/.exec(
     // A bare IPv6 address has colons of its own and takes no port.
     isIpLiteral(hostPort) ? `[${hostPort}]` : hostPort,
   );

@@ -64,6 +64,7 @@ function jsonValueProblem(value: unknown): { message: string; tooLarge?: boolean
 
 /** Postgres jsonb refuses \u0000 and unpaired surrogates. */
 function storableText(text: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what it refuses
   return !/[\u0000\p{Cs}]/u.test(text);
 }
 

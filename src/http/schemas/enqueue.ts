@@ -65,6 +65,7 @@ export const EnqueueBodySchema = z
       .string()
       .min(1)
       .max(256)
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what it refuses
       .regex(/^[^\u0000\p{Cs}]+$/u, 'must not contain \\u0000 or unpaired surrogates')
       .refine((key) => !key.startsWith(IDEMPOTENCY_DEDUP_PREFIX), `must not begin with ${IDEMPOTENCY_DEDUP_PREFIX}`)
       .optional()

@@ -12,10 +12,8 @@ export const ThroughputRowSchema = z
 
 export const ThroughputSchema = z
   .object({
-    throughput: z
-      .array(ThroughputRowSchema)
-      .openapi({
-        description: 'One row per queue and minute of the last hour in which a job of the queue succeeded or failed.',
-      }),
+    throughput: z.array(ThroughputRowSchema).openapi({
+      description: 'One row per queue and minute of the last hour in which a job of the queue succeeded or failed.',
+    }),
   })
   .openapi('Throughput');

@@ -1,5 +1,4 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import worker from '../../../src/worker';
 import { fastPathDrain } from '../../../src/worker/drain';

@@ -73,7 +73,7 @@ async function routeCalls(): Promise<RouteCall[]> {
 describe('authentication', () => {
   it.each([
     ['no Authorization header', undefined],
-    ['a key that does not exist', 'skiplock_' + 'A'.repeat(43)],
+    ['a key that does not exist', `skiplock_${'A'.repeat(43)}`],
     ['a token of no key shape', 'wrong'],
   ])('answers 401 with a problem for %s', async (_, apiKey) => {
     const response = await request('/v1/jobs', { apiKey });

@@ -18,7 +18,7 @@ export class ApiProblemError extends Error {
   readonly status: number;
 
   constructor(status: number, problem: Problem) {
-    super(problem.detail ? problem.title + ': ' + problem.detail : problem.title);
+    super(problem.detail ? `${problem.title}: ${problem.detail}` : problem.title);
     this.status = status;
   }
 }
@@ -58,7 +58,7 @@ interface ApiOptions {
  * trusts its own origin's API rather than checking every body again.
  */
 export async function api<T>(path: string, options: ApiOptions = {}): Promise<T> {
-  const headers: Record<string, string> = { authorization: 'Bearer ' + storedKey() };
+  const headers: Record<string, string> = { authorization: `Bearer ${storedKey()}` };
   const init: RequestInit = { method: options.method ?? 'GET', headers, cache: 'no-store' };
   if (options.body !== undefined) {
     headers['content-type'] = 'application/json';
@@ -74,6 +74,6 @@ export async function api<T>(path: string, options: ApiOptions = {}): Promise<T>
   if (response.ok) return body as T;
   throw new ApiProblemError(
     response.status,
-    problemOf(body) ?? { title: 'HTTP ' + response.status, detail: response.statusText },
+    problemOf(body) ?? { title: `HTTP ${response.status}`, detail: response.statusText },
   );
 }

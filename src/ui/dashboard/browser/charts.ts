@@ -54,11 +54,10 @@ export function throughputChart(slots: readonly MinuteSlot[]): SVGSVGElement {
   const chart = svg(
     'svg',
     {
-      viewBox: '0 0 ' + width + ' ' + height,
+      viewBox: `0 0 ${width} ${height}`,
       preserveAspectRatio: 'none',
       role: 'img',
-      'aria-label':
-        succeeded + ' jobs succeeded and ' + failed + ' failed in the last hour; at most ' + peak + ' in one minute',
+      'aria-label': `${succeeded} jobs succeeded and ${failed} failed in the last hour; at most ${peak} in one minute`,
     },
     svg('line', { class: 'spark-base', x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5 }),
   );
@@ -66,7 +65,7 @@ export function throughputChart(slots: readonly MinuteSlot[]): SVGSVGElement {
     const bar = svg(
       'g',
       {},
-      svg('title', {}, minuteLabel(slot) + ': ' + slot.succeeded + ' succeeded, ' + slot.failed + ' failed'),
+      svg('title', {}, `${minuteLabel(slot)}: ${slot.succeeded} succeeded, ${slot.failed} failed`),
     );
     const succeededHeight = (slot.succeeded / peak) * height;
     const failedHeight = (slot.failed / peak) * height;
@@ -114,9 +113,9 @@ export function sparkline(slots: readonly MinuteSlot[], label: string): SVGSVGEl
     {
       width,
       height,
-      viewBox: '0 0 ' + width + ' ' + height,
+      viewBox: `0 0 ${width} ${height}`,
       role: 'img',
-      'aria-label': label + ': ' + total + ' in the last hour',
+      'aria-label': `${label}: ${total} in the last hour`,
     },
     svg('line', { class: 'spark-base', x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5 }),
     svg('polyline', { class: 'spark-line', points }),
@@ -132,9 +131,9 @@ export function depthBar(counts: Readonly<Record<JobStatus, number>>, deepest: n
     {
       width,
       height,
-      viewBox: '0 0 ' + width + ' ' + height,
+      viewBox: `0 0 ${width} ${height}`,
       role: 'img',
-      'aria-label': DEPTH_ORDER.map((status) => counts[status] + ' ' + status).join(', '),
+      'aria-label': DEPTH_ORDER.map((status) => `${counts[status]} ${status}`).join(', '),
     },
     svg('rect', { class: 'depth-track', width, height, rx: 3 }),
   );
@@ -143,7 +142,7 @@ export function depthBar(counts: Readonly<Record<JobStatus, number>>, deepest: n
     if (counts[status] === 0) continue;
     // At least a sliver, so a single job still shows next to thousands.
     const segment = Math.max(2, (counts[status] / deepest) * width);
-    bar.append(svg('rect', { class: 'depth-' + status, x, width: segment, height }));
+    bar.append(svg('rect', { class: `depth-${status}`, x, width: segment, height }));
     x += segment;
   }
   return bar;

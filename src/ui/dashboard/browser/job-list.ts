@@ -24,15 +24,15 @@ export function jobsHash(params: Readonly<Record<string, string | null | undefin
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) if (value) query.set(name, value);
   const text = query.toString();
-  return '#/jobs' + (text ? '?' + text : '');
+  return `#/jobs${text ? `?${text}` : ''}`;
 }
 
 export function jobLink(id: string): HTMLAnchorElement {
-  return h('a', { href: '#/jobs/' + id, title: id }, h('code', {}, shortId(id)));
+  return h('a', { href: `#/jobs/${id}`, title: id }, h('code', {}, shortId(id)));
 }
 
 function filterField(name: Filter): HTMLInputElement | HTMLSelectElement {
-  return name === 'status' ? byId('filter-status', HTMLSelectElement) : byId('filter-' + name, HTMLInputElement);
+  return name === 'status' ? byId('filter-status', HTMLSelectElement) : byId(`filter-${name}`, HTMLInputElement);
 }
 
 function shownFilters(): Record<string, string> {
@@ -45,7 +45,7 @@ export async function loadJobs(params: URLSearchParams, refreshing: boolean): Pr
     const value = params.get(name);
     if (value) query.set(name, value);
   }
-  const page = await api<JobPage>('/v1/jobs?' + query);
+  const page = await api<JobPage>(`/v1/jobs?${query}`);
   shownJobsParams = params;
   // A refresh must not undo what someone is typing into the filters.
   if (!refreshing) for (const name of FILTERS) filterField(name).value = params.get(name) ?? '';
@@ -65,7 +65,7 @@ function jobRow(job: Job): HTMLTableRowElement {
     h('td', {}, job.queue),
     h('td', {}, job.tenant),
     h('td', {}, job.type),
-    h('td', { class: 'num' }, job.attempts + ' / ' + job.maxAttempts),
+    h('td', { class: 'num' }, `${job.attempts} / ${job.maxAttempts}`),
     h('td', {}, formatTime(job.createdAt)),
     h('td', {}, formatTime(job.finishedAt)),
   );

@@ -32,11 +32,11 @@ const EVENT_LABELS: Record<JobEvent['kind'], string> = {
 let shownJobId: string | null = null;
 
 function jobPath(id: string): string {
-  return '/v1/jobs/' + encodeURIComponent(id);
+  return `/v1/jobs/${encodeURIComponent(id)}`;
 }
 
 export async function loadJob(id: string): Promise<void> {
-  const [job, history] = await Promise.all([api<Job>(jobPath(id)), api<JobHistory>(jobPath(id) + '/history')]);
+  const [job, history] = await Promise.all([api<Job>(jobPath(id)), api<JobHistory>(`${jobPath(id)}/history`)]);
   shownJobId = job.id;
   renderJob(job);
   renderHistory(history.events);
@@ -48,14 +48,14 @@ function jobDetails(job: Job): Array<[string, string | number]> {
     ['Tenant', job.tenant],
     ['Type', job.type],
     ['Priority', job.priority],
-    ['Attempts', job.attempts + ' of ' + job.maxAttempts],
+    ['Attempts', `${job.attempts} of ${job.maxAttempts}`],
     ['Created', formatTime(job.createdAt)],
     ['Run at', formatTime(job.runAt)],
     ['First started', formatTime(job.firstStartedAt)],
     ['Started', formatTime(job.startedAt)],
     ['Finished', formatTime(job.finishedAt)],
     ['Duration', formatDuration(job.durationMs)],
-    ['Lease', job.leaseSeconds + ' s per attempt'],
+    ['Lease', `${job.leaseSeconds} s per attempt`],
     ['Lease expires', job.status === 'running' ? formatFromNow(job.leaseExpiresAt) : '—'],
     ['Worker', job.workerId || '—'],
     ['Expires', formatTime(job.expiresAt)],
@@ -89,8 +89,8 @@ function renderHistory(events: readonly JobEvent[]): void {
         h('span', { class: 'event-kind' }, EVENT_LABELS[event.kind]),
         ' ',
         h('time', { datetime: event.at }, formatTime(event.at)),
-        event.attempt > 0 ? ' · attempt ' + event.attempt : null,
-        event.workerId ? ' · ' + event.workerId : null,
+        event.attempt > 0 ? ` · attempt ${event.attempt}` : null,
+        event.workerId ? ` · ${event.workerId}` : null,
         event.detail === null ? null : h('span', { class: 'event-detail' }, JSON.stringify(event.detail)),
       ),
     ),
@@ -128,11 +128,11 @@ async function runJobAction(name: keyof typeof JOB_ACTIONS): Promise<void> {
   const id = shownJobId;
   if (id === null || !(await confirmAction(action.title, action.text, action.confirm))) return;
   try {
-    const job = await api<Job>(jobPath(id) + '/' + name, { method: 'POST' });
+    const job = await api<Job>(`${jobPath(id)}/${name}`, { method: 'POST' });
     showNotice('ok', action.done(job));
     await loadJob(id);
   } catch (problem) {
-    showNotice('error', 'Refused. ' + problemMessage(problem));
+    showNotice('error', `Refused. ${problemMessage(problem)}`);
   }
 }
 

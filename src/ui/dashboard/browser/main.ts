@@ -99,12 +99,12 @@ async function render(refreshing: boolean): Promise<void> {
   try {
     await load(route, refreshing);
     clearNotice('refresh');
-    byId('refreshed').textContent = 'Updated ' + new Date().toLocaleTimeString();
+    byId('refreshed').textContent = `Updated ${new Date().toLocaleTimeString()}`;
   } catch (problem) {
     if (problem instanceof ApiProblemError && problem.status === 401) {
       forgetKey();
       clearNotice();
-      return showSignIn('The key was refused. ' + problem.message);
+      return showSignIn(`The key was refused. ${problem.message}`);
     }
     showNotice('error', (refreshing ? 'Refresh failed. ' : '') + problemMessage(problem), 'refresh');
   }

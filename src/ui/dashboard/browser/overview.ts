@@ -48,7 +48,7 @@ export async function loadOverview(): Promise<void> {
     api<QueueList>('/v1/queues'),
     api<Stats>('/v1/stats'),
     api<Throughput>('/v1/stats/throughput'),
-    api<JobPage>('/v1/jobs?status=running&limit=' + RUNNING_SHOWN),
+    api<JobPage>(`/v1/jobs?status=running&limit=${RUNNING_SHOWN}`),
     loadTimings(byId('timings-window', HTMLSelectElement).value),
   ]);
   renderTimings(timings);
@@ -90,17 +90,17 @@ function renderHealth(health: Stats['health']): void {
   byId('health-dead-tuples').textContent = health.deadTuples
     ? String(tables.reduce((sum, table) => sum + table.deadTuples, 0))
     : '—';
-  byId('health-dead-tuples').title = tables.map((table) => table.table + ': ' + table.deadTuples).join(', ');
+  byId('health-dead-tuples').title = tables.map((table) => `${table.table}: ${table.deadTuples}`).join(', ');
   byId('health-oldest-snapshot').textContent =
     health.oldestSnapshotSeconds == null
       ? '—'
-      : formatSeconds(health.oldestSnapshotSeconds) + ' (pid ' + health.oldestSnapshotPid + ')';
+      : `${formatSeconds(health.oldestSnapshotSeconds)} (pid ${health.oldestSnapshotPid})`;
 }
 
 function renderThroughput(rows: readonly ThroughputRow[]): void {
   const slots = minuteSlots(rows);
   byId('throughput-chart').replaceChildren(throughputChart(slots));
-  byId('throughput-peak').textContent = 'peak ' + Math.max(0, ...slots.map(finishedIn)) + ' per minute';
+  byId('throughput-peak').textContent = `peak ${Math.max(0, ...slots.map(finishedIn))} per minute`;
 }
 
 /** A count that opens the job list of its queue and status. */
@@ -134,7 +134,7 @@ function renderQueues(queues: readonly QueueSummary[], throughputRows: readonly 
           {},
           sparkline(
             minuteSlots(throughputRows.filter((row) => row.queue === queue.queue)),
-            'Jobs finished per minute in ' + queue.queue,
+            `Jobs finished per minute in ${queue.queue}`,
           ),
         ),
       ),
@@ -146,10 +146,10 @@ function renderQueues(queues: readonly QueueSummary[], throughputRows: readonly 
 /** A queue's own settings, under its name; nothing for the defaults (no cap, weight 1, no delivery target). */
 function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   const said: string[] = [];
-  if (queue.concurrency !== null) said.push('cap ' + queue.concurrency);
-  if (queue.weight !== 1) said.push('weight ' + queue.weight);
+  if (queue.concurrency !== null) said.push(`cap ${queue.concurrency}`);
+  if (queue.weight !== 1) said.push(`weight ${queue.weight}`);
   // Left out for a tenant-bound key: where a queue's jobs go is its operator's.
-  if (queue.delivery !== null && queue.delivery !== undefined) said.push('to ' + deliveryTarget(queue.delivery));
+  if (queue.delivery !== null && queue.delivery !== undefined) said.push(`to ${deliveryTarget(queue.delivery)}`);
   if (said.length === 0) return null;
   const title =
     "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
@@ -159,9 +159,9 @@ function queueSettings(queue: QueueSummary): HTMLDivElement | null {
 
 /** Where a queue's jobs go: the webhook's host, or the Cloudflare queue's binding. */
 function deliveryTarget(delivery: NonNullable<QueueSummary['delivery']>): string {
-  if (delivery.target !== 'webhook') return 'Cloudflare queue ' + delivery.binding;
+  if (delivery.target !== 'webhook') return `Cloudflare queue ${delivery.binding}`;
   // A target written in SQL is not checked: an unreadable URL is shown as it is.
-  return 'webhook ' + (URL.canParse(delivery.url) ? new URL(delivery.url).host : delivery.url);
+  return `webhook ${URL.canParse(delivery.url) ? new URL(delivery.url).host : delivery.url}`;
 }
 
 /** The stats rows (queue, tenant, status) folded into one line per tenant. */
@@ -187,7 +187,7 @@ function renderTenants(rows: readonly StatsRow[]): void {
       h(
         'tr',
         { 'data-tenant': tenant },
-        h('th', { scope: 'row' }, h('a', { href: '#/tenants/' + encodeURIComponent(tenant) }, tenant)),
+        h('th', { scope: 'row' }, h('a', { href: `#/tenants/${encodeURIComponent(tenant)}` }, tenant)),
         ...TENANT_COLUMNS.map((column) => h('td', { class: 'num', 'data-count': column }, totals[column])),
       ),
     ),
@@ -196,8 +196,8 @@ function renderTenants(rows: readonly StatsRow[]): void {
 
 async function loadTimings(span: string): Promise<TimingsRow[]> {
   const days = DAILY_WINDOWS[span];
-  if (days !== undefined) return (await api<DailyAttemptStats>('/v1/stats/daily?days=' + days)).totals;
-  return (await api<AttemptTimings>('/v1/stats/timings?window=' + encodeURIComponent(span))).timings;
+  if (days !== undefined) return (await api<DailyAttemptStats>(`/v1/stats/daily?days=${days}`)).totals;
+  return (await api<AttemptTimings>(`/v1/stats/timings?window=${encodeURIComponent(span)}`)).timings;
 }
 
 function renderTimings(rows: readonly TimingsRow[]): void {
@@ -214,7 +214,7 @@ function renderTimings(rows: readonly TimingsRow[]): void {
           PERCENTILES.map((percentile) =>
             h(
               'td',
-              { class: 'num', 'data-figure': measure + '.' + percentile },
+              { class: 'num', 'data-figure': `${measure}.${percentile}` },
               formatDuration(row[measure][percentile]),
             ),
           ),

@@ -11,7 +11,7 @@ import { confirmAction, showNotice } from './notice.js';
 let shownTenant: string | null = null;
 
 function tenantPath(name: string): string {
-  return '/v1/tenants/' + encodeURIComponent(name);
+  return `/v1/tenants/${encodeURIComponent(name)}`;
 }
 
 function numberField(id: string): HTMLInputElement {
@@ -23,7 +23,7 @@ export async function loadTenant(name: string, refreshing: boolean): Promise<voi
   shownTenant = name;
   byId('tenant-name').textContent = name;
   byId('tenant-summary').textContent =
-    (tenant.custom ? 'Has settings of its own' : 'Runs on the defaults') + ' · ' + tenant.running + ' running now';
+    `${tenant.custom ? 'Has settings of its own' : 'Runs on the defaults'} · ${tenant.running} running now`;
   if (!refreshing) fillTenantForm(tenant);
 }
 
@@ -54,11 +54,11 @@ function tenantSettingsOfForm(): TenantSettings | null {
 
 function describeTenantSettings(settings: TenantSettings | Tenant): string {
   return [
-    settings.concurrency === null ? 'no concurrency limit' : 'concurrency ' + settings.concurrency,
+    settings.concurrency === null ? 'no concurrency limit' : `concurrency ${settings.concurrency}`,
     settings.rateLimit === null
       ? 'no rate limit'
-      : settings.rateLimit.count + ' jobs per ' + settings.rateLimit.perSeconds + ' s',
-    'weight ' + settings.weight,
+      : `${settings.rateLimit.count} jobs per ${settings.rateLimit.perSeconds} s`,
+    `weight ${settings.weight}`,
   ].join(' · ');
 }
 
@@ -68,13 +68,13 @@ async function saveTenant(event: SubmitEvent): Promise<void> {
   const settings = tenantSettingsOfForm();
   if (name === null) return;
   if (settings === null) return showNotice('error', 'Give both numbers of the rate limit, or neither.');
-  if (!(await confirmAction('Change tenant ' + name + '?', describeTenantSettings(settings), 'Save'))) return;
+  if (!(await confirmAction(`Change tenant ${name}?`, describeTenantSettings(settings), 'Save'))) return;
   try {
     const tenant = await api<Tenant>(tenantPath(name), { method: 'PUT', body: settings });
     fillTenantForm(tenant);
-    showNotice('ok', 'Saved. Tenant ' + name + ': ' + describeTenantSettings(tenant) + '.');
+    showNotice('ok', `Saved. Tenant ${name}: ${describeTenantSettings(tenant)}.`);
   } catch (problem) {
-    showNotice('error', 'Refused. ' + problemMessage(problem));
+    showNotice('error', `Refused. ${problemMessage(problem)}`);
   }
 }
 
@@ -82,6 +82,6 @@ export function wireTenantView(): void {
   byId('tenant-form').addEventListener('submit', saveTenant);
   byId('open-tenant').addEventListener('submit', (event) => {
     event.preventDefault();
-    location.hash = '#/tenants/' + encodeURIComponent(byId('open-tenant-name', HTMLInputElement).value.trim());
+    location.hash = `#/tenants/${encodeURIComponent(byId('open-tenant-name', HTMLInputElement).value.trim())}`;
   });
 }

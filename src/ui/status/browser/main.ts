@@ -32,10 +32,10 @@ function shownProgress(progress: Json): ShownProgress {
 }
 
 function showTime(name: 'started' | 'finished', iso: string | null): void {
-  const time = byId(name + '-at', HTMLTimeElement);
+  const time = byId(`${name}-at`, HTMLTimeElement);
   time.dateTime = iso ?? '';
   time.textContent = formatTime(iso);
-  byId(name + '-row').hidden = !iso;
+  byId(`${name}-row`).hidden = !iso;
 }
 
 function render(job: JobStatusView): void {
@@ -48,7 +48,7 @@ function render(job: JobStatusView): void {
   byId('progress-row').hidden = progress.percent === null && progress.message === null;
   bar.hidden = progress.percent === null;
   bar.value = progress.percent ?? 0;
-  byId('progress-text').textContent = [progress.percent === null ? null : progress.percent + '%', progress.message]
+  byId('progress-text').textContent = [progress.percent === null ? null : `${progress.percent}%`, progress.message]
     .filter(Boolean)
     .join(' · ');
 }
@@ -59,9 +59,7 @@ function setLive(text: string): void {
 
 function follow(jobId: string): void {
   const token = new URLSearchParams(location.search).get('token') ?? '';
-  const events = new EventSource(
-    '/v1/jobs/' + encodeURIComponent(jobId) + '/events?token=' + encodeURIComponent(token),
-  );
+  const events = new EventSource(`/v1/jobs/${encodeURIComponent(jobId)}/events?token=${encodeURIComponent(token)}`);
   events.addEventListener('open', () => setLive('Updating live'));
   // The server sends the job's status view, made from its schema.
   events.addEventListener('job', (event) => render(JSON.parse(event.data) as JobStatusView));
