@@ -42,7 +42,7 @@ export const dashboardScript = `"use strict";
     name = "ApiProblemError";
     status;
     constructor(status, problem) {
-      super(problem.detail ? problem.title + ": " + problem.detail : problem.title);
+      super(problem.detail ? \`\${problem.title}: \${problem.detail}\` : problem.title);
       this.status = status;
     }
   };
@@ -59,11 +59,12 @@ export const dashboardScript = `"use strict";
     sessionStorage.removeItem(KEY_STORAGE);
   }
   function problemOf(body) {
-    if (typeof body !== "object" || body === null || !("title" in body) || typeof body.title !== "string" || !body.title) return null;
+    if (typeof body !== "object" || body === null || !("title" in body) || typeof body.title !== "string" || !body.title)
+      return null;
     return { title: body.title, ..."detail" in body && typeof body.detail === "string" ? { detail: body.detail } : {} };
   }
   async function api(path, options = {}) {
-    const headers = { authorization: "Bearer " + storedKey() };
+    const headers = { authorization: \`Bearer \${storedKey()}\` };
     const init = { method: options.method ?? "GET", headers, cache: "no-store" };
     if (options.body !== void 0) {
       headers["content-type"] = "application/json";
@@ -77,16 +78,21 @@ export const dashboardScript = `"use strict";
     }
     const body = await response.json().catch(() => null);
     if (response.ok) return body;
-    throw new ApiProblemError(response.status, problemOf(body) ?? { title: "HTTP " + response.status, detail: response.statusText });
+    throw new ApiProblemError(
+      response.status,
+      problemOf(body) ?? { title: \`HTTP \${response.status}\`, detail: response.statusText }
+    );
   }
 
   // src/ui/dashboard/browser/elements.ts
   function withAttributes(element, attributes, children) {
     for (const [name, value] of Object.entries(attributes)) {
-      if (value !== null && value !== void 0 && value !== false) element.setAttribute(name, value === true ? "" : String(value));
+      if (value !== null && value !== void 0 && value !== false)
+        element.setAttribute(name, value === true ? "" : String(value));
     }
     for (const child of children) {
-      if (child !== null && child !== void 0 && child !== false) element.append(typeof child === "number" ? String(child) : child);
+      if (child !== null && child !== void 0 && child !== false)
+        element.append(typeof child === "number" ? String(child) : child);
     }
     return element;
   }
@@ -106,24 +112,24 @@ export const dashboardScript = `"use strict";
   function formatSeconds(seconds) {
     if (seconds === null || seconds === void 0) return "—";
     const whole = Math.max(0, Math.round(seconds));
-    if (whole < 60) return whole + " s";
-    if (whole < 3600) return Math.floor(whole / 60) + " min " + whole % 60 + " s";
-    return Math.floor(whole / 3600) + " h " + Math.floor(whole % 3600 / 60) + " min";
+    if (whole < 60) return \`\${whole} s\`;
+    if (whole < 3600) return \`\${Math.floor(whole / 60)} min \${whole % 60} s\`;
+    return \`\${Math.floor(whole / 3600)} h \${Math.floor(whole % 3600 / 60)} min\`;
   }
   function formatDuration(ms) {
     if (ms === null || ms === void 0) return "—";
-    return ms < 1e3 ? ms + " ms" : ms < 6e4 ? (ms / 1e3).toFixed(1) + " s" : formatSeconds(ms / 1e3);
+    return ms < 1e3 ? \`\${ms} ms\` : ms < 6e4 ? \`\${(ms / 1e3).toFixed(1)} s\` : formatSeconds(ms / 1e3);
   }
   function formatFromNow(iso) {
     if (!iso) return "—";
     const seconds = (Date.parse(iso) - Date.now()) / 1e3;
-    return seconds >= 0 ? "in " + formatSeconds(seconds) : formatSeconds(-seconds) + " ago";
+    return seconds >= 0 ? \`in \${formatSeconds(seconds)}\` : \`\${formatSeconds(-seconds)} ago\`;
   }
   function formatJson(value) {
     return value === null || value === void 0 ? "—" : JSON.stringify(value, null, 2);
   }
   function shortId(id) {
-    return "…" + id.slice(-12);
+    return \`…\${id.slice(-12)}\`;
   }
 
   // src/ui/dashboard/browser/job-list.ts
@@ -136,13 +142,13 @@ export const dashboardScript = `"use strict";
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(params)) if (value) query.set(name, value);
     const text = query.toString();
-    return "#/jobs" + (text ? "?" + text : "");
+    return \`#/jobs\${text ? \`?\${text}\` : ""}\`;
   }
   function jobLink(id) {
-    return h("a", { href: "#/jobs/" + id, title: id }, h("code", {}, shortId(id)));
+    return h("a", { href: \`#/jobs/\${id}\`, title: id }, h("code", {}, shortId(id)));
   }
   function filterField(name) {
-    return name === "status" ? byId("filter-status", HTMLSelectElement) : byId("filter-" + name, HTMLInputElement);
+    return name === "status" ? byId("filter-status", HTMLSelectElement) : byId(\`filter-\${name}\`, HTMLInputElement);
   }
   function shownFilters() {
     return Object.fromEntries(FILTERS.map((name) => [name, shownJobsParams.get(name) ?? ""]));
@@ -153,7 +159,7 @@ export const dashboardScript = `"use strict";
       const value = params.get(name);
       if (value) query.set(name, value);
     }
-    const page = await api("/v1/jobs?" + query);
+    const page = await api(\`/v1/jobs?\${query}\`);
     shownJobsParams = params;
     if (!refreshing) for (const name of FILTERS) filterField(name).value = params.get(name) ?? "";
     showRows("jobs-table", page.jobs.map(jobRow));
@@ -171,7 +177,7 @@ export const dashboardScript = `"use strict";
       h("td", {}, job.queue),
       h("td", {}, job.tenant),
       h("td", {}, job.type),
-      h("td", { class: "num" }, job.attempts + " / " + job.maxAttempts),
+      h("td", { class: "num" }, \`\${job.attempts} / \${job.maxAttempts}\`),
       h("td", {}, formatTime(job.createdAt)),
       h("td", {}, formatTime(job.finishedAt))
     );
@@ -215,7 +221,9 @@ export const dashboardScript = `"use strict";
     byId("confirm-ok").textContent = confirmLabel;
     dialog.returnValue = "";
     dialog.showModal();
-    return new Promise((resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true }));
+    return new Promise(
+      (resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true })
+    );
   }
 
   // src/ui/dashboard/browser/job-view.ts
@@ -240,10 +248,10 @@ export const dashboardScript = `"use strict";
   };
   var shownJobId = null;
   function jobPath(id) {
-    return "/v1/jobs/" + encodeURIComponent(id);
+    return \`/v1/jobs/\${encodeURIComponent(id)}\`;
   }
   async function loadJob(id) {
-    const [job, history] = await Promise.all([api(jobPath(id)), api(jobPath(id) + "/history")]);
+    const [job, history] = await Promise.all([api(jobPath(id)), api(\`\${jobPath(id)}/history\`)]);
     shownJobId = job.id;
     renderJob(job);
     renderHistory(history.events);
@@ -254,14 +262,14 @@ export const dashboardScript = `"use strict";
       ["Tenant", job.tenant],
       ["Type", job.type],
       ["Priority", job.priority],
-      ["Attempts", job.attempts + " of " + job.maxAttempts],
+      ["Attempts", \`\${job.attempts} of \${job.maxAttempts}\`],
       ["Created", formatTime(job.createdAt)],
       ["Run at", formatTime(job.runAt)],
       ["First started", formatTime(job.firstStartedAt)],
       ["Started", formatTime(job.startedAt)],
       ["Finished", formatTime(job.finishedAt)],
       ["Duration", formatDuration(job.durationMs)],
-      ["Lease", job.leaseSeconds + " s per attempt"],
+      ["Lease", \`\${job.leaseSeconds} s per attempt\`],
       ["Lease expires", job.status === "running" ? formatFromNow(job.leaseExpiresAt) : "—"],
       ["Worker", job.workerId || "—"],
       ["Expires", formatTime(job.expiresAt)],
@@ -276,23 +284,29 @@ export const dashboardScript = `"use strict";
     setBadge(byId("job-status"), job.status);
     byId("job-retry", HTMLButtonElement).disabled = !RETRYABLE.includes(job.status);
     byId("job-cancel", HTMLButtonElement).disabled = isFinal(job.status) || job.cancelRequested;
-    byId("job-details").replaceChildren(...jobDetails(job).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
+    byId("job-details").replaceChildren(
+      ...jobDetails(job).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])
+    );
     byId("job-payload").textContent = formatJson(job.payload);
     byId("job-result").textContent = formatJson(job.result);
     byId("job-error").textContent = formatJson(job.lastError);
     byId("job-progress").textContent = formatJson(job.progress);
   }
   function renderHistory(events) {
-    byId("job-history").replaceChildren(...events.map((event) => h(
-      "li",
-      {},
-      h("span", { class: "event-kind" }, EVENT_LABELS[event.kind]),
-      " ",
-      h("time", { datetime: event.at }, formatTime(event.at)),
-      event.attempt > 0 ? " · attempt " + event.attempt : null,
-      event.workerId ? " · " + event.workerId : null,
-      event.detail === null ? null : h("span", { class: "event-detail" }, JSON.stringify(event.detail))
-    )));
+    byId("job-history").replaceChildren(
+      ...events.map(
+        (event) => h(
+          "li",
+          {},
+          h("span", { class: "event-kind" }, EVENT_LABELS[event.kind]),
+          " ",
+          h("time", { datetime: event.at }, formatTime(event.at)),
+          event.attempt > 0 ? \` · attempt \${event.attempt}\` : null,
+          event.workerId ? \` · \${event.workerId}\` : null,
+          event.detail === null ? null : h("span", { class: "event-detail" }, JSON.stringify(event.detail))
+        )
+      )
+    );
   }
   var JOB_ACTIONS = {
     retry: {
@@ -313,11 +327,11 @@ export const dashboardScript = `"use strict";
     const id = shownJobId;
     if (id === null || !await confirmAction(action.title, action.text, action.confirm)) return;
     try {
-      const job = await api(jobPath(id) + "/" + name, { method: "POST" });
+      const job = await api(\`\${jobPath(id)}/\${name}\`, { method: "POST" });
       showNotice("ok", action.done(job));
       await loadJob(id);
     } catch (problem) {
-      showNotice("error", "Refused. " + problemMessage(problem));
+      showNotice("error", \`Refused. \${problemMessage(problem)}\`);
     }
   }
   function wireJobView() {
@@ -335,7 +349,11 @@ export const dashboardScript = `"use strict";
   }
   function minuteSlots(rows) {
     const first = Math.floor(Date.now() / 6e4) - MINUTES + 1;
-    const slots = Array.from({ length: MINUTES }, (_, index) => ({ minute: (first + index) * 6e4, succeeded: 0, failed: 0 }));
+    const slots = Array.from({ length: MINUTES }, (_, index) => ({
+      minute: (first + index) * 6e4,
+      succeeded: 0,
+      failed: 0
+    }));
     for (const row of rows) {
       const slot = slots[Math.min(MINUTES - 1, Math.max(0, Math.floor(Date.parse(row.minute) / 6e4) - first))];
       slot.succeeded += row.succeeded;
@@ -353,19 +371,45 @@ export const dashboardScript = `"use strict";
     const step = width / slots.length;
     const succeeded = slots.reduce((sum, slot) => sum + slot.succeeded, 0);
     const failed = slots.reduce((sum, slot) => sum + slot.failed, 0);
-    const chart = svg("svg", {
-      viewBox: "0 0 " + width + " " + height,
-      preserveAspectRatio: "none",
-      role: "img",
-      "aria-label": succeeded + " jobs succeeded and " + failed + " failed in the last hour; at most " + peak + " in one minute"
-    }, svg("line", { class: "spark-base", x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5 }));
+    const chart = svg(
+      "svg",
+      {
+        viewBox: \`0 0 \${width} \${height}\`,
+        preserveAspectRatio: "none",
+        role: "img",
+        "aria-label": \`\${succeeded} jobs succeeded and \${failed} failed in the last hour; at most \${peak} in one minute\`
+      },
+      svg("line", { class: "spark-base", x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5 })
+    );
     slots.forEach((slot, index) => {
-      const bar = svg("g", {}, svg("title", {}, minuteLabel(slot) + ": " + slot.succeeded + " succeeded, " + slot.failed + " failed"));
+      const bar = svg(
+        "g",
+        {},
+        svg("title", {}, \`\${minuteLabel(slot)}: \${slot.succeeded} succeeded, \${slot.failed} failed\`)
+      );
       const succeededHeight = slot.succeeded / peak * height;
       const failedHeight = slot.failed / peak * height;
       const x = index * step + 1;
-      if (slot.succeeded > 0) bar.append(svg("rect", { class: "bar-succeeded", x, width: step - 2, y: height - succeededHeight, height: succeededHeight }));
-      if (slot.failed > 0) bar.append(svg("rect", { class: "bar-failed", x, width: step - 2, y: height - succeededHeight - failedHeight, height: failedHeight }));
+      if (slot.succeeded > 0)
+        bar.append(
+          svg("rect", {
+            class: "bar-succeeded",
+            x,
+            width: step - 2,
+            y: height - succeededHeight,
+            height: succeededHeight
+          })
+        );
+      if (slot.failed > 0)
+        bar.append(
+          svg("rect", {
+            class: "bar-failed",
+            x,
+            width: step - 2,
+            y: height - succeededHeight - failedHeight,
+            height: failedHeight
+          })
+        );
       chart.append(bar);
     });
     return chart;
@@ -374,11 +418,19 @@ export const dashboardScript = `"use strict";
     const width = 120;
     const height = 28;
     const peak = Math.max(1, ...slots.map(finishedIn));
-    const points = slots.map((slot, index) => (index * width / (slots.length - 1)).toFixed(1) + "," + (height - 1 - finishedIn(slot) / peak * (height - 2)).toFixed(1)).join(" ");
+    const points = slots.map(
+      (slot, index) => (index * width / (slots.length - 1)).toFixed(1) + "," + (height - 1 - finishedIn(slot) / peak * (height - 2)).toFixed(1)
+    ).join(" ");
     const total = slots.reduce((sum, slot) => sum + finishedIn(slot), 0);
     return svg(
       "svg",
-      { width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": label + ": " + total + " in the last hour" },
+      {
+        width,
+        height,
+        viewBox: \`0 0 \${width} \${height}\`,
+        role: "img",
+        "aria-label": \`\${label}: \${total} in the last hour\`
+      },
       svg("line", { class: "spark-base", x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5 }),
       svg("polyline", { class: "spark-line", points })
     );
@@ -386,18 +438,22 @@ export const dashboardScript = `"use strict";
   function depthBar(counts, deepest) {
     const width = 140;
     const height = 14;
-    const bar = svg("svg", {
-      width,
-      height,
-      viewBox: "0 0 " + width + " " + height,
-      role: "img",
-      "aria-label": DEPTH_ORDER.map((status) => counts[status] + " " + status).join(", ")
-    }, svg("rect", { class: "depth-track", width, height, rx: 3 }));
+    const bar = svg(
+      "svg",
+      {
+        width,
+        height,
+        viewBox: \`0 0 \${width} \${height}\`,
+        role: "img",
+        "aria-label": DEPTH_ORDER.map((status) => \`\${counts[status]} \${status}\`).join(", ")
+      },
+      svg("rect", { class: "depth-track", width, height, rx: 3 })
+    );
     let x = 0;
     for (const status of DEPTH_ORDER) {
       if (counts[status] === 0) continue;
       const segment = Math.max(2, counts[status] / deepest * width);
-      bar.append(svg("rect", { class: "depth-" + status, x, width: segment, height }));
+      bar.append(svg("rect", { class: \`depth-\${status}\`, x, width: segment, height }));
       x += segment;
     }
     return bar;
@@ -405,7 +461,16 @@ export const dashboardScript = `"use strict";
 
   // src/ui/dashboard/browser/overview.ts
   var WAITING = ["queued", "scheduled", "retrying"];
-  var QUEUE_COLUMNS = ["queued", "scheduled", "retrying", "running", "succeeded", "failed", "cancelled", "expired"];
+  var QUEUE_COLUMNS = [
+    "queued",
+    "scheduled",
+    "retrying",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "expired"
+  ];
   var TENANT_COLUMNS = ["waiting", "running", "succeeded", "failed"];
   var RUNNING_SHOWN = 20;
   var DAILY_WINDOWS = { "30d": 30, "90d": 90 };
@@ -417,7 +482,7 @@ export const dashboardScript = `"use strict";
       api("/v1/queues"),
       api("/v1/stats"),
       api("/v1/stats/throughput"),
-      api("/v1/jobs?status=running&limit=" + RUNNING_SHOWN),
+      api(\`/v1/jobs?status=running&limit=\${RUNNING_SHOWN}\`),
       loadTimings(byId("timings-window", HTMLSelectElement).value)
     ]);
     renderTimings(timings);
@@ -427,8 +492,14 @@ export const dashboardScript = `"use strict";
     renderTenants(stats.stats);
     renderHealth(stats.health);
     renderRunning(running.jobs);
-    offerNames("queue-names", queues.queues.map((queue) => queue.queue));
-    offerNames("tenant-names", stats.stats.map((row) => row.tenant));
+    offerNames(
+      "queue-names",
+      queues.queues.map((queue) => queue.queue)
+    );
+    offerNames(
+      "tenant-names",
+      stats.stats.map((row) => row.tenant)
+    );
   }
   function waitingIn(counts) {
     return WAITING.reduce((sum, status) => sum + counts[status], 0);
@@ -447,42 +518,63 @@ export const dashboardScript = `"use strict";
     byId("health-oldest-waiting").textContent = formatSeconds(health.oldestWaitingSeconds);
     byId("health-reaped").textContent = String(health.expiredLeasesReaped);
     byId("health-dead-tuples").textContent = health.deadTuples ? String(tables.reduce((sum, table) => sum + table.deadTuples, 0)) : "—";
-    byId("health-dead-tuples").title = tables.map((table) => table.table + ": " + table.deadTuples).join(", ");
-    byId("health-oldest-snapshot").textContent = health.oldestSnapshotSeconds == null ? "—" : formatSeconds(health.oldestSnapshotSeconds) + " (pid " + health.oldestSnapshotPid + ")";
+    byId("health-dead-tuples").title = tables.map((table) => \`\${table.table}: \${table.deadTuples}\`).join(", ");
+    byId("health-oldest-snapshot").textContent = health.oldestSnapshotSeconds == null ? "—" : \`\${formatSeconds(health.oldestSnapshotSeconds)} (pid \${health.oldestSnapshotPid})\`;
   }
   function renderThroughput(rows) {
     const slots = minuteSlots(rows);
     byId("throughput-chart").replaceChildren(throughputChart(slots));
-    byId("throughput-peak").textContent = "peak " + Math.max(0, ...slots.map(finishedIn)) + " per minute";
+    byId("throughput-peak").textContent = \`peak \${Math.max(0, ...slots.map(finishedIn))} per minute\`;
   }
   function countCell(queue, status, count) {
-    return h("td", { class: "num", "data-count": status }, count === 0 ? "0" : h("a", { href: jobsHash({ queue, status }) }, count));
+    return h(
+      "td",
+      { class: "num", "data-count": status },
+      count === 0 ? "0" : h("a", { href: jobsHash({ queue, status }) }, count)
+    );
   }
   function renderQueues(queues, throughputRows) {
     const deepest = Math.max(1, ...queues.map((queue) => waitingIn(queue.counts) + queue.counts.running));
-    showRows("queues-table", queues.map((queue) => h(
-      "tr",
-      { "data-queue": queue.queue },
-      h("th", { scope: "row" }, h("a", { href: jobsHash({ queue: queue.queue }) }, queue.queue), queueSettings(queue)),
-      h("td", {}, depthBar(queue.counts, deepest)),
-      ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
-      h("td", { class: "num" }, formatSeconds(queue.oldestWaitSeconds)),
-      h("td", {}, sparkline(minuteSlots(throughputRows.filter((row) => row.queue === queue.queue)), "Jobs finished per minute in " + queue.queue))
-    )));
+    showRows(
+      "queues-table",
+      queues.map(
+        (queue) => h(
+          "tr",
+          { "data-queue": queue.queue },
+          h(
+            "th",
+            { scope: "row" },
+            h("a", { href: jobsHash({ queue: queue.queue }) }, queue.queue),
+            queueSettings(queue)
+          ),
+          h("td", {}, depthBar(queue.counts, deepest)),
+          ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
+          h("td", { class: "num" }, formatSeconds(queue.oldestWaitSeconds)),
+          h(
+            "td",
+            {},
+            sparkline(
+              minuteSlots(throughputRows.filter((row) => row.queue === queue.queue)),
+              \`Jobs finished per minute in \${queue.queue}\`
+            )
+          )
+        )
+      )
+    );
     byId("queues-empty").hidden = queues.length > 0;
   }
   function queueSettings(queue) {
     const said = [];
-    if (queue.concurrency !== null) said.push("cap " + queue.concurrency);
-    if (queue.weight !== 1) said.push("weight " + queue.weight);
-    if (queue.delivery !== null && queue.delivery !== void 0) said.push("to " + deliveryTarget(queue.delivery));
+    if (queue.concurrency !== null) said.push(\`cap \${queue.concurrency}\`);
+    if (queue.weight !== 1) said.push(\`weight \${queue.weight}\`);
+    if (queue.delivery !== null && queue.delivery !== void 0) said.push(\`to \${deliveryTarget(queue.delivery)}\`);
     if (said.length === 0) return null;
     const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. To: where the drains deliver its jobs, instead of to handlers.";
     return h("div", { class: "muted queue-settings", "data-settings": "", title }, said.join(", "));
   }
   function deliveryTarget(delivery) {
-    if (delivery.target !== "webhook") return "Cloudflare queue " + delivery.binding;
-    return "webhook " + (URL.canParse(delivery.url) ? new URL(delivery.url).host : delivery.url);
+    if (delivery.target !== "webhook") return \`Cloudflare queue \${delivery.binding}\`;
+    return \`webhook \${URL.canParse(delivery.url) ? new URL(delivery.url).host : delivery.url}\`;
   }
   function tenantTotals(rows) {
     const tenants = /* @__PURE__ */ new Map();
@@ -498,42 +590,65 @@ export const dashboardScript = `"use strict";
     return TENANT_COLUMNS.some((tenantColumn) => tenantColumn === column);
   }
   function renderTenants(rows) {
-    showRows("tenants-table", tenantTotals(rows).map(([tenant, totals]) => h(
-      "tr",
-      { "data-tenant": tenant },
-      h("th", { scope: "row" }, h("a", { href: "#/tenants/" + encodeURIComponent(tenant) }, tenant)),
-      ...TENANT_COLUMNS.map((column) => h("td", { class: "num", "data-count": column }, totals[column]))
-    )));
+    showRows(
+      "tenants-table",
+      tenantTotals(rows).map(
+        ([tenant, totals]) => h(
+          "tr",
+          { "data-tenant": tenant },
+          h("th", { scope: "row" }, h("a", { href: \`#/tenants/\${encodeURIComponent(tenant)}\` }, tenant)),
+          ...TENANT_COLUMNS.map((column) => h("td", { class: "num", "data-count": column }, totals[column]))
+        )
+      )
+    );
   }
   async function loadTimings(span) {
     const days = DAILY_WINDOWS[span];
-    if (days !== void 0) return (await api("/v1/stats/daily?days=" + days)).totals;
-    return (await api("/v1/stats/timings?window=" + encodeURIComponent(span))).timings;
+    if (days !== void 0) return (await api(\`/v1/stats/daily?days=\${days}\`)).totals;
+    return (await api(\`/v1/stats/timings?window=\${encodeURIComponent(span)}\`)).timings;
   }
   function renderTimings(rows) {
-    showRows("timings-table", rows.map((row) => h(
-      "tr",
-      {},
-      h("th", { scope: "row" }, h("a", { href: jobsHash({ queue: row.queue }) }, row.queue)),
-      h("td", {}, row.tenant),
-      ...TIMING_FIGURES.map((figure) => h("td", { class: "num", "data-figure": figure }, row[figure])),
-      ...TIMING_MEASURES.flatMap((measure) => PERCENTILES.map((percentile) => h("td", { class: "num", "data-figure": measure + "." + percentile }, formatDuration(row[measure][percentile]))))
-    )));
+    showRows(
+      "timings-table",
+      rows.map(
+        (row) => h(
+          "tr",
+          {},
+          h("th", { scope: "row" }, h("a", { href: jobsHash({ queue: row.queue }) }, row.queue)),
+          h("td", {}, row.tenant),
+          ...TIMING_FIGURES.map((figure) => h("td", { class: "num", "data-figure": figure }, row[figure])),
+          ...TIMING_MEASURES.flatMap(
+            (measure) => PERCENTILES.map(
+              (percentile) => h(
+                "td",
+                { class: "num", "data-figure": \`\${measure}.\${percentile}\` },
+                formatDuration(row[measure][percentile])
+              )
+            )
+          )
+        )
+      )
+    );
     byId("timings-empty").hidden = rows.length > 0;
   }
   function wireOverview(refresh) {
     byId("timings-window").addEventListener("change", refresh);
   }
   function renderRunning(jobs) {
-    showRows("running-table", jobs.map((job) => h(
-      "tr",
-      {},
-      h("td", {}, jobLink(job.id)),
-      h("td", {}, job.queue),
-      h("td", {}, job.tenant),
-      h("td", {}, formatFromNow(job.startedAt)),
-      h("td", { title: formatTime(job.leaseExpiresAt) }, formatFromNow(job.leaseExpiresAt))
-    )));
+    showRows(
+      "running-table",
+      jobs.map(
+        (job) => h(
+          "tr",
+          {},
+          h("td", {}, jobLink(job.id)),
+          h("td", {}, job.queue),
+          h("td", {}, job.tenant),
+          h("td", {}, formatFromNow(job.startedAt)),
+          h("td", { title: formatTime(job.leaseExpiresAt) }, formatFromNow(job.leaseExpiresAt))
+        )
+      )
+    );
     byId("running-empty").hidden = jobs.length > 0;
   }
   function offerNames(listId, names) {
@@ -543,7 +658,7 @@ export const dashboardScript = `"use strict";
   // src/ui/dashboard/browser/tenant-view.ts
   var shownTenant = null;
   function tenantPath(name) {
-    return "/v1/tenants/" + encodeURIComponent(name);
+    return \`/v1/tenants/\${encodeURIComponent(name)}\`;
   }
   function numberField(id) {
     return byId(id, HTMLInputElement);
@@ -552,7 +667,7 @@ export const dashboardScript = `"use strict";
     const tenant = await api(tenantPath(name));
     shownTenant = name;
     byId("tenant-name").textContent = name;
-    byId("tenant-summary").textContent = (tenant.custom ? "Has settings of its own" : "Runs on the defaults") + " · " + tenant.running + " running now";
+    byId("tenant-summary").textContent = \`\${tenant.custom ? "Has settings of its own" : "Runs on the defaults"} · \${tenant.running} running now\`;
     if (!refreshing) fillTenantForm(tenant);
   }
   function fillTenantForm(tenant) {
@@ -578,9 +693,9 @@ export const dashboardScript = `"use strict";
   }
   function describeTenantSettings(settings) {
     return [
-      settings.concurrency === null ? "no concurrency limit" : "concurrency " + settings.concurrency,
-      settings.rateLimit === null ? "no rate limit" : settings.rateLimit.count + " jobs per " + settings.rateLimit.perSeconds + " s",
-      "weight " + settings.weight
+      settings.concurrency === null ? "no concurrency limit" : \`concurrency \${settings.concurrency}\`,
+      settings.rateLimit === null ? "no rate limit" : \`\${settings.rateLimit.count} jobs per \${settings.rateLimit.perSeconds} s\`,
+      \`weight \${settings.weight}\`
     ].join(" · ");
   }
   async function saveTenant(event) {
@@ -589,20 +704,20 @@ export const dashboardScript = `"use strict";
     const settings = tenantSettingsOfForm();
     if (name === null) return;
     if (settings === null) return showNotice("error", "Give both numbers of the rate limit, or neither.");
-    if (!await confirmAction("Change tenant " + name + "?", describeTenantSettings(settings), "Save")) return;
+    if (!await confirmAction(\`Change tenant \${name}?\`, describeTenantSettings(settings), "Save")) return;
     try {
       const tenant = await api(tenantPath(name), { method: "PUT", body: settings });
       fillTenantForm(tenant);
-      showNotice("ok", "Saved. Tenant " + name + ": " + describeTenantSettings(tenant) + ".");
+      showNotice("ok", \`Saved. Tenant \${name}: \${describeTenantSettings(tenant)}.\`);
     } catch (problem) {
-      showNotice("error", "Refused. " + problemMessage(problem));
+      showNotice("error", \`Refused. \${problemMessage(problem)}\`);
     }
   }
   function wireTenantView() {
     byId("tenant-form").addEventListener("submit", saveTenant);
     byId("open-tenant").addEventListener("submit", (event) => {
       event.preventDefault();
-      location.hash = "#/tenants/" + encodeURIComponent(byId("open-tenant-name", HTMLInputElement).value.trim());
+      location.hash = \`#/tenants/\${encodeURIComponent(byId("open-tenant-name", HTMLInputElement).value.trim())}\`;
     });
   }
 
@@ -625,7 +740,8 @@ export const dashboardScript = `"use strict";
       decoded = name === void 0 ? null : decodeURIComponent(name);
     } catch {
     }
-    if (section === "jobs") return decoded ? { view: "job", name: decoded } : { view: "jobs", params: new URLSearchParams(query ?? "") };
+    if (section === "jobs")
+      return decoded ? { view: "job", name: decoded } : { view: "jobs", params: new URLSearchParams(query ?? "") };
     if (section === "tenants" && decoded) return { view: "tenant", name: decoded };
     return { view: "overview" };
   }
@@ -670,12 +786,12 @@ export const dashboardScript = `"use strict";
     try {
       await load(route, refreshing);
       clearNotice("refresh");
-      byId("refreshed").textContent = "Updated " + (/* @__PURE__ */ new Date()).toLocaleTimeString();
+      byId("refreshed").textContent = \`Updated \${(/* @__PURE__ */ new Date()).toLocaleTimeString()}\`;
     } catch (problem) {
       if (problem instanceof ApiProblemError && problem.status === 401) {
         forgetKey();
         clearNotice();
-        return showSignIn("The key was refused. " + problem.message);
+        return showSignIn(\`The key was refused. \${problem.message}\`);
       }
       showNotice("error", (refreshing ? "Refresh failed. " : "") + problemMessage(problem), "refresh");
     }
@@ -777,10 +893,10 @@ export const statusScript = `"use strict";
     };
   }
   function showTime(name, iso) {
-    const time = byId(name + "-at", HTMLTimeElement);
+    const time = byId(\`\${name}-at\`, HTMLTimeElement);
     time.dateTime = iso ?? "";
     time.textContent = formatTime(iso);
-    byId(name + "-row").hidden = !iso;
+    byId(\`\${name}-row\`).hidden = !iso;
   }
   function render(job) {
     card.dataset.status = job.status;
@@ -792,23 +908,29 @@ export const statusScript = `"use strict";
     byId("progress-row").hidden = progress.percent === null && progress.message === null;
     bar.hidden = progress.percent === null;
     bar.value = progress.percent ?? 0;
-    byId("progress-text").textContent = [progress.percent === null ? null : progress.percent + "%", progress.message].filter(Boolean).join(" · ");
+    byId("progress-text").textContent = [progress.percent === null ? null : \`\${progress.percent}%\`, progress.message].filter(Boolean).join(" · ");
   }
   function setLive(text) {
     byId("live").textContent = text;
   }
   function follow(jobId) {
     const token = new URLSearchParams(location.search).get("token") ?? "";
-    const events = new EventSource("/v1/jobs/" + encodeURIComponent(jobId) + "/events?token=" + encodeURIComponent(token));
+    const events = new EventSource(\`/v1/jobs/\${encodeURIComponent(jobId)}/events?token=\${encodeURIComponent(token)}\`);
     events.addEventListener("open", () => setLive("Updating live"));
     events.addEventListener("job", (event) => render(JSON.parse(event.data)));
     events.addEventListener("end", () => {
       events.close();
       setLive("");
     });
-    events.addEventListener("error", () => setLive(events.readyState === EventSource.CLOSED ? "Live updates stopped: the link may have expired." : "Reconnecting…"));
+    events.addEventListener(
+      "error",
+      () => setLive(
+        events.readyState === EventSource.CLOSED ? "Live updates stopped: the link may have expired." : "Reconnecting…"
+      )
+    );
   }
-  for (const time of document.querySelectorAll("time[datetime]")) if (time instanceof HTMLTimeElement) time.textContent = formatTime(time.dateTime);
+  for (const time of document.querySelectorAll("time[datetime]"))
+    if (time instanceof HTMLTimeElement) time.textContent = formatTime(time.dateTime);
   if (!isFinal(card.dataset.status)) follow(card.dataset.jobId ?? "");
 })();
 `;
