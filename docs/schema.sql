@@ -39,6 +39,25 @@ TABLE dedup_keys (
   expires_at timestamp with time zone
 );
 
+TABLE event_waits (
+  job_id uuid NOT NULL,
+  step_name text NOT NULL,
+  tenant skiplock.short_name NOT NULL,
+  event text NOT NULL,
+  key text,
+  timeout_at timestamp with time zone NOT NULL,
+  since timestamp with time zone NOT NULL DEFAULT clock_timestamp()
+);
+
+TABLE events (
+  tenant skiplock.short_name NOT NULL,
+  name text NOT NULL,
+  key text NOT NULL,
+  payload jsonb NOT NULL,
+  sent_at timestamp with time zone NOT NULL,
+  expires_at timestamp with time zone NOT NULL
+);
+
 TABLE finished_jobs PARTITIONED BY RANGE (finished_at) (
   id uuid NOT NULL,
   queue text NOT NULL,
@@ -80,6 +99,28 @@ TABLE job_events (
   attempt integer NOT NULL,
   worker_id text,
   detail jsonb
+);
+
+TABLE job_links (
+  job_id uuid NOT NULL,
+  other_id uuid NOT NULL,
+  kind text NOT NULL,
+  step_name text,
+  on_failure text NOT NULL DEFAULT 'fail'::text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  resolved_at timestamp with time zone
+);
+
+TABLE job_steps (
+  job_id uuid NOT NULL,
+  name text NOT NULL,
+  kind text NOT NULL,
+  done boolean NOT NULL,
+  result jsonb,
+  failed_attempts integer NOT NULL DEFAULT 0,
+  last_error jsonb,
+  attempt integer,
+  recorded_at timestamp with time zone NOT NULL DEFAULT clock_timestamp()
 );
 
 TABLE jobs (
@@ -170,7 +211,7 @@ api_keys api_keys_admin_unbound: CHECK (((tenant IS NULL) OR (NOT ('admin'::text
 api_keys api_keys_hash_format: CHECK ((secret_sha256 ~ '^[0-9a-f]{64}$'::text));
 api_keys api_keys_name_length: CHECK (((length(name) >= 1) AND (length(name) <= 128)));
 api_keys api_keys_pkey: PRIMARY KEY (id);
-api_keys api_keys_scopes_known: CHECK (((cardinality(scopes) >= 1) AND (scopes <@ ARRAY['admin'::text, 'enqueue'::text, 'read'::text, 'worker'::text])));
+api_keys api_keys_scopes_known: CHECK (((cardinality(scopes) >= 1) AND (scopes <@ ARRAY['admin'::text, 'enqueue'::text, 'read'::text, 'worker'::text, 'events'::text])));
 api_keys api_keys_secret_sha256_key: UNIQUE (secret_sha256);
 api_keys api_keys_tenant_length: CHECK (((tenant IS NULL) OR ((length(tenant) >= 1) AND (length(tenant) <= 128))));
 api_keys api_keys_worker_bound_worker: CHECK (((worker_id IS NULL) OR (('worker'::text = ANY (scopes)) AND (NOT ('admin'::text = ANY (scopes))))));
@@ -179,9 +220,18 @@ attempt_stats_rollup attempt_stats_rollup_only_row_check: CHECK (only_row);
 attempt_stats_rollup attempt_stats_rollup_pkey: PRIMARY KEY (only_row);
 daily_attempt_stats daily_attempt_stats_pkey: PRIMARY KEY (day, queue, tenant);
 dedup_keys dedup_keys_pkey: PRIMARY KEY (tenant, queue, dedup_key);
+event_waits event_waits_pkey: PRIMARY KEY (job_id, step_name);
+events events_pkey: PRIMARY KEY (tenant, name, key);
 finished_jobs finished_jobs_state_final: CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'expired'::text])));
-job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text])));
+job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text, 'parked'::text, 'resumed'::text])));
 job_events job_events_pkey: PRIMARY KEY (id);
+job_links job_links_child_step: CHECK (((kind = 'child'::text) = (step_name IS NOT NULL)));
+job_links job_links_kind_known: CHECK ((kind = ANY (ARRAY['child'::text, 'dependency'::text])));
+job_links job_links_on_failure_known: CHECK ((on_failure = ANY (ARRAY['fail'::text, 'run'::text])));
+job_links job_links_pkey: PRIMARY KEY (job_id, other_id);
+job_steps job_steps_kind_known: CHECK ((kind = ANY (ARRAY['do'::text, 'sleep'::text, 'event'::text, 'invoke'::text])));
+job_steps job_steps_name_length: CHECK (((length(name) >= 1) AND (length(name) <= 200)));
+job_steps job_steps_pkey: PRIMARY KEY (job_id, name);
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
 jobs jobs_pkey: PRIMARY KEY (id);
 jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text])));
@@ -214,11 +264,18 @@ CREATE UNIQUE INDEX attempt_stats_rollup_pkey ON skiplock.attempt_stats_rollup U
 CREATE UNIQUE INDEX daily_attempt_stats_pkey ON skiplock.daily_attempt_stats USING btree (day, queue, tenant);
 CREATE INDEX dedup_keys_expiring_idx ON skiplock.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX dedup_keys_pkey ON skiplock.dedup_keys USING btree (tenant, queue, dedup_key);
+CREATE INDEX event_waits_event_idx ON skiplock.event_waits USING btree (tenant, event);
+CREATE UNIQUE INDEX event_waits_pkey ON skiplock.event_waits USING btree (job_id, step_name);
+CREATE UNIQUE INDEX events_pkey ON skiplock.events USING btree (tenant, name, key);
 CREATE INDEX finished_jobs_finished_at_idx ON ONLY skiplock.finished_jobs USING brin (finished_at);
 CREATE INDEX finished_jobs_id_idx ON ONLY skiplock.finished_jobs USING btree (id);
 CREATE INDEX job_events_at_idx ON skiplock.job_events USING brin (at);
 CREATE INDEX job_events_job_idx ON skiplock.job_events USING btree (job_id, id);
 CREATE UNIQUE INDEX job_events_pkey ON skiplock.job_events USING btree (id);
+CREATE INDEX job_links_other_idx ON skiplock.job_links USING btree (other_id) WHERE (resolved_at IS NULL);
+CREATE INDEX job_links_parent_idx ON skiplock.job_links USING btree (job_id);
+CREATE UNIQUE INDEX job_links_pkey ON skiplock.job_links USING btree (job_id, other_id);
+CREATE UNIQUE INDEX job_steps_pkey ON skiplock.job_steps USING btree (job_id, name);
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])));
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
 CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- (priority)::smallint)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
@@ -295,6 +352,19 @@ UNION ALL
     f.finished_at,
     f.result
    FROM skiplock.finished_jobs f;;
+
+VIEW job_graph AS
+ SELECT l.job_id,
+    l.other_id,
+    l.kind,
+    l.step_name,
+    l.on_failure,
+    l.created_at,
+    l.resolved_at,
+    o.type AS other_type,
+    o.state AS other_state
+   FROM skiplock.job_links l
+     LEFT JOIN skiplock.all_jobs o ON o.id = l.other_id;;
 
 VIEW tenant_limits AS
  SELECT t.name,
@@ -952,6 +1022,30 @@ BEGIN
 END
 $$;
 
+FUNCTION enqueue_flow(jobs jsonb, dependencies jsonb) RETURNS SETOF json LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  ids uuid[];
+BEGIN
+  WITH input AS (
+    SELECT i.job, i.ordinal FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
+  ),
+  parked AS (
+    SELECT jsonb_agg(
+             CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(dependencies) d WHERE (d->>'job')::bigint = i.ordinal - 1)
+                  THEN i.job - 'delaySeconds' || jsonb_build_object('runAt', skiplock.until_woken())
+                  ELSE i.job END
+             ORDER BY i.ordinal) AS jobs
+    FROM input i
+  )
+  SELECT array_agg(e.id ORDER BY e.id) INTO ids FROM parked p, skiplock.enqueue_jobs(p.jobs) e;
+  INSERT INTO skiplock.job_links (job_id, other_id, kind, on_failure)
+  SELECT ids[(d->>'job')::integer + 1], ids[(d->>'dependsOn')::integer + 1], 'dependency',
+         coalesce(d->>'onFailure', 'fail')
+  FROM jsonb_array_elements(dependencies) d;
+  RETURN QUERY SELECT skiplock.job_json(j) FROM skiplock.jobs j WHERE j.id = ANY (ids) ORDER BY j.id;
+END
+$$;
+
 FUNCTION enqueue_from_view() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
@@ -1170,6 +1264,36 @@ $$;
 
 FUNCTION histogram_sum(jsonb) RETURNS jsonb LANGUAGE internal IMMUTABLE AS $$aggregate_dummy$$;
 
+FUNCTION invoke_child(job_id uuid, lease_token uuid, name text, child jsonb, lease_seconds integer) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  j skiplock.jobs := skiplock.owned_job(job_id, lease_token);
+  recorded jsonb;
+  child_id uuid;
+BEGIN
+  IF j.id IS NULL THEN
+    RETURN skiplock.step_answer('lease-lost');
+  END IF;
+  SELECT s.result INTO recorded FROM skiplock.job_steps s WHERE s.job_id = j.id AND s.name = invoke_child.name AND s.done;
+  IF FOUND THEN
+    UPDATE skiplock.jobs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => invoke_child.lease_seconds))
+    WHERE id = j.id;
+    RETURN skiplock.step_answer('done', recorded);
+  END IF;
+  IF j.cancel_requested_at IS NOT NULL THEN
+    RETURN skiplock.step_answer('cancel-requested');
+  END IF;
+  SELECT l.other_id INTO child_id FROM skiplock.job_links l
+  WHERE l.job_id = j.id AND l.kind = 'child' AND l.step_name = invoke_child.name;
+  IF NOT FOUND THEN
+    SELECT coalesce(e.id, e."heldBy") INTO child_id
+    FROM skiplock.enqueue_jobs(jsonb_build_array(child || jsonb_build_object('tenant', j.tenant))) e;
+    INSERT INTO skiplock.job_links (job_id, other_id, kind, step_name) VALUES (j.id, child_id, 'child', name);
+  END IF;
+  PERFORM skiplock.park(j, skiplock.until_woken(), jsonb_build_object('step', name, 'childId', child_id));
+  RETURN json_build_object('status', 'parked', 'childId', child_id);
+END
+$$;
+
 FUNCTION is_legal_transition(from_state text, to_state text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
   RETURN (from_state, to_state) IN (
@@ -1207,6 +1331,10 @@ FUNCTION job_status(state text, run_at timestamp with time zone) RETURNS text LA
     WHEN state IN ('scheduled', 'queued') THEN 'scheduled'
     ELSE state
   END
+$$;
+
+FUNCTION lock_event(tenant text, event text) RETURNS void LANGUAGE sql VOLATILE AS $$
+  SELECT pg_advisory_xact_lock(1936418166, hashtext(tenant || '/' || event))
 $$;
 
 FUNCTION maintain_finished_jobs(retention interval, days_ahead integer DEFAULT 2) RETURNS TABLE(created integer, dropped integer, deleted integer) LANGUAGE plpgsql VOLATILE SET lock_timeout=100ms AS $$
@@ -1371,6 +1499,100 @@ BEGIN
 END
 $$;
 
+FUNCTION on_linked_jobs_finished() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  ended jsonb;
+BEGIN
+  -- A statement trigger fires for an insert of no rows too, this function's own included.
+  IF NOT EXISTS (SELECT 1 FROM finished) THEN
+    RETURN NULL;
+  END IF;
+  IF EXISTS (SELECT 1 FROM skiplock.event_waits LIMIT 1) THEN
+    DELETE FROM skiplock.event_waits w USING finished f WHERE w.job_id = f.id;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM skiplock.job_links LIMIT 1) THEN
+    RETURN NULL;
+  END IF;
+  WITH resolved AS (
+    UPDATE skiplock.job_links l SET resolved_at = f.finished_at
+    FROM finished f
+    WHERE l.other_id = f.id AND l.resolved_at IS NULL
+    RETURNING l.job_id, l.kind, l.step_name, l.on_failure, f.id AS other_id, f.type, f.state, f.result, f.last_error
+  )
+  SELECT coalesce(jsonb_agg(r), '[]') INTO ended FROM resolved r;
+
+  -- Children's ends, as their parents' invoke steps.
+  INSERT INTO skiplock.job_steps (job_id, name, kind, done, result)
+  SELECT e.job_id, e.step_name, 'invoke', true,
+         jsonb_build_object('jobId', e.other_id, 'status', e.state, 'result', e.result, 'error', e.last_error)
+  FROM jsonb_to_recordset(ended) AS e(job_id uuid, kind text, step_name text, other_id uuid, state text, result jsonb,
+                                      last_error jsonb)
+  WHERE e.kind = 'child'
+  ON CONFLICT ON CONSTRAINT job_steps_pkey DO NOTHING;
+
+  -- Dependents that must not run after a failed dependency end failed.
+  WITH doomed AS (
+    DELETE FROM skiplock.jobs j
+    USING (SELECT DISTINCT ON (e.job_id) e.job_id, e.other_id, e.type, e.state
+           FROM jsonb_to_recordset(ended) AS e(job_id uuid, kind text, on_failure text, other_id uuid, type text, state text)
+           WHERE e.kind = 'dependency' AND e.on_failure = 'fail' AND e.state <> 'succeeded') d
+    WHERE j.id = d.job_id AND j.state <> 'running'
+    RETURNING skiplock.as_finished(j, 'failed', NULL, jsonb_build_object(
+      'name', 'DependencyFailedError',
+      'message', format('dependency %s (%s) ended %s', d.other_id, d.type, d.state),
+      'dependencyId', d.other_id)) AS finished
+  )
+  INSERT INTO skiplock.finished_jobs SELECT (d.finished).* FROM doomed d;
+
+  -- Parents whose child ended, and dependents with nothing left to wait for, resume.
+  WITH resumed AS (
+    UPDATE skiplock.jobs j SET state = 'queued', run_at = now()
+    WHERE j.id IN (SELECT e.job_id FROM jsonb_to_recordset(ended) AS e(job_id uuid))
+      AND j.state = 'scheduled'
+      AND NOT EXISTS (SELECT 1 FROM skiplock.job_links l
+                      WHERE l.job_id = j.id AND l.kind = 'dependency' AND l.resolved_at IS NULL)
+    RETURNING j.id, j.attempts
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT r.id, 'resumed', r.attempts, jsonb_build_object('after', 'linked jobs ended') FROM resumed r;
+
+  -- A cancelled parent's children that have not started are cancelled too; running ones are asked to stop.
+  WITH children AS (
+    SELECT l.other_id AS id FROM finished f JOIN skiplock.job_links l ON l.job_id = f.id
+    WHERE f.state = 'cancelled' AND l.kind = 'child'
+  ),
+  asked AS (
+    UPDATE skiplock.jobs j SET cancel_requested_at = coalesce(j.cancel_requested_at, now())
+    FROM children c WHERE j.id = c.id AND j.state = 'running'
+  ),
+  dropped AS (
+    DELETE FROM skiplock.jobs j USING children c
+    WHERE j.id = c.id AND j.state <> 'running'
+    RETURNING skiplock.as_finished(j, 'cancelled', NULL,
+      jsonb_build_object('name', 'ParentCancelledError', 'message', 'its parent job was cancelled')) AS finished
+  )
+  INSERT INTO skiplock.finished_jobs SELECT (d.finished).* FROM dropped d;
+  RETURN NULL;
+END
+$$;
+
+FUNCTION owned_job(job_id uuid, lease_token uuid) RETURNS skiplock.jobs LANGUAGE sql VOLATILE AS $$
+  SELECT j FROM skiplock.jobs j WHERE j.id = job_id AND j.lease_token = owned_job.lease_token FOR UPDATE
+$$;
+
+FUNCTION park(j skiplock.jobs, until timestamp with time zone, detail jsonb) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  UPDATE skiplock.jobs
+  SET state = 'scheduled', run_at = until, attempts = attempts - 1,
+      lease_token = NULL, lease_expires_at = NULL,
+      run_ms = run_ms + skiplock.ms_between(started_at, clock_timestamp())
+  WHERE id = j.id;
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
+  VALUES (j.id, 'parked', j.attempts, j.worker_id,
+          detail || jsonb_build_object('until', CASE WHEN until < skiplock.until_woken() THEN skiplock.iso(until) END));
+END
+$$;
+
 FUNCTION prepare_claims() RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   BEGIN
@@ -1381,6 +1603,27 @@ BEGIN
     NULL;
   END;
 END
+$$;
+
+FUNCTION record_steps(steps jsonb) RETURNS TABLE(job_id uuid, name text) LANGUAGE sql VOLATILE AS $$
+  WITH input AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(steps)
+      AS x("jobId" uuid, "leaseToken" uuid, name text, result jsonb, "leaseSeconds" integer)
+  ),
+  owned AS (
+    UPDATE skiplock.jobs j
+    SET lease_expires_at = greatest(j.lease_expires_at, now() + make_interval(secs => i."leaseSeconds"))
+    FROM input i
+    WHERE j.id = i."jobId" AND j.lease_token = i."leaseToken"
+    RETURNING j.id, j.attempts
+  )
+  INSERT INTO skiplock.job_steps AS s (job_id, name, kind, done, result, attempt)
+  SELECT i."jobId", i.name, 'do', true, i.result, o.attempts
+  FROM input i JOIN owned o ON o.id = i."jobId"
+  ON CONFLICT ON CONSTRAINT job_steps_pkey DO UPDATE
+    SET done = true, result = EXCLUDED.result, attempt = EXCLUDED.attempt, recorded_at = EXCLUDED.recorded_at
+    WHERE NOT s.done
+  RETURNING s.job_id, s.name
 $$;
 
 FUNCTION refresh_statistics() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
@@ -1536,6 +1779,117 @@ BEGIN
 END
 $$;
 
+FUNCTION send_event(event text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, key text DEFAULT NULL::text, keep interval DEFAULT '1 day'::interval) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  sent timestamptz := clock_timestamp();
+  received jsonb;
+  woken integer;
+BEGIN
+  IF event IS NULL OR length(event) NOT BETWEEN 1 AND 200 THEN
+    PERFORM skiplock.refuse('event', 'must be a name of 1 to 200 characters');
+  END IF;
+  IF key IS NOT NULL AND length(key) NOT BETWEEN 1 AND 200 THEN
+    PERFORM skiplock.refuse('key', 'must be 1 to 200 characters when given');
+  END IF;
+  IF tenant IS NULL OR length(tenant) NOT BETWEEN 1 AND 128 THEN
+    PERFORM skiplock.refuse('tenant', 'must be 1 to 128 characters');
+  END IF;
+  IF keep IS NULL OR keep < interval '0' OR keep > interval '365 days' THEN
+    PERFORM skiplock.refuse('keep', 'must be from 0 to 365 days');
+  END IF;
+  payload := coalesce(payload, 'null');
+  received := jsonb_build_object('payload', payload, 'sentAt', skiplock.iso(sent));
+  PERFORM skiplock.lock_event(tenant, event);
+  DELETE FROM skiplock.events e WHERE e.tenant = send_event.tenant AND e.name = event AND e.expires_at <= now();
+  IF keep > interval '0' THEN
+    INSERT INTO skiplock.events AS e (tenant, name, key, payload, sent_at, expires_at)
+    VALUES (tenant, event, coalesce(key, ''), payload, sent, sent + keep)
+    ON CONFLICT ON CONSTRAINT events_pkey DO UPDATE
+      SET payload = EXCLUDED.payload, sent_at = EXCLUDED.sent_at, expires_at = EXCLUDED.expires_at;
+  END IF;
+  WITH taken AS (
+    DELETE FROM skiplock.event_waits w
+    WHERE w.tenant = send_event.tenant AND w.event = send_event.event
+      AND (w.key IS NULL OR w.key = coalesce(send_event.key, ''))
+    RETURNING w.job_id, w.step_name
+  ),
+  recorded AS (
+    INSERT INTO skiplock.job_steps (job_id, name, kind, done, result)
+    SELECT t.job_id, t.step_name, 'event', true, received FROM taken t
+    ON CONFLICT ON CONSTRAINT job_steps_pkey DO NOTHING
+    RETURNING job_id
+  ),
+  resumed AS (
+    UPDATE skiplock.jobs j SET state = 'queued', run_at = now()
+    FROM recorded r
+    WHERE j.id = r.job_id AND j.state = 'scheduled'
+    RETURNING j.id, j.attempts
+  ),
+  history AS (
+    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+    SELECT r.id, 'resumed', r.attempts, jsonb_build_object('event', event, 'key', key) FROM resumed r
+  )
+  SELECT count(*) INTO woken FROM recorded;
+  RETURN json_build_object('event', event, 'key', key, 'tenant', tenant, 'sentAt', skiplock.iso(sent), 'woken', woken);
+END
+$$;
+
+FUNCTION sleep_step(job_id uuid, lease_token uuid, name text, until timestamp with time zone) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  j skiplock.jobs := skiplock.owned_job(job_id, lease_token);
+  recorded timestamptz;
+BEGIN
+  IF j.id IS NULL THEN
+    RETURN skiplock.step_answer('lease-lost');
+  END IF;
+  INSERT INTO skiplock.job_steps AS s (job_id, name, kind, done, result, attempt)
+  VALUES (j.id, name, 'sleep', true, jsonb_build_object('until', skiplock.iso(until)), j.attempts)
+  ON CONFLICT ON CONSTRAINT job_steps_pkey DO UPDATE SET name = s.name
+  RETURNING (s.result->>'until')::timestamptz INTO recorded;
+  IF recorded IS NULL THEN
+    PERFORM skiplock.refuse('name', format('step "%s" is a step of another kind', name));
+  END IF;
+  IF recorded <= clock_timestamp() THEN
+    RETURN skiplock.step_answer('done');
+  END IF;
+  IF j.cancel_requested_at IS NOT NULL THEN
+    RETURN skiplock.step_answer('cancel-requested');
+  END IF;
+  PERFORM skiplock.park(j, recorded, jsonb_build_object('step', name, 'sleep', true));
+  RETURN skiplock.step_answer('parked');
+END
+$$;
+
+FUNCTION step_answer(status text, result jsonb DEFAULT NULL::jsonb) RETURNS json LANGUAGE sql IMMUTABLE AS $$
+  SELECT json_build_object('status', status, 'result', result)
+$$;
+
+FUNCTION step_failed(job_id uuid, lease_token uuid, name text, error jsonb, retry_at timestamp with time zone) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  j skiplock.jobs := skiplock.owned_job(job_id, lease_token);
+  failures integer;
+BEGIN
+  IF j.id IS NULL THEN
+    RETURN skiplock.step_answer('lease-lost');
+  END IF;
+  INSERT INTO skiplock.job_steps AS s (job_id, name, kind, done, failed_attempts, last_error, attempt)
+  VALUES (j.id, name, 'do', false, 1, error, j.attempts)
+  ON CONFLICT ON CONSTRAINT job_steps_pkey DO UPDATE
+    SET failed_attempts = s.failed_attempts + 1, last_error = EXCLUDED.last_error, attempt = EXCLUDED.attempt
+    WHERE NOT s.done
+  RETURNING s.failed_attempts INTO failures;
+  IF j.cancel_requested_at IS NOT NULL THEN
+    RETURN skiplock.step_answer('cancel-requested');
+  END IF;
+  PERFORM skiplock.park(j, retry_at, jsonb_build_object('step', name, 'failedAttempts', failures, 'error', error));
+  RETURN skiplock.step_answer('parked');
+END
+$$;
+
+FUNCTION until_woken() RETURNS timestamp with time zone LANGUAGE sql IMMUTABLE AS $$
+  SELECT timestamptz '9999-12-31 00:00:00+00'
+$$;
+
 FUNCTION uuid_v7(at timestamp with time zone, n integer DEFAULT 0, seed bytea DEFAULT NULL::bytea) RETURNS uuid LANGUAGE sql VOLATILE AS $$
   SELECT encode(
     substring(int8send(floor(extract(epoch FROM at) * 1000)::bigint) FROM 3)
@@ -1546,6 +1900,52 @@ FUNCTION uuid_v7(at timestamp with time zone, n integer DEFAULT 0, seed bytea DE
     'hex')::uuid
 $$;
 
+FUNCTION wait_for_event(job_id uuid, lease_token uuid, name text, event text, key text, timeout_at timestamp with time zone, lease_seconds integer) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  j skiplock.jobs := skiplock.owned_job(job_id, lease_token);
+  recorded jsonb;
+  waiting skiplock.event_waits;
+BEGIN
+  IF j.id IS NULL THEN
+    RETURN skiplock.step_answer('lease-lost');
+  END IF;
+  PERFORM skiplock.lock_event(j.tenant, event);
+  SELECT s.result INTO recorded FROM skiplock.job_steps s WHERE s.job_id = j.id AND s.name = wait_for_event.name AND s.done;
+  IF NOT FOUND THEN
+    SELECT * INTO waiting FROM skiplock.event_waits w WHERE w.job_id = j.id AND w.step_name = wait_for_event.name;
+    IF waiting.job_id IS NOT NULL AND waiting.timeout_at <= clock_timestamp() THEN
+      recorded := 'null';
+    ELSE
+      SELECT jsonb_build_object('payload', e.payload, 'sentAt', skiplock.iso(e.sent_at)) INTO recorded
+      FROM skiplock.events e
+      WHERE e.tenant = j.tenant AND e.name = event AND (wait_for_event.key IS NULL OR e.key = wait_for_event.key)
+        AND e.expires_at > now() AND e.sent_at >= j.created_at
+      ORDER BY e.sent_at DESC
+      LIMIT 1;
+    END IF;
+    IF recorded IS NOT NULL THEN
+      INSERT INTO skiplock.job_steps (job_id, name, kind, done, result, attempt)
+      VALUES (j.id, name, 'event', true, recorded, j.attempts);
+    END IF;
+  END IF;
+  IF recorded IS NOT NULL THEN
+    DELETE FROM skiplock.event_waits w WHERE w.job_id = j.id AND w.step_name = wait_for_event.name;
+    UPDATE skiplock.jobs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => wait_for_event.lease_seconds))
+    WHERE id = j.id;
+    RETURN skiplock.step_answer('done', recorded);
+  END IF;
+  IF j.cancel_requested_at IS NOT NULL THEN
+    RETURN skiplock.step_answer('cancel-requested');
+  END IF;
+  INSERT INTO skiplock.event_waits (job_id, step_name, tenant, event, key, timeout_at)
+  VALUES (j.id, name, j.tenant, event, key, timeout_at)
+  ON CONFLICT ON CONSTRAINT event_waits_pkey DO NOTHING;
+  PERFORM skiplock.park(j, coalesce(waiting.timeout_at, timeout_at),
+                        jsonb_build_object('step', name, 'event', event, 'key', key));
+  RETURN skiplock.step_answer('parked');
+END
+$$;
+
 -- Triggers
 
 CREATE TRIGGER all_jobs_insert_enqueues INSTEAD OF INSERT ON skiplock.all_jobs FOR EACH ROW EXECUTE FUNCTION skiplock.enqueue_from_view();
@@ -1553,6 +1953,7 @@ CREATE TRIGGER all_jobs_update_reschedules INSTEAD OF UPDATE ON skiplock.all_job
 CREATE TRIGGER finished_jobs_announce AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN (((new.callback_url IS NOT NULL) OR (new.failure_callback_url IS NOT NULL))) EXECUTE FUNCTION skiplock.on_job_finished_with_callback();
 CREATE TRIGGER finished_jobs_outcome_final BEFORE UPDATE OF state ON skiplock.finished_jobs FOR EACH ROW WHEN ((old.state IS DISTINCT FROM new.state)) EXECUTE FUNCTION skiplock.refuse_finished_change();
 CREATE TRIGGER finished_jobs_release_dedup_key AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.dedup_key IS NOT NULL)) EXECUTE FUNCTION skiplock.on_keyed_job_finished();
+CREATE TRIGGER finished_jobs_resolve_links AFTER INSERT ON skiplock.finished_jobs REFERENCING NEW TABLE AS finished FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_linked_jobs_finished();
 CREATE TRIGGER job_events_append_only BEFORE UPDATE ON skiplock.job_events FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();
 CREATE TRIGGER jobs_inserted AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_jobs_inserted();
 CREATE CONSTRAINT TRIGGER jobs_legal_transition AFTER UPDATE OF state ON skiplock.jobs NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.state <> 'running'::text) AND (old.state IS DISTINCT FROM new.state) AND (NOT skiplock.is_legal_transition(old.state, new.state)))) EXECUTE FUNCTION skiplock.refuse_illegal_transition();

@@ -3,6 +3,8 @@ import type { JobType, PayloadIssue } from '../engine/job-type.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { InvalidPayloadError } from './job-errors.js';
 import type { Logger } from './logger.js';
+import type { Steps } from './steps.js';
+import type { DependencyEnd } from '../engine/flows.js';
 
 /** Retry delays: full jitter over min(maxSeconds, baseSeconds * 2^(attempt-1)). */
 export interface Backoff {
@@ -68,6 +70,13 @@ export interface JobContext {
   /** Saves progress with a heartbeat, so a later attempt can continue from it. */
   progress(value: Json): Promise<void>;
   readonly log: Logger;
+  /**
+   * Durable steps: `do` (run once, result recorded), `sleep` and
+   * `sleepUntil`, `waitForEvent`, `invoke` (a child job). See docs/steps.md.
+   */
+  readonly step: Steps;
+  /** How the jobs this one depends on (in a flow) ended. */
+  dependencies(): Promise<DependencyEnd[]>;
 }
 
 /** Returns the job's result (JSON, capped in size); throws to fail the attempt. */

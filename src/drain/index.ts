@@ -28,10 +28,21 @@ export {
   AttemptInterruptedError,
   InvalidBatchOutcomeError,
   InvalidPayloadError,
+  InvalidStepError,
   PermanentError,
   RetryAfterError,
+  StepFailedError,
   type Interruption,
 } from './job-errors.js';
+export type {
+  ChildEnd,
+  Duration,
+  ReceivedEvent,
+  StepOptions,
+  Steps,
+  WaitForEventOptions,
+} from './steps.js';
+export type { DependencyEnd } from '../engine/flows.js';
 export { MAX_RESULT_BYTES } from './job-result.js';
 export type { LogFields, Logger } from './logger.js';
 export type { DeliveredJob } from './bulk-delivery/delivered-job.js';

@@ -11,8 +11,10 @@ export interface JobCounts {
   handedBack: number;
   /** Attempts whose lease another claim had taken over: their outcome was not written. */
   leaseLost: number;
+  /** Jobs parked by a step (a sleep, a wait for an event or a child, a step's retry): they resume later. */
+  parked: number;
 }
 
 export function noJobCounts(): JobCounts {
-  return { claimed: 0, succeeded: 0, retrying: 0, failed: 0, cancelled: 0, handedBack: 0, leaseLost: 0 };
+  return { claimed: 0, succeeded: 0, retrying: 0, failed: 0, cancelled: 0, handedBack: 0, leaseLost: 0, parked: 0 };
 }

@@ -76,3 +76,31 @@ export class InvalidBatchOutcomeError extends Error {
     super(`batch job type "${type}": ${problem}`);
   }
 }
+
+/**
+ * A durable step's fn failed. With the step's own attempts (`maxAttempts`
+ * above 1) spent, the job fails for good; otherwise the job's attempt fails
+ * and retries by the job's rules. Either way lastError names the step.
+ */
+export class StepFailedError extends Error {
+  override readonly name = 'StepFailedError';
+  constructor(
+    readonly step: string,
+    cause: unknown,
+    /** The step's own attempts are spent: the job fails for good. */
+    readonly forGood: boolean,
+  ) {
+    super(`step "${step}" failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** A step used wrongly (a name used twice, a result that is not JSON, a bad duration): the job fails for good. */
+export class InvalidStepError extends PermanentError {
+  override readonly name = 'InvalidStepError';
+  constructor(
+    readonly step: string,
+    problem: string,
+  ) {
+    super(`step "${step}": ${problem}`);
+  }
+}

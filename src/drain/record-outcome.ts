@@ -52,6 +52,10 @@ export async function recordOutcome(
       case 'lease-lost':
         counts.leaseLost += 1;
         return;
+      case 'parked':
+        // The step that parked the job wrote it back, in the statement that recorded the step.
+        counts.parked += 1;
+        return;
     }
   } catch (error) {
     if (!(error instanceof StaleLeaseError)) throw error;

@@ -5,7 +5,16 @@ import { releasedWhenRead, type ConnectionGate } from './connection-gate.js';
 import { retryDelaySeconds } from './backoff.js';
 import type { JobContext, JobDefinition } from './define-job.js';
 import type { Beating } from './heartbeat.js';
-import { AttemptInterruptedError, InvalidPayloadError, PermanentError, RetryAfterError } from './job-errors.js';
+import { dependencyEnds, type DependencyEnd } from '../engine/flows.js';
+import {
+  AttemptInterruptedError,
+  InvalidPayloadError,
+  InvalidStepError,
+  PermanentError,
+  RetryAfterError,
+  StepFailedError,
+} from './job-errors.js';
+import { JobStepRunner, type Steps, type StepsOwner } from './steps.js';
 import { toJobResult } from './job-result.js';
 import { withFields, type Logger } from './logger.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
@@ -24,7 +33,9 @@ export type AttemptOutcome =
   | { kind: 'handed-back'; countAttempt: boolean }
   | { kind: 'cancelled'; error: Json }
   /** The token no longer owns the job: write nothing. */
-  | { kind: 'lease-lost' };
+  | { kind: 'lease-lost' }
+  /** A step parked the job (waiting again, its lease handed back): write nothing. */
+  | { kind: 'parked' };
 
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
@@ -40,8 +51,10 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
  * it uses: the abort signal and the job's logger are made when the handler
  * first asks for them.
  */
-export class Attempt implements JobContext, Beating {
+export class Attempt implements JobContext, Beating, StepsOwner {
   readonly attempt: number;
+  readonly leaseSeconds: number;
+  private steps: JobStepRunner | undefined;
   private readonly lease: AttemptLease;
   private interruption: AttemptInterruptedError | undefined;
   private controller: AbortController | undefined;
@@ -52,7 +65,7 @@ export class Attempt implements JobContext, Beating {
   private heldConnections: Set<() => void> | undefined;
 
   constructor(
-    db: Queryable,
+    private readonly db: Queryable,
     readonly job: ClaimedJob,
     claimSentAt: number,
     private readonly definition: JobDefinition,
@@ -61,6 +74,7 @@ export class Attempt implements JobContext, Beating {
   ) {
     this.attempt = job.attempts;
     const leaseSeconds = definition.options.leaseSeconds ?? job.leaseSeconds;
+    this.leaseSeconds = leaseSeconds;
     this.lease = new AttemptLease(db, job, leaseSeconds, claimSentAt, (reason) => this.interrupt(reason));
   }
 
@@ -109,6 +123,14 @@ export class Attempt implements JobContext, Beating {
     return this.fetches;
   }
 
+  get step(): Steps {
+    return (this.steps ??= new JobStepRunner(this.db, this));
+  }
+
+  dependencies(): Promise<DependencyEnd[]> {
+    return dependencyEnds(this.db, this.job.id);
+  }
+
   progress(value: Json): Promise<void> {
     return this.lease.extend({ progress: value });
   }
@@ -141,6 +163,8 @@ export class Attempt implements JobContext, Beating {
           );
     try {
       const settled = await this.settleUnlessInterrupted();
+      // A step parked the job, which is waiting again: whatever the handler did after.
+      if (this.steps?.parkedAt !== undefined) return { kind: 'parked' };
       // Interrupted, or threw because it was: either way the interruption decides.
       if (this.interruption !== undefined) return this.interruptedOutcome(this.interruption);
       return settledOutcome(settled!, this.job, this.definition);
@@ -180,7 +204,7 @@ export class Attempt implements JobContext, Beating {
         // that costs no attempt. One that did not restarts from scratch, so it
         // counts; a job that can never fit in a drain then fails in the end
         // instead of looping forever.
-        return { kind: 'handed-back', countAttempt: !this.lease.progressSaved };
+        return { kind: 'handed-back', countAttempt: !(this.lease.progressSaved || this.steps?.recordedAny) };
     }
   }
 }
@@ -195,7 +219,9 @@ function settledOutcome(settled: Settled, job: ClaimedJob, definition: JobDefini
 }
 
 function failureOutcome(error: unknown, job: ClaimedJob, definition: JobDefinition): AttemptOutcome {
-  if (error instanceof PermanentError) return { kind: 'failed', error: errorJson(error), forGood: true };
+  if (error instanceof PermanentError || (error instanceof StepFailedError && error.forGood)) {
+    return { kind: 'failed', error: errorJson(error), forGood: true };
+  }
   const { maxAttempts, backoff } = definition.options;
   const forGood = maxAttempts !== undefined && job.attempts >= maxAttempts;
   if (error instanceof RetryAfterError)
@@ -216,5 +242,6 @@ function errorJson(error: unknown): Json {
   if (error instanceof InvalidPayloadError)
     described.issues = error.issues.map(({ path, message }) => ({ path, message }));
   if (error instanceof RetryAfterError) described.retryInSeconds = error.seconds;
+  if (error instanceof StepFailedError || error instanceof InvalidStepError) described.step = error.step;
   return described;
 }

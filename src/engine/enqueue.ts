@@ -208,7 +208,7 @@ async function readHeldJob(db: Queryable, row: EnqueueRow): Promise<Job> {
   return held.job;
 }
 
-function checkBatch(jobs: readonly EnqueueInput[]): void {
+export function checkBatch(jobs: readonly EnqueueInput[]): void {
   if (jobs.length === 0) throw new InvalidInputError('a batch needs at least one job', 'jobs');
   if (jobs.length > MAX_BATCH) throw new InvalidInputError(`a batch holds at most ${MAX_BATCH} jobs`, 'jobs');
   const seen = new Set<string>();

@@ -86,6 +86,29 @@ export { getQueue, listQueueSettings, setQueue, type Queue, type QueueSettings }
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';
 export {
+  getJobSteps,
+  MAX_WAIT_SECONDS,
+  type JobStep,
+  type JobSteps,
+  type StepKind,
+} from './steps.js';
+export {
+  DEFAULT_EVENT_KEEP_SECONDS,
+  MAX_EVENT_KEEP_SECONDS,
+  sendEvent,
+  sendEventQuery,
+  type SendEventInput,
+  type SentEvent,
+} from './events.js';
+export {
+  enqueueFlow,
+  type DependencyEnd,
+  type FlowDependency,
+  type FlowInput,
+  type FlowJob,
+  type OnDependencyFailure,
+} from './flows.js';
+export {
   acknowledge,
   MAX_ACKNOWLEDGEMENTS,
   type AcknowledgeResult,

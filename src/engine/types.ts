@@ -132,6 +132,8 @@ export type JobEventKind =
   | 'lease_expired'
   | 'rescheduled'
   | 'callback_enqueued'
+  | 'parked'
+  | 'resumed'
   | 'callback_failed'
   | 'callback_cancelled'
   | 'callback_delivered';

@@ -19,6 +19,8 @@ const JOB_EVENT_KINDS = [
   'callback_failed',
   'callback_cancelled',
   'callback_delivered',
+  'parked',
+  'resumed',
 ] as const satisfies readonly JobEventKind[];
 
 export const JobEventSchema = z
