@@ -353,7 +353,7 @@ class GroupCommit<In, Out> {
       const batch = this.pending.splice(0, 500);
       try {
         const outs = await this.send(batch.map((each) => each.input));
-        batch.forEach((each, index) => each.resolve(outs[index]!));
+        for (const [index, each] of batch.entries()) each.resolve(outs[index]!);
       } catch (error) {
         for (const each of batch) each.reject(error);
       }
