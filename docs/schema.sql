@@ -1264,33 +1264,46 @@ $$;
 
 FUNCTION histogram_sum(jsonb) RETURNS jsonb LANGUAGE internal IMMUTABLE AS $$aggregate_dummy$$;
 
-FUNCTION invoke_child(job_id uuid, lease_token uuid, name text, child jsonb, lease_seconds integer) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION invoke_children(job_id uuid, lease_token uuid, invokes jsonb, lease_seconds integer) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   j skiplock.jobs := skiplock.owned_job(job_id, lease_token);
+  invoke jsonb;
   recorded jsonb;
+  ended jsonb := '{}';
+  children jsonb := '{}';
   child_id uuid;
 BEGIN
   IF j.id IS NULL THEN
     RETURN skiplock.step_answer('lease-lost');
   END IF;
-  SELECT s.result INTO recorded FROM skiplock.job_steps s WHERE s.job_id = j.id AND s.name = invoke_child.name AND s.done;
-  IF FOUND THEN
-    UPDATE skiplock.jobs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => invoke_child.lease_seconds))
+  FOR invoke IN SELECT * FROM jsonb_array_elements(invokes) LOOP
+    SELECT s.result INTO recorded FROM skiplock.job_steps s
+    WHERE s.job_id = j.id AND s.name = invoke->>'name' AND s.done;
+    IF FOUND THEN
+      ended := ended || jsonb_build_object(invoke->>'name', recorded);
+    ELSE
+      children := children || jsonb_build_object(invoke->>'name', invoke->'child');
+    END IF;
+  END LOOP;
+  IF children = '{}' THEN
+    UPDATE skiplock.jobs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => invoke_children.lease_seconds))
     WHERE id = j.id;
-    RETURN skiplock.step_answer('done', recorded);
+    RETURN skiplock.step_answer('done', ended);
   END IF;
   IF j.cancel_requested_at IS NOT NULL THEN
     RETURN skiplock.step_answer('cancel-requested');
   END IF;
-  SELECT l.other_id INTO child_id FROM skiplock.job_links l
-  WHERE l.job_id = j.id AND l.kind = 'child' AND l.step_name = invoke_child.name;
-  IF NOT FOUND THEN
-    SELECT coalesce(e.id, e."heldBy") INTO child_id
-    FROM skiplock.enqueue_jobs(jsonb_build_array(child || jsonb_build_object('tenant', j.tenant))) e;
-    INSERT INTO skiplock.job_links (job_id, other_id, kind, step_name) VALUES (j.id, child_id, 'child', name);
-  END IF;
-  PERFORM skiplock.park(j, skiplock.until_woken(), jsonb_build_object('step', name, 'childId', child_id));
-  RETURN json_build_object('status', 'parked', 'childId', child_id);
+  FOR invoke IN SELECT jsonb_build_object('name', e.key, 'child', e.value) FROM jsonb_each(children) e LOOP
+    IF NOT EXISTS (SELECT 1 FROM skiplock.job_links l
+                   WHERE l.job_id = j.id AND l.kind = 'child' AND l.step_name = invoke->>'name') THEN
+      SELECT coalesce(e.id, e."heldBy") INTO child_id
+      FROM skiplock.enqueue_jobs(jsonb_build_array(invoke->'child' || jsonb_build_object('tenant', j.tenant))) e;
+      INSERT INTO skiplock.job_links (job_id, other_id, kind, step_name) VALUES (j.id, child_id, 'child', invoke->>'name');
+    END IF;
+  END LOOP;
+  PERFORM skiplock.park(j, skiplock.until_woken(),
+                        jsonb_build_object('steps', (SELECT jsonb_agg(e.key) FROM jsonb_each(children) e)));
+  RETURN skiplock.step_answer('parked');
 END
 $$;
 
@@ -1544,13 +1557,12 @@ BEGIN
   )
   INSERT INTO skiplock.finished_jobs SELECT (d.finished).* FROM doomed d;
 
-  -- Parents whose child ended, and dependents with nothing left to wait for, resume.
+  -- Parents and dependents with no child or dependency left to wait for resume.
   WITH resumed AS (
     UPDATE skiplock.jobs j SET state = 'queued', run_at = now()
     WHERE j.id IN (SELECT e.job_id FROM jsonb_to_recordset(ended) AS e(job_id uuid))
       AND j.state = 'scheduled'
-      AND NOT EXISTS (SELECT 1 FROM skiplock.job_links l
-                      WHERE l.job_id = j.id AND l.kind = 'dependency' AND l.resolved_at IS NULL)
+      AND NOT EXISTS (SELECT 1 FROM skiplock.job_links l WHERE l.job_id = j.id AND l.resolved_at IS NULL)
     RETURNING j.id, j.attempts
   )
   INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import type { EnqueueInput, TypedEnqueueOptions } from '../engine/enqueue.js';
 import type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';
 import {
-  invokeChildStep,
+  invokeChildrenStep,
   loadSteps,
   MAX_WAIT_SECONDS,
   recordSteps,
@@ -119,6 +119,13 @@ export class JobStepRunner implements Steps {
   parkedAt: string | undefined;
   /** A step was recorded in this run: the job moved forward, as saved progress does. */
   recordedAny = false;
+  /** Invokes made in this turn, sent together. */
+  private readonly invokes: Array<{
+    name: string;
+    child: EnqueueInput;
+    resolve: (end: Json) => void;
+    reject: (error: unknown) => void;
+  }> = [];
 
   constructor(
     private readonly db: Queryable,
@@ -239,14 +246,38 @@ export class JobStepRunner implements Steps {
     } else {
       child = job;
     }
-    let answer: StepAnswer;
+    return childEnd(await this.invokeWithOthers(name, child));
+  }
+
+  /**
+   * Sends this invoke with the others the handler made in the same turn
+   * (`Promise.all`), in one statement: the parent parks once, until all of
+   * their children have ended.
+   */
+  private invokeWithOthers(name: string, child: EnqueueInput): Promise<Json> {
+    return new Promise((resolve, reject) => {
+      const first = this.invokes.length === 0;
+      this.invokes.push({ name, child, resolve, reject });
+      if (first) void nextTurn().then(() => this.sendInvokes());
+    });
+  }
+
+  private async sendInvokes(): Promise<void> {
+    const invokes = this.invokes.splice(0);
     try {
-      answer = await invokeChildStep(this.db, this.owner.job, name, child, this.owner.leaseSeconds);
+      const answer = await invokeChildrenStep(this.db, this.owner.job, invokes, this.owner.leaseSeconds).catch(
+        (error: unknown) => {
+          if (error instanceof Error && error.name === 'InvalidInputError') {
+            throw new InvalidStepError(invokes[0]!.name, error.message);
+          }
+          throw error;
+        },
+      );
+      const ends = this.settle(invokes.map((each) => each.name).join(', '), answer) as Record<string, Json>;
+      for (const each of invokes) each.resolve(ends[each.name] ?? null);
     } catch (error) {
-      if (error instanceof Error && error.name === 'InvalidInputError') throw new InvalidStepError(name, error.message);
-      throw error;
+      for (const each of invokes) each.reject(error);
     }
-    return childEnd(this.settle(name, answer));
   }
 
   /** The step's record from an earlier run, after checking its name is new in this run. */

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { checkBatch, type EnqueueInput } from './enqueue.js';
 import { InvalidInputError } from './errors.js';
 import type { TenantScope } from './read-jobs.js';
-import type { Json, Lease } from './types.js';
+import type { JobStatus, Json, Lease } from './types.js';
 
 /**
  * A job's durable steps (migrations/0004_durable_steps.sql): the statements a
@@ -141,31 +141,39 @@ export function waitForEventStep(db: Queryable, lease: Lease, wait: EventWait): 
   ]);
 }
 
-const invokeChildSql = /* sql */ `
-SELECT skiplock.invoke_child($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::integer) AS answer`;
+const invokeChildrenSql = /* sql */ `
+SELECT skiplock.invoke_children($1::uuid, $2::uuid, $3::jsonb, $4::integer) AS answer`;
+
+/** A child to invoke, under the step name its end is recorded as. */
+export interface ChildInvoke {
+  name: string;
+  child: EnqueueInput;
+}
 
 /**
- * The child's end (`{ jobId, status, result, error }`) once it ended, else the
- * child enqueued (the first time, in the parent's tenant) and the parent
- * parked until it ends.
+ * The invokes a handler made at once: when every child has ended, their ends
+ * by step name (each `{ jobId, status, result, error }`); else the children
+ * not yet enqueued are (in the parent's tenant) and the parent parks until
+ * all have ended.
  */
-export function invokeChildStep(
+export async function invokeChildrenStep(
   db: Queryable,
   lease: Lease,
-  name: string,
-  child: EnqueueInput,
+  invokes: readonly ChildInvoke[],
   leaseSeconds: number,
 ): Promise<StepAnswer> {
-  checkBatch([child]);
-  if (child.dedupKey !== undefined) {
-    throw new InvalidInputError('a child job takes no dedupKey: its step is its key', 'dedupKey');
-  }
-  const { tenant: _ignored, ...rest } = child;
-  return answer(db, 'skiplock_invoke_child', invokeChildSql, [
+  const children = invokes.map(({ name, child }) => {
+    checkBatch([child]);
+    if (child.dedupKey !== undefined) {
+      throw new InvalidInputError(`step "${name}": a child job takes no dedupKey (its step is its key)`, 'dedupKey');
+    }
+    const { tenant: _parentsTenant, ...rest } = child;
+    return { name, child: rest };
+  });
+  return answer(db, 'skiplock_invoke_children', invokeChildrenSql, [
     lease.id,
     lease.leaseToken,
-    name,
-    JSON.stringify(rest),
+    JSON.stringify(children),
     leaseSeconds,
   ]);
 }
@@ -222,7 +230,7 @@ export interface JobSteps {
     kind: 'child' | 'dependency' | 'dependent' | 'parent';
     jobId: string;
     type: string | null;
-    status: string | null;
+    status: JobStatus | null;
     step: string | null;
     resolvedAt: string | null;
   }>;

@@ -14,6 +14,9 @@ import { enqueueRoutes } from './routes/enqueue.js';
 import { attemptStatsRoutes } from './routes/attempt-stats.js';
 import { healthRoutes } from './routes/health.js';
 import { jobEventRoutes } from './routes/job-events.js';
+import { eventRoutes } from './routes/events.js';
+import { flowRoutes } from './routes/flows.js';
+import { jobStepsRoutes } from './routes/job-steps.js';
 import { jobHistoryRoutes } from './routes/job-history.js';
 import { jobRoutes } from './routes/jobs.js';
 import { pullRoutes } from './routes/pull.js';
@@ -72,6 +75,9 @@ export function createApp(deps: AppDeps) {
     .route('/', jobRoutes(deps))
     .route('/', jobEventRoutes(deps))
     .route('/', jobHistoryRoutes(deps))
+    .route('/', jobStepsRoutes(deps))
+    .route('/', eventRoutes(deps))
+    .route('/', flowRoutes(deps))
     .route('/', pullRoutes(deps))
     .route('/', queueRoutes(deps))
     .route('/', throughputRoutes(deps))

@@ -244,7 +244,9 @@ export const dashboardScript = `"use strict";
     callback_enqueued: "Callback enqueued",
     callback_failed: "Callback attempt failed",
     callback_cancelled: "Callback cancelled",
-    callback_delivered: "Callback delivered"
+    callback_delivered: "Callback delivered",
+    parked: "Parked at a step",
+    resumed: "Resumed"
   };
   var shownJobId = null;
   function jobPath(id) {

@@ -297,6 +297,22 @@ describe('child jobs and flows', () => {
     expect((await getJobSteps(db, child))!.links).toEqual([expect.objectContaining({ kind: 'parent', jobId: ok.id })]);
   });
 
+  it('fans out children invoked at once, and resumes the parent once, when all have ended', async () => {
+    const { db } = await open('pg');
+    const fanOut = defineJob('fan-out', z.object({ count: z.number() }), async ({ count }, ctx) => {
+      const ends = await Promise.all(
+        Array.from({ length: count }, (_, index) => ctx.step.invoke(`double-${index}`, double, { n: index })),
+      );
+      return ends.map((end) => (end.ok ? end.result : end.status));
+    });
+    const handle = await enqueue(db, fanOut, { count: 3 });
+    await drainUntil(db, [fanOut, double], handle.id, 'succeeded');
+    expect((await jobById(db, handle.id)).result).toEqual([0, 2, 4]);
+    const kinds = (await getJobEvents(db, handle.id)).map((event) => event.kind);
+    expect(kinds.filter((kind) => kind === 'parked')).toHaveLength(1);
+    expect(kinds.filter((kind) => kind === 'resumed')).toHaveLength(1);
+  });
+
   it('cancels waiting children with their parent', async () => {
     const { db } = await open('pg');
     const handle = await enqueue(db, parent, { n: 1 });

@@ -33,5 +33,36 @@ export const failJob = defineJob('fail', z.object({ times: z.number().int().min(
   return { ok: true, attempts: context.attempt };
 });
 
+/**
+ * `demo-workflow` (payload `{ "key": "k", "sleepMs": n, "timeoutMs": n, "children": n }`):
+ * durable steps to try over HTTP with no code. A step, a sleep of sleepMs,
+ * a wait for the event `demo.approved` with key `key` (up to timeoutMs, an
+ * hour by default; send it with `POST /v1/events`), then `children` noop
+ * child jobs invoked at once and gathered.
+ */
+export const demoWorkflowJob = defineJob(
+  'demo-workflow',
+  z.object({
+    key: z.string().min(1).max(200),
+    sleepMs: z.number().int().min(0).max(86_400_000).default(0),
+    timeoutMs: z.number().int().min(0).max(86_400_000).default(3_600_000),
+    children: z.number().int().min(0).max(10).default(0),
+  }),
+  async ({ key, sleepMs, timeoutMs, children }, ctx) => {
+    const { startedAt } = await ctx.step.do('start', () => ({ startedAt: new Date().toISOString() }));
+    if (sleepMs > 0) await ctx.step.sleep('nap', sleepMs);
+    const approval = await ctx.step.waitForEvent('approval', { event: 'demo.approved', key, timeout: timeoutMs });
+    const ends = await Promise.all(
+      Array.from({ length: children }, (_, index) => ctx.step.invoke(`child-${index + 1}`, noopJob, null)),
+    );
+    return {
+      startedAt,
+      approved: approval !== null,
+      approval: approval?.payload ?? null,
+      children: ends.map((end) => end.status),
+    };
+  },
+);
+
 /** Registered only in dev mode (`npm start`, SKIPLOCK_DEV=1); never in a production deploy by default. */
-export const demoJobs: readonly JobDefinition[] = [noopJob, sleepJob, failJob];
+export const demoJobs: readonly JobDefinition[] = [noopJob, sleepJob, failJob, demoWorkflowJob];

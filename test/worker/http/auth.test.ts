@@ -46,6 +46,13 @@ async function routeCalls(): Promise<RouteCall[]> {
     { name: 'enqueue batch', scope: 'enqueue', send: call('POST', `/v1/queues/${queue}/jobs/batch`, { jobs: [{}] }) },
     { name: 'get job', scope: 'read', send: call('GET', job) },
     { name: 'job events', scope: 'read', send: call('GET', `${job}/events`) },
+    { name: 'job steps', scope: 'read', send: call('GET', `${job}/steps`) },
+    { name: 'send event', scope: 'events', send: call('POST', '/v1/events', { event: uniqueName('auth-event') }) },
+    {
+      name: 'enqueue flow',
+      scope: 'enqueue',
+      send: call('POST', '/v1/flows', { jobs: [{ ref: 'a', queue: uniqueName('auth-flow') }] }),
+    },
     { name: 'list jobs', scope: 'read', send: call('GET', `/v1/jobs?queue=${queue}`) },
     { name: 'cancel', scope: 'enqueue', send: call('POST', `${job}/cancel`) },
     { name: 'retry', scope: 'enqueue', send: call('POST', `/v1/jobs/${crypto.randomUUID()}/retry`) },
@@ -114,6 +121,7 @@ describe('scopes', async () => {
     enqueue: await createKey(['enqueue']),
     read: await createKey(['read']),
     worker: await createKey(['worker']),
+    events: await createKey(['events']),
   } satisfies Record<ApiKeyScope, string>;
 
   const named = calls.map((route) => [route.name, route] as const);

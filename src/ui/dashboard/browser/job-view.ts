@@ -28,6 +28,8 @@ const EVENT_LABELS: Record<JobEvent['kind'], string> = {
   callback_failed: 'Callback attempt failed',
   callback_cancelled: 'Callback cancelled',
   callback_delivered: 'Callback delivered',
+  parked: 'Parked at a step',
+  resumed: 'Resumed',
 };
 let shownJobId: string | null = null;
 
