@@ -1515,6 +1515,7 @@ $$;
 FUNCTION on_linked_jobs_finished() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   ended jsonb;
+  resumed_count integer;
 BEGIN
   -- A statement trigger fires for an insert of no rows too, this function's own included.
   IF NOT EXISTS (SELECT 1 FROM finished) THEN
@@ -1567,6 +1568,10 @@ BEGIN
   )
   INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
   SELECT r.id, 'resumed', r.attempts, jsonb_build_object('after', 'linked jobs ended') FROM resumed r;
+  GET DIAGNOSTICS resumed_count = ROW_COUNT;
+  IF resumed_count > 0 AND skiplock.anyone_listening() THEN
+    PERFORM pg_notify('skiplock_jobs', '');
+  END IF;
 
   -- A cancelled parent's children that have not started are cancelled too; running ones are asked to stop.
   WITH children AS (
@@ -1842,6 +1847,10 @@ BEGIN
     SELECT r.id, 'resumed', r.attempts, jsonb_build_object('event', event, 'key', key) FROM resumed r
   )
   SELECT count(*) INTO woken FROM recorded;
+  -- Workers that LISTEN take the resumed jobs at once, as they do new ones.
+  IF woken > 0 AND skiplock.anyone_listening() THEN
+    PERFORM pg_notify('skiplock_jobs', '');
+  END IF;
   RETURN json_build_object('event', event, 'key', key, 'tenant', tenant, 'sentAt', skiplock.iso(sent), 'woken', woken);
 END
 $$;
