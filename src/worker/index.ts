@@ -16,7 +16,9 @@ export {
   defineJob,
   definePeriodicJob,
   defineWebhookDelivery,
+  InvalidStepError,
   PermanentError,
   RetryAfterError,
+  StepFailedError,
   type DeliveredJob,
 } from '../drain/index.js';
