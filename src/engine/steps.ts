@@ -221,6 +221,7 @@ export interface JobSteps {
   steps: JobStep[];
   /** What a parked job waits for: an event (until its timeout), a child's end, dependencies. */
   waitingFor: Array<
+    | { kind: 'sleep'; step: string; until: string }
     | { kind: 'event'; step: string; event: string; key: string | null; timeoutAt: string }
     | { kind: 'child'; step: string; jobId: string }
     | { kind: 'dependency'; jobId: string }
@@ -250,6 +251,11 @@ SELECT
      SELECT json_build_object('kind', 'event', 'step', e.step_name, 'event', e.event, 'key', e.key,
                               'timeoutAt', skiplock.iso(e.timeout_at)) AS w, e.since
      FROM skiplock.event_waits e WHERE e.job_id = job.id
+     UNION ALL
+     SELECT json_build_object('kind', 'sleep', 'step', s.name, 'until', s.result->>'until'), s.recorded_at
+     FROM skiplock.job_steps s JOIN skiplock.jobs j ON j.id = s.job_id
+     WHERE s.job_id = job.id AND s.kind = 'sleep' AND j.state = 'scheduled'
+       AND (s.result->>'until')::timestamptz > now()
      UNION ALL
      SELECT CASE WHEN l.kind = 'child'
                  THEN json_build_object('kind', 'child', 'step', l.step_name, 'jobId', l.other_id)

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
-import { getJob, type Job } from '../engine/index.js';
+import { getJob, getJobSteps, type Job } from '../engine/index.js';
 import { hasScope, tenantScope, type KeyHolder } from './auth/principal.js';
-import type { AppDeps, AppEnv } from './context.js';
+import type { AppDeps, AppEnv, Bindings } from './context.js';
 import type { ChangedJobSchema } from './schemas/job.js';
 import { statusViewOf, type JobStatusView } from './status-view.js';
 import type { z } from '@hono/zod-openapi';
@@ -18,14 +18,19 @@ export function jobReader(
 ): () => Promise<Job | JobStatusView | undefined> {
   const database = deps.database(c.env);
   const principal = c.var.principal;
-  if (principal.kind === 'status-token') {
-    return async () => {
-      const job = await getJob(database, id);
-      return job && statusViewOf(job, deps.jobType?.(c.env, job.type));
-    };
-  }
+  if (principal.kind === 'status-token') return () => readStatusView(deps, c.env, id);
   const scope = tenantScope(principal);
   return () => getJob(database, id, scope);
+}
+
+/** Job `id` as its status token shows it (the status page's and the API's). */
+export async function readStatusView(deps: AppDeps, env: Bindings, id: string): Promise<JobStatusView | undefined> {
+  const database = deps.database(env);
+  const job = await getJob(database, id);
+  if (job === undefined) return undefined;
+  // Only a scheduled job can be parked: the others cost no second statement.
+  const waits = job.status === 'scheduled' ? ((await getJobSteps(database, id))?.waitingFor ?? []) : [];
+  return statusViewOf(job, deps.jobType?.(env, job.type), waits);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { z } from '@hono/zod-openapi';
-import type { Job, JobType, Json } from '../engine/index.js';
+import type { Job, JobSteps, JobType, Json } from '../engine/index.js';
 import type { JobStatusViewSchema } from './schemas/job.js';
 
 /** What a status token (a statusUrl in a browser) shows of a job. */
@@ -14,7 +14,11 @@ const MAX_MESSAGE_CHARACTERS = 200;
  * payload (an `http` job's may carry its target's credentials), result or
  * errors unless published, tenant, queue, worker or dedup key.
  */
-export function statusViewOf(job: Job, jobType: JobType | undefined): JobStatusView {
+export function statusViewOf(
+  job: Job,
+  jobType: JobType | undefined,
+  waits: JobSteps['waitingFor'] = [],
+): JobStatusView {
   return {
     id: job.id,
     status: job.status,
@@ -27,7 +31,18 @@ export function statusViewOf(job: Job, jobType: JobType | undefined): JobStatusV
     progress: published(jobType?.publicProgress ?? defaultPublicProgress, job.progress),
     result:
       jobType?.publicResult === undefined || job.result === null ? null : published(jobType.publicResult, job.result),
+    waitingFor: publicWait(waits),
   };
+}
+
+const WAIT_KINDS = { sleep: 'time', event: 'event', child: 'children', dependency: 'dependencies' } as const;
+
+/** What a parked job waits for, as a browser may see it: its kind and time only. */
+function publicWait(waits: JobSteps['waitingFor']): JobStatusView['waitingFor'] {
+  const [wait] = waits;
+  if (wait === undefined) return null;
+  const until = wait.kind === 'sleep' ? wait.until : wait.kind === 'event' ? wait.timeoutAt : null;
+  return { for: WAIT_KINDS[wait.kind], until };
 }
 
 /**

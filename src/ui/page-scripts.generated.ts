@@ -883,6 +883,18 @@ export const statusScript = `"use strict";
     return iso ? new Date(iso).toLocaleString() : "—";
   }
 
+  // src/ui/status/waiting-words.ts
+  var WAITING_WORDS = {
+    time: "Sleeping",
+    event: "Waiting for an event",
+    children: "Waiting for its child jobs",
+    dependencies: "Waiting for the jobs it depends on"
+  };
+  function waitingWords(waiting, formatTime2 = (iso) => iso) {
+    const what = WAITING_WORDS[waiting.for];
+    return waiting.until === null ? what : \`\${what}, until \${formatTime2(waiting.until)}\`;
+  }
+
   // src/ui/status/browser/main.ts
   var NO_PROGRESS = { percent: null, message: null };
   var card = byId("status-card");
@@ -905,6 +917,9 @@ export const statusScript = `"use strict";
     setBadge(byId("status-badge"), job.status);
     showTime("started", job.startedAt);
     showTime("finished", job.finishedAt);
+    const waiting = byId("waiting-row");
+    waiting.hidden = job.waitingFor === null;
+    waiting.textContent = job.waitingFor === null ? "" : waitingWords(job.waitingFor, formatTime);
     const progress = isFinal(job.status) ? NO_PROGRESS : shownProgress(job.progress);
     const bar = byId("progress-bar", HTMLProgressElement);
     byId("progress-row").hidden = progress.percent === null && progress.message === null;

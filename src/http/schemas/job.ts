@@ -62,6 +62,17 @@ export const JobStatusViewSchema = z
     result: JsonValueSchema.describe(
       "What the job definition's publicResult makes of its result; null unless it has one.",
     ),
+    waitingFor: z
+      .object({
+        for: z.enum(['time', 'event', 'children', 'dependencies']),
+        until: TimestampSchema.nullable().describe(
+          'When it resumes at the latest (a sleep, an event wait timing out).',
+        ),
+      })
+      .nullable()
+      .describe(
+        'What a parked job (durable steps) waits for: the kind and time only, never the event name, key or job ids.',
+      ),
   })
   .openapi('JobStatusView');
 

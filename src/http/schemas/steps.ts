@@ -30,6 +30,7 @@ export const JobStepsSchema = z
     waitingFor: z
       .array(
         z.union([
+          z.object({ kind: z.literal('sleep'), step: StepNameSchema, until: TimestampSchema }),
           z.object({
             kind: z.literal('event'),
             step: StepNameSchema,
@@ -41,7 +42,7 @@ export const JobStepsSchema = z
           z.object({ kind: z.literal('dependency'), jobId: UuidSchema }),
         ]),
       )
-      .describe('What the parked job waits for now (a sleep shows as its runAt).'),
+      .describe('What the parked job waits for now.'),
     links: z
       .array(
         z.object({

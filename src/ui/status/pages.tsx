@@ -1,3 +1,4 @@
+import { waitingWords } from './waiting-words.js';
 import type { Child } from 'hono/jsx';
 import type { JobStatusView } from '../../http/status-view.js';
 import { Document } from '../document.js';
@@ -65,6 +66,9 @@ export function StatusPage({ job, nonce, embed }: PageProps & { job: JobStatusVi
           {STATUS_LABELS[job.status]}
         </span>
       </h1>
+      <p id="waiting-row" hidden={job.waitingFor === null}>
+        {job.waitingFor === null ? '' : waitingWords(job.waitingFor)}
+      </p>
       <div id="progress-row" class="progress" hidden>
         <progress id="progress-bar" max={100} value={0} aria-labelledby="progress-text" />
         <span id="progress-text" />

@@ -1,9 +1,8 @@
 import type { Context } from 'hono';
-import { getJob } from '../../engine/index.js';
 import { countFailedAuthentication, failedAuthenticationWait } from '../../http/auth/access.js';
 import { statusTokenSecret, verifyStatusToken } from '../../http/auth/status-token.js';
 import type { AppDeps } from '../../http/context.js';
-import { statusViewOf } from '../../http/status-view.js';
+import { readStatusView } from '../../http/job-reader.js';
 import { UuidSchema } from '../../http/schemas/common.js';
 import { cspNonce } from '../page-headers.js';
 import type { UiEnv } from '../ui-env.js';
@@ -32,8 +31,8 @@ export function statusPage(deps: AppDeps) {
       await countFailedAuthentication(c, deps);
       return c.html(<LinkInvalidPage {...page} />, 401);
     }
-    const job = await getJob(deps.database(c.env), id);
+    const job = await readStatusView(deps, c.env, id);
     if (job === undefined) return c.html(<JobGonePage {...page} />, 404);
-    return c.html(<StatusPage job={statusViewOf(job, deps.jobType?.(c.env, job.type))} {...page} />, 200);
+    return c.html(<StatusPage job={job} {...page} />, 200);
   };
 }

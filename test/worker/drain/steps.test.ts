@@ -6,7 +6,7 @@ import { createRegistry } from '../../../src/drain/registry';
 import { waitFor } from '../../support/wait-for';
 import { createKey, postJson, request } from '../http/support/api';
 import { httpDatabase } from '../support/databases';
-import { enqueueJob, jobById, uniqueName } from './support/jobs';
+import { jobById, uniqueName } from './support/jobs';
 
 const quiet = { info() {}, warn() {}, error() {} };
 
@@ -18,11 +18,22 @@ describe('durable steps in workerd', () => {
     const drain = () =>
       drainOnce(httpDatabase(env), registry, { budgetSeconds: 5, concurrency: 5, housekeeping: false, logger: quiet });
     const key = uniqueName('order');
-    const job = await enqueueJob({ type: workflow.type, payload: { key, sleepMs: 300, children: 2 } });
+    const enqueued = await postJson(`/v1/queues/${uniqueName('workflows')}/jobs`, {
+      type: workflow.type,
+      payload: { key, sleepMs: 300, children: 2 },
+    });
+    const job = (await enqueued.json()) as { id: string; statusUrl: string };
+    const statusView = async () =>
+      (await (await request(new URL(job.statusUrl).pathname + new URL(job.statusUrl).search)).json()) as Record<
+        string,
+        unknown
+      >;
 
     const first = await drain();
     expect(first.parked).toBe(1);
     expect((await jobById(job.id)).status).toBe('scheduled');
+    // A browser holding the status URL sees that it sleeps, and until when: nothing else.
+    expect((await statusView()).waitingFor).toEqual({ for: 'time', until: (await jobById(job.id)).runAt });
 
     // Past the sleep it parks again, waiting for the event.
     const waiting = await waitFor(`job ${job.id} to wait for demo.approved`, async () => {
@@ -32,6 +43,9 @@ describe('durable steps in workerd', () => {
       return steps.waitingFor.find((wait) => wait.kind === 'event') ?? false;
     });
     expect(waiting).toMatchObject({ event: 'demo.approved', key });
+    const view = await statusView();
+    expect(view.waitingFor).toEqual({ for: 'event', until: expect.any(String) });
+    expect(JSON.stringify(view)).not.toContain(key);
 
     const eventsKey = await createKey(['events']);
     const enqueueOnly = await createKey(['enqueue']);

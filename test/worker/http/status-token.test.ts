@@ -32,6 +32,7 @@ const STATUS_VIEW_FIELDS = [
   'runAt',
   'startedAt',
   'status',
+  'waitingFor',
 ];
 
 /** The first `event: job` of a job's stream, parsed. */

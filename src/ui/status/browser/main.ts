@@ -1,6 +1,7 @@
 import type { Json } from '../../../engine/types.js';
 import type { JobStatusView } from '../../../http/status-view.js';
 import { byId, formatTime, isFinal, setBadge } from '../../browser/shared.js';
+import { waitingWords } from '../waiting-words.js';
 
 /**
  * The status page's script: localizes the times, then follows the job over
@@ -43,6 +44,9 @@ function render(job: JobStatusView): void {
   setBadge(byId('status-badge'), job.status);
   showTime('started', job.startedAt);
   showTime('finished', job.finishedAt);
+  const waiting = byId('waiting-row');
+  waiting.hidden = job.waitingFor === null;
+  waiting.textContent = job.waitingFor === null ? '' : waitingWords(job.waitingFor, formatTime);
   const progress = isFinal(job.status) ? NO_PROGRESS : shownProgress(job.progress);
   const bar = byId('progress-bar', HTMLProgressElement);
   byId('progress-row').hidden = progress.percent === null && progress.message === null;
