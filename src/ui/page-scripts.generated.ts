@@ -253,10 +253,15 @@ export const dashboardScript = `"use strict";
     return \`/v1/jobs/\${encodeURIComponent(id)}\`;
   }
   async function loadJob(id) {
-    const [job, history] = await Promise.all([api(jobPath(id)), api(\`\${jobPath(id)}/history\`)]);
+    const [job, history, steps] = await Promise.all([
+      api(jobPath(id)),
+      api(\`\${jobPath(id)}/history\`),
+      api(\`\${jobPath(id)}/steps\`)
+    ]);
     shownJobId = job.id;
     renderJob(job);
     renderHistory(history.events);
+    renderSteps(steps);
   }
   function jobDetails(job) {
     return [
@@ -306,6 +311,54 @@ export const dashboardScript = `"use strict";
           event.attempt > 0 ? \` · attempt \${event.attempt}\` : null,
           event.workerId ? \` · \${event.workerId}\` : null,
           event.detail === null ? null : h("span", { class: "event-detail" }, JSON.stringify(event.detail))
+        )
+      )
+    );
+  }
+  var LINK_LABELS = {
+    child: "Child",
+    parent: "Parent",
+    dependency: "Depends on",
+    dependent: "Needed by"
+  };
+  function waitText(wait) {
+    switch (wait.kind) {
+      case "sleep":
+        return \`Sleeping at step "\${wait.step}" until \${formatTime(wait.until)}\`;
+      case "event":
+        return \`Waiting at step "\${wait.step}" for event \${wait.event}\${wait.key === null ? "" : \` (key \${wait.key})\`} until \${formatTime(wait.timeoutAt)}\`;
+      case "child":
+        return \`Waiting at step "\${wait.step}" for child \${wait.jobId}\`;
+      case "dependency":
+        return \`Waiting for job \${wait.jobId}\`;
+    }
+  }
+  function renderSteps({ steps, waitingFor, links }) {
+    byId("job-steps-panel").hidden = steps.length === 0 && waitingFor.length === 0 && links.length === 0;
+    byId("job-waiting").textContent = waitingFor.map(waitText).join("; ");
+    byId("job-steps").replaceChildren(
+      ...steps.map(
+        (step) => h(
+          "tr",
+          {},
+          h("td", {}, h("code", {}, step.name)),
+          h("td", {}, step.kind),
+          h("td", {}, step.status === "done" ? "done" : \`retrying (\${step.failedAttempts} failed)\`),
+          h("td", {}, step.attempt ?? "—"),
+          h("td", {}, h("time", { datetime: step.recordedAt }, formatTime(step.recordedAt))),
+          h("td", {}, h("code", {}, formatJson(step.status === "done" ? step.result : step.lastError).slice(0, 120)))
+        )
+      )
+    );
+    byId("job-links").replaceChildren(
+      ...links.map(
+        (link) => h(
+          "li",
+          {},
+          \`\${LINK_LABELS[link.kind]}: \`,
+          jobLink(link.jobId),
+          \` \${link.type ?? ""} · \${link.status ?? "gone"}\`,
+          link.step === null ? null : \` · step "\${link.step}"\`
         )
       )
     );

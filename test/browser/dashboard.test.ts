@@ -1,6 +1,10 @@
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parseResponse } from 'hono/client';
 import { pgDb } from '../../src/db/pg';
+import { drainOnce } from '../../src/drain/drain-once';
+import { demoWorkflowJob } from '../../src/drain/handlers/demo';
+import { createRegistry } from '../../src/drain/registry';
 import { JOB_STATUSES, setQueue as setQueueSettings, type DeliveryTarget } from '../../src/engine';
 import { PHONE, runBrowserTests } from './support/chromium';
 import {
@@ -147,6 +151,39 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     await page.locator('#job-status:text("Queued")').waitFor();
     expect((await getJob(stack().api, id)).status).toBe('queued');
     expect(await page.locator('#job-history li .event-kind').last().textContent()).toBe('Retried');
+  });
+
+  it("shows a parked job's steps and what it waits for", async () => {
+    // A type of its own, run by this test's drain only (the stack's drains do not know it).
+    const workflow = { ...demoWorkflowJob, type: 'browser-workflow' };
+    const { id } = await parseResponse(
+      stack().api.v1.queues[':queue'].jobs.$post({
+        param: { queue: 'workflows' },
+        json: { type: workflow.type, payload: { key: 'order-7' } },
+        header: {},
+      }),
+    );
+    const db = pgDb(stack().databaseUrl, { max: 2 });
+    try {
+      const quiet = { info() {}, warn() {}, error() {} };
+      const counts = await drainOnce(db, createRegistry([workflow]), { budgetSeconds: 20, concurrency: 5, logger: quiet });
+      expect(counts.parked).toBe(1);
+    } finally {
+      await db.close();
+    }
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.goto(`${stack().url}/#/jobs/${id}`);
+    await page.locator('#job-steps-panel').waitFor();
+    expect(await page.locator('#job-steps tr td:first-child').allTextContents()).toEqual(['start']);
+    expect(await page.locator('#job-waiting').textContent()).toMatch(
+      /^Waiting at step "approval" for event demo\.approved \(key order-7\) until /,
+    );
+    expect(await page.locator('#job-history li .event-kind').allTextContents()).toEqual([
+      'Enqueued',
+      'Claimed',
+      'Parked at a step',
+    ]);
   });
 
   it("changes a tenant's concurrency once confirmed", async () => {

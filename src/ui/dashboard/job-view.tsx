@@ -31,6 +31,24 @@ export function JobView() {
           <ol id="job-history" class="timeline" />
         </section>
       </div>
+      <section class="panel" aria-labelledby="job-steps-title" id="job-steps-panel" hidden>
+        <h2 id="job-steps-title">Steps</h2>
+        <p id="job-waiting" />
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Step</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Status</th>
+              <th scope="col">Attempt</th>
+              <th scope="col">Recorded</th>
+              <th scope="col">Result</th>
+            </tr>
+          </thead>
+          <tbody id="job-steps" />
+        </table>
+        <ul id="job-links" />
+      </section>
       {[
         { id: 'job-payload', title: 'Payload' },
         { id: 'job-result', title: 'Result' },

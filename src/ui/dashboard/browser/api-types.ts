@@ -2,6 +2,7 @@ import type { z } from '@hono/zod-openapi';
 import type { AttemptTimingsSchema, DailyAttemptStatsSchema } from '../../../http/schemas/attempt-stats.js';
 import type { JobHistorySchema } from '../../../http/schemas/job-history.js';
 import type { JobPageSchema, JobSchema } from '../../../http/schemas/job.js';
+import type { JobStepsSchema } from '../../../http/schemas/steps.js';
 import type { QueueListSchema, StatsResponseSchema } from '../../../http/schemas/stats.js';
 import type { TenantSchema, TenantSettingsBodySchema } from '../../../http/schemas/tenant.js';
 import type { ThroughputSchema } from '../../../http/schemas/throughput.js';
@@ -22,6 +23,7 @@ export type DailyAttemptStats = z.output<typeof DailyAttemptStatsSchema>;
 export type Job = z.output<typeof JobSchema>;
 export type JobPage = z.output<typeof JobPageSchema>;
 export type JobHistory = z.output<typeof JobHistorySchema>;
+export type JobSteps = z.output<typeof JobStepsSchema>;
 export type Tenant = z.output<typeof TenantSchema>;
 /** What PUT /v1/tenants/{tenant} takes (every field given: the form sends them all). */
 export type TenantSettings = Required<z.input<typeof TenantSettingsBodySchema>>;

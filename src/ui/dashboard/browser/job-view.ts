@@ -1,10 +1,11 @@
 import type { JobStatus } from '../../../engine/types.js';
 import { byId, formatTime, isFinal, setBadge } from '../../browser/shared.js';
 import { api, problemMessage } from './api.js';
-import type { Job, JobHistory } from './api-types.js';
+import type { Job, JobHistory, JobSteps } from './api-types.js';
 import { confirmAction, showNotice } from './notice.js';
 import { h } from './elements.js';
 import { formatDuration, formatFromNow, formatJson } from './format.js';
+import { jobLink } from './job-list.js';
 
 /** One job and its history, with retry and cancel. */
 
@@ -38,10 +39,15 @@ function jobPath(id: string): string {
 }
 
 export async function loadJob(id: string): Promise<void> {
-  const [job, history] = await Promise.all([api<Job>(jobPath(id)), api<JobHistory>(`${jobPath(id)}/history`)]);
+  const [job, history, steps] = await Promise.all([
+    api<Job>(jobPath(id)),
+    api<JobHistory>(`${jobPath(id)}/history`),
+    api<JobSteps>(`${jobPath(id)}/steps`),
+  ]);
   shownJobId = job.id;
   renderJob(job);
   renderHistory(history.events);
+  renderSteps(steps);
 }
 
 function jobDetails(job: Job): Array<[string, string | number]> {
@@ -94,6 +100,58 @@ function renderHistory(events: readonly JobEvent[]): void {
         event.attempt > 0 ? ` · attempt ${event.attempt}` : null,
         event.workerId ? ` · ${event.workerId}` : null,
         event.detail === null ? null : h('span', { class: 'event-detail' }, JSON.stringify(event.detail)),
+      ),
+    ),
+  );
+}
+
+const LINK_LABELS: Record<JobSteps['links'][number]['kind'], string> = {
+  child: 'Child',
+  parent: 'Parent',
+  dependency: 'Depends on',
+  dependent: 'Needed by',
+};
+
+function waitText(wait: JobSteps['waitingFor'][number]): string {
+  switch (wait.kind) {
+    case 'sleep':
+      return `Sleeping at step "${wait.step}" until ${formatTime(wait.until)}`;
+    case 'event':
+      return `Waiting at step "${wait.step}" for event ${wait.event}${wait.key === null ? '' : ` (key ${wait.key})`} until ${formatTime(wait.timeoutAt)}`;
+    case 'child':
+      return `Waiting at step "${wait.step}" for child ${wait.jobId}`;
+    case 'dependency':
+      return `Waiting for job ${wait.jobId}`;
+  }
+}
+
+/** Durable steps: shown only for a job that has any, or links to other jobs. */
+function renderSteps({ steps, waitingFor, links }: JobSteps): void {
+  byId('job-steps-panel').hidden = steps.length === 0 && waitingFor.length === 0 && links.length === 0;
+  byId('job-waiting').textContent = waitingFor.map(waitText).join('; ');
+  byId('job-steps').replaceChildren(
+    ...steps.map((step) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, h('code', {}, step.name)),
+        h('td', {}, step.kind),
+        h('td', {}, step.status === 'done' ? 'done' : `retrying (${step.failedAttempts} failed)`),
+        h('td', {}, step.attempt ?? '—'),
+        h('td', {}, h('time', { datetime: step.recordedAt }, formatTime(step.recordedAt))),
+        h('td', {}, h('code', {}, formatJson(step.status === 'done' ? step.result : step.lastError).slice(0, 120))),
+      ),
+    ),
+  );
+  byId('job-links').replaceChildren(
+    ...links.map((link) =>
+      h(
+        'li',
+        {},
+        `${LINK_LABELS[link.kind]}: `,
+        jobLink(link.jobId),
+        ` ${link.type ?? ''} · ${link.status ?? 'gone'}`,
+        link.step === null ? null : ` · step "${link.step}"`,
       ),
     ),
   );
