@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/drain/define-job';
 import { sleep } from '../../src/engine/sleep';
-import { enqueue, enqueueBatch, getJobEvents } from '../../src/engine';
+import { enqueue, enqueueBatch, getJobEvents, sendEvent } from '../../src/engine';
 import { CLAIMS_AHEAD_AT_ONCE } from '../../src/drain/internal';
 import { startWorker, type RunningWorker } from '../../src/node-worker/start-worker';
 import type { Db } from '../../src/db/types';
@@ -47,6 +47,36 @@ describe('startWorker', () => {
       const { job } = await enqueue(db, { queue: 'q', type: 'noop' });
       await untilStatus(db, job.id, 'succeeded');
       expect(await jobById(db, job.id)).toMatchObject({ result: { ok: true }, attempts: 1 });
+    });
+  });
+
+  it('runs durable steps: resumes after a sleep, when the event comes, and when its children end', async () => {
+    const { db, url } = await open('pg');
+    const child = defineJob('child', z.object({ n: z.number() }), ({ n }) => n + 1);
+    let created = 0;
+    const workflow = defineJob('workflow', z.object({ key: z.string() }), async ({ key }, ctx) => {
+      await ctx.step.do('create', () => {
+        created += 1;
+      });
+      await ctx.step.sleep('nap', 200);
+      const event = await ctx.step.waitForEvent<{ ok: boolean }>('approval', { event: 'approved', key });
+      const ends = await Promise.all([1, 2].map((n) => ctx.step.invoke(`child ${n}`, child, { n })));
+      return { ok: event?.payload.ok, children: ends.map((end) => (end.ok ? end.result : end.status)) };
+    });
+    // A sleep's end is found by polling, as any scheduled job's; events and children's ends also notify.
+    await withWorker({ databaseUrl: url, handlers: [workflow, child], pollIntervalMs: 100 }, async () => {
+      const handle = await enqueue(db, workflow, { key: 'k' });
+      await waitFor('the workflow to wait for its event', async () => {
+        const [row] = await db.query<{ waits: number }>({
+          text: 'SELECT count(*)::integer AS waits FROM skiplock.event_waits WHERE job_id = $1',
+          params: [handle.id],
+        });
+        return row!.waits === 1;
+      });
+      expect((await sendEvent(db, { event: 'approved', key: 'k', payload: { ok: true } })).woken).toBe(1);
+      await untilStatus(db, handle.id, 'succeeded');
+      expect((await jobById(db, handle.id)).result).toEqual({ ok: true, children: [2, 3] });
+      expect(created).toBe(1);
     });
   });
 
