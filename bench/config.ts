@@ -48,6 +48,14 @@ export interface Scale {
   /** (w) jobs per burn-down through the Worker, and how long the 64 clients enqueue. */
   workersJobs: number;
   workersBurstSeconds: number;
+  /**
+   * (s) durable steps: jobs of STEPS_PER_JOB steps each, drained (for at most
+   * `stepsCapSeconds`) beside a burn-down of as many no-op jobs, repeated
+   * `stepsReps` times (at least).
+   */
+  stepsJobs: number;
+  stepsCapSeconds: number;
+  stepsReps: number;
 }
 
 export const BULK_SIZE = 1000;
@@ -55,6 +63,14 @@ export const PRODUCERS = 8;
 export const BURN_DOWN_CONCURRENCIES = [1, 8, 32] as const;
 /** The worker concurrency of every workload that does not vary it. */
 export const STANDARD_CONCURRENCY = 8;
+/** (s) The `ctx.step.do` calls of each job of the steps workload. */
+export const STEPS_PER_JOB = 10;
+/**
+ * (s) The concurrencies of the steps workload: the burn-down's, and one
+ * above them. A job's steps run one after another, each waiting for its
+ * record, so steps at once are at most the concurrency.
+ */
+export const STEPS_CONCURRENCIES = [8, 32, 128] as const;
 
 const SCALES: Record<ScaleName, Scale> = {
   quick: {
@@ -82,6 +98,9 @@ const SCALES: Record<ScaleName, Scale> = {
     ceilingSeconds: 0.5,
     workersJobs: 1_000,
     workersBurstSeconds: 3,
+    stepsJobs: 200,
+    stepsCapSeconds: 3,
+    stepsReps: 1,
   },
   // Sized so the whole run takes under an hour on 2 cores: every system in
   // both setups, 3 repetitions (5 for the burn-down, whose figures swing most
@@ -115,6 +134,9 @@ const SCALES: Record<ScaleName, Scale> = {
     ceilingSeconds: 2,
     workersJobs: 10_000,
     workersBurstSeconds: 20,
+    stepsJobs: 1_000,
+    stepsCapSeconds: 20,
+    stepsReps: 5,
   },
 };
 
@@ -129,6 +151,7 @@ export const WORKLOAD_IDS = [
   'cost',
   'ceiling',
   'workers',
+  'steps',
 ] as const;
 export type WorkloadId = (typeof WORKLOAD_IDS)[number];
 

@@ -25,6 +25,7 @@ import type { Backlog, Workload, WorkloadContext } from './workloads/harness';
 import { heldSnapshotWorkload } from './workloads/held-snapshot';
 import { latencyWorkload } from './workloads/pickup-latency';
 import { steadyStateWorkload } from './workloads/steady-state';
+import { stepsWorkload } from './workloads/steps';
 import { workersWorkload } from './workloads/workers';
 
 /** In the order they run and the report shows them. */
@@ -39,6 +40,7 @@ const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
   ['cost', dbCostWorkload],
   ['ceiling', ceilingWorkload],
   ['workers', workersWorkload],
+  ['steps', stepsWorkload],
 ];
 
 /**

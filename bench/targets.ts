@@ -190,5 +190,28 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
         `At least 2,000 with p99 under 50 ms: ${verdict(requests >= 2000 && p99 < 50)}.`,
     );
   }
+  // Durable steps: no-op steps against no-op jobs in the same repetitions, and the statements the steps cost.
+  for (const setup of SETUPS) {
+    const steps = (metric: string, variant: string) =>
+      figure({ workload: 'steps', metric, system: 'skiplock', setup, variant: is(variant) });
+    const variants = (workloads.find((w) => w.id === 'steps')?.measurements ?? [])
+      .filter((m) => m.system === 'skiplock' && m.setup === setup && m.metric === 'steps/s')
+      .map((m) => m.variant);
+    for (const variant of variants) {
+      const [perSecond, jobs, ratioOfRuns, statements] = [
+        steps('steps/s', variant),
+        steps('no-op jobs/s', variant),
+        steps('steps/s ÷ no-op jobs/s', variant),
+        steps('statements per step', variant),
+      ];
+      if (perSecond === undefined || jobs === undefined || ratioOfRuns === undefined || statements === undefined)
+        continue;
+      lines.push(
+        `Durable steps, ${setup}, ${variant}: ${formatNumber(perSecond)} steps/s against ${formatNumber(jobs)} no-op jobs/s ` +
+          `(${ratio(ratioOfRuns)}, the median of the repetitions' ratios). At least 0.5×: ${verdict(ratioOfRuns >= 0.5)}. ` +
+          `${formatNumber(statements)} statements per step; at most 1: ${verdict(statements <= 1)}.`,
+      );
+    }
+  }
   return lines.length > 0 ? lines : ['The workloads the targets need did not run (or failed their gates).'];
 }

@@ -10,9 +10,11 @@ import {
   type BenchJob,
   type Inventory,
   type QueueSystem,
+  type RunningWorkers,
   type SetupName,
   type Settings,
   type SystemDriver,
+  type Wakeup,
 } from './types';
 
 const QUEUE = 'bench';
@@ -126,6 +128,22 @@ export function skiplockDriverAt(root: URL, name: SystemDriver['name'], version:
       const db = pgDb(databaseUrl, { max: PRODUCERS });
       await migrate(db, await loadMigrations());
       const options = SETUPS[setup];
+      type Run = Parameters<typeof defineJob<typeof QUEUE, typeof payloadSchema, void>>[2];
+      const start = async (concurrency: number, wakeup: Wakeup | undefined, run: Run): Promise<RunningWorkers> => {
+        const bench = defineJob(QUEUE, payloadSchema, run);
+        const worker = await startWorker({
+          databaseUrl,
+          handlers: [bench],
+          concurrency,
+          ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
+          pollIntervalMs: options.pollIntervalMs,
+          housekeepingIntervalMs: options.housekeepingIntervalMs,
+          listen: (wakeup ?? 'listen') === 'listen',
+          shutdownGraceMs: 10_000,
+          logger: quietLogger,
+        });
+        return { stop: () => worker.stop() };
+      };
       const system: QueueSystem = {
         name,
         setup,
@@ -139,19 +157,14 @@ export function skiplockDriverAt(root: URL, name: SystemDriver['name'], version:
           await enqueueBatch(db, jobs.map(jobInput));
         },
         async startWorkers({ concurrency, handler, wakeup }) {
-          const bench = defineJob(QUEUE, payloadSchema, (payload) => handler(payload));
-          const worker = await startWorker({
-            databaseUrl,
-            handlers: [bench],
-            concurrency,
-            ...(options.claimBatchSize === undefined ? {} : { claimBatchSize: options.claimBatchSize }),
-            pollIntervalMs: options.pollIntervalMs,
-            housekeepingIntervalMs: options.housekeepingIntervalMs,
-            listen: (wakeup ?? 'listen') === 'listen',
-            shutdownGraceMs: 10_000,
-            logger: quietLogger,
+          return start(concurrency, wakeup, (payload) => handler(payload));
+        },
+        async startStepWorkers({ concurrency, handler, wakeup }) {
+          return start(concurrency, wakeup, (payload, ctx) => {
+            // A tree from before durable steps (a --baseline) has no ctx.step: its jobs fail the gate, saying why.
+            if (ctx.step === undefined) throw new Error(`${name} has no durable steps (ctx.step)`);
+            return handler(payload, ctx.step);
           });
-          return { stop: () => worker.stop() };
         },
         async claimDirect(max, handler) {
           const jobs = await claimBatch(db, { max, workerId: 'bench-direct', types: [QUEUE] });

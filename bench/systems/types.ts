@@ -32,6 +32,15 @@ export function payloadOf(job: BenchJob): BenchPayload {
 
 export type JobHandler = (payload: BenchPayload) => Promise<void>;
 
+/** A system's durable steps, as a handler sees them (skiplock's `ctx.step`). */
+export interface DurableSteps {
+  /** Runs `fn` once and records its result before it answers. */
+  do(name: string, fn: () => unknown): Promise<unknown>;
+}
+
+/** A handler that runs durable steps. */
+export type StepsHandler = (payload: BenchPayload, step: DurableSteps) => Promise<void>;
+
 /** How an idle worker learns of a new job. */
 export type Wakeup = 'listen' | 'poll';
 
@@ -74,6 +83,13 @@ export interface QueueSystem {
   /** At most BULK_SIZE jobs, in one call of the system's batch API. */
   enqueueBatch(jobs: readonly BenchJob[]): Promise<void>;
   startWorkers(start: WorkerStart): Promise<RunningWorkers>;
+  /**
+   * As startWorkers, with a handler given the system's durable steps.
+   * Absent where the library has none (pg-boss, graphile-worker).
+   */
+  readonly startStepWorkers?: (
+    start: Omit<WorkerStart, 'handler'> & { handler: StepsHandler },
+  ) => Promise<RunningWorkers>;
   /**
    * Claims up to `max` jobs, runs the handler on each and completes them
    * through the library's own claim and complete calls, with no worker loop

@@ -1,5 +1,14 @@
-import { JobWaitTimeoutError, successBody, type Job, type JobStatus } from '../http/client.js';
+import {
+  JobWaitTimeoutError,
+  SkiplockApiError,
+  successBody,
+  type ClientJobHandle,
+  type Job,
+  type JobStatus,
+  type JobSteps,
+} from '../http/client.js';
 import { CliError, EXIT, usageFailure } from './cli-failure.js';
+import { describeSteps } from './job-steps.js';
 import { liveStatusLine } from './live-status-line.js';
 import { operatorCommand, withSubcommands, type Answer } from './operator-command.js';
 import { compactJson, duration, fields, shortTime, table } from './table.js';
@@ -45,8 +54,7 @@ const get = operatorCommand({
     const handle = connection.jobs.job(id!);
     if (!values.wait) {
       if (values.timeout !== undefined) throw usageFailure('--timeout goes with --wait');
-      const job = await handle.status();
-      return { json: job, human: describeJob(job) };
+      return withSteps(handle, await handle.status());
     }
     const timeoutMs = values.timeout === undefined ? undefined : seconds(values.timeout, '--timeout') * 1000;
     const line = liveStatusLine(process.stderr);
@@ -56,17 +64,35 @@ const get = operatorCommand({
     } catch (error) {
       if (!(error instanceof JobWaitTimeoutError)) throw error;
       const failure = new CliError(`job ${id} is still ${error.job.status} after ${values.timeout} s`, EXIT.timedOut);
-      return { json: error.job, human: describeJob(error.job), failure };
+      return { ...(await withSteps(handle, error.job)), failure };
     } finally {
       line.end();
     }
     return {
-      json: job,
-      human: describeJob(job),
+      ...(await withSteps(handle, job)),
       ...(job.status === 'succeeded' ? {} : { failure: notSucceeded(job) }),
     };
   },
 });
+
+/**
+ * The job with its durable steps, what it waits for and its linked jobs,
+ * read after it: `--json` has them under `steps`. An API older than the
+ * steps route (404 for a job just read) shows the job alone.
+ */
+async function withSteps(handle: ClientJobHandle, job: Job): Promise<Answer> {
+  let steps: JobSteps | undefined;
+  try {
+    steps = await handle.steps();
+  } catch (error) {
+    if (!(error instanceof SkiplockApiError && error.status === 404)) throw error;
+  }
+  const described = steps === undefined ? '' : describeSteps(steps);
+  return {
+    json: steps === undefined ? job : { ...job, steps },
+    human: described === '' ? describeJob(job) : `${describeJob(job)}\n\n${described}`,
+  };
+}
 
 const retry = operatorCommand({
   usage: 'skiplock jobs retry JOB_ID',
@@ -119,7 +145,10 @@ const cancel = operatorCommand({
 
 export const jobsCommand = withSubcommands('jobs', {
   list: { run: list, summary: 'jobs, newest first, filtered by --queue, --tenant, --status, --type; --cursor pages' },
-  get: { run: get, summary: 'one job; --wait follows it until it ends' },
+  get: {
+    run: get,
+    summary: 'one job, with its durable steps and what it waits for; --wait follows it until it ends',
+  },
   retry: { run: retry, summary: 'run a failed, cancelled or expired job again' },
   reschedule: { run: reschedule, summary: "change a waiting job's --priority or start time (--run-at or --delay)" },
   cancel: { run: cancel, summary: 'cancel a job (a running one at its next heartbeat)' },

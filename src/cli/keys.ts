@@ -1,5 +1,5 @@
 import { successBody } from '../http/client.js';
-import type { ApiKeyScope } from '../engine/api-keys.js';
+import { API_KEY_SCOPES, type ApiKeyScope } from '../engine/api-keys.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
 import { fields, shortTime, table } from './table.js';
@@ -14,7 +14,7 @@ const create = operatorCommand({
   },
   async run({ values: { name, scope = [], tenant, 'worker-id': workerId }, connection }) {
     if (name === undefined || scope.length === 0)
-      throw usageFailure('--name and at least one --scope (admin, enqueue, read, worker) are required');
+      throw usageFailure(`--name and at least one --scope (${API_KEY_SCOPES.join(', ')}) are required`);
     // The API checks the scopes and names the ones there are.
     const scopes = scope.flatMap((value) => value.split(',')).map((value) => value.trim()) as ApiKeyScope[];
     const key = await successBody(connection.api.v1.keys.$post({ json: { name, scopes, tenant, workerId } }));
@@ -65,7 +65,10 @@ const revoke = operatorCommand({
 });
 
 export const keysCommand = withSubcommands('keys', {
-  create: { run: create, summary: 'a new API key with scopes (its secret is shown this once)' },
+  create: {
+    run: create,
+    summary: `a new API key with scopes (${API_KEY_SCOPES.join(', ')}); its secret is shown this once`,
+  },
   list: { run: list, summary: 'every API key, revoked ones too, without secrets' },
   revoke: { run: revoke, summary: 'revoke an API key at once' },
 });

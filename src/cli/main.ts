@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CONNECTION_USAGE } from './api-connection.js';
 import { EXIT, usageFailure } from './cli-failure.js';
+import { eventsCommand } from './events.js';
 import { jobsCommand } from './jobs.js';
 import { keysCommand } from './keys.js';
 import { migrateCommand } from './migrate.js';
@@ -28,6 +29,10 @@ const COMMANDS: Record<string, Command> = {
     run: tenantsCommand,
     summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]',
   },
+  events: {
+    run: eventsCommand,
+    summary: 'events send EVENT [--key K] [--payload JSON]: resume the jobs waiting for it',
+  },
   keys: { run: keysCommand, summary: 'keys create --name N --scope S | list | revoke KEY_ID' },
 };
 
@@ -35,7 +40,7 @@ const HELP = [
   'usage: skiplock <command> [options]',
   ...Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(8)} ${command.summary}`),
   '',
-  `jobs, workers, queues, stats, tenants and keys call a skiplock API: ${CONNECTION_USAGE}.`,
+  `jobs, workers, queues, stats, tenants, events and keys call a skiplock API: ${CONNECTION_USAGE}.`,
   `Exit codes: ${Object.entries(EXIT)
     .map(([kind, code]) => `${code} ${kind.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`)
     .join(', ')}.`,

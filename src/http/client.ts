@@ -8,14 +8,20 @@ export {
   SkiplockApiError,
   type ClientEnqueueOptions,
   type ClientJobHandle,
+  type EnqueuedFlow,
+  type EnqueuedFlowJob,
   type EnqueuedJob,
+  type FlowRequest,
   type FollowOptions,
   type EnqueuedJobReference,
   type JobClientOptions,
   type JobReference,
+  type SendEventRequest,
 } from './job-client.js';
 export { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';
 export type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';
+export type { SentEvent } from '../engine/events.js';
+export type { JobStep, JobSteps, StepKind } from '../engine/steps.js';
 export type { Job, JobStatus } from '../engine/types.js';
 
 /**

@@ -1,9 +1,12 @@
 import type { z } from '@hono/zod-openapi';
 import { JobNotSucceededError, JobWaitTimeoutError, type ResultOptions } from '../engine/job-handle.js';
+import type { SentEvent } from '../engine/events.js';
 import type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';
+import type { JobSteps } from '../engine/steps.js';
 import { FINAL_STATUSES, type Job, type JobStatus } from '../engine/types.js';
 import type { ProblemDocument } from './problem.js';
 import type { EnqueueBodySchema } from './schemas/enqueue.js';
+import type { FlowBodySchema, SendEventBodySchema } from './schemas/steps.js';
 
 /** A job as an enqueue answers it: the job, its browser status URL, and whether a dedup key matched. */
 export interface EnqueuedJob extends Job {
@@ -30,6 +33,30 @@ export type ClientEnqueueOptions = Omit<z.input<typeof EnqueueBodySchema>, 'type
   /** Sent as the Idempotency-Key header: a retried request gets the first one's job back. */
   idempotencyKey?: string;
 };
+
+/**
+ * An event for `sendEvent` (`POST /v1/events`): its name, and the key, payload,
+ * tenant and `keepSeconds` (how long it is kept for jobs that reach their wait later).
+ */
+export type SendEventRequest = z.input<typeof SendEventBodySchema>;
+
+/** A graph of jobs for `enqueueFlow` (`POST /v1/flows`): each job's `ref`, and the refs it `dependsOn`. */
+export type FlowRequest = z.input<typeof FlowBodySchema>;
+
+/** A job of an enqueued flow, as the API answered it: its ref in the flow, its id, status and start time. */
+export interface EnqueuedFlowJob {
+  ref: string;
+  id: string;
+  status: JobStatus;
+  runAt: string;
+}
+
+/** A flow as enqueued: its jobs in request order, and a handle on each by its ref. */
+export interface EnqueuedFlow {
+  readonly jobs: readonly EnqueuedFlowJob[];
+  /** A handle on the flow's job of this ref; a ref not in the flow throws. */
+  job<Result = unknown>(ref: string): ClientJobHandle<Result>;
+}
 
 /** The API refused a request: its status and problem document. */
 export class SkiplockApiError extends Error {
@@ -72,6 +99,12 @@ export interface ClientJobHandle<Result = unknown> {
    * Answers the job, or only its id and status to a key without the `read` scope.
    */
   cancel(): Promise<Job | JobReference>;
+  /**
+   * Its durable steps (`ctx.step`) as recorded so far, what it waits for now
+   * (an event until its timeout, a child's end, its dependencies), and the
+   * jobs it is linked to. Needs the `read` scope.
+   */
+  steps(): Promise<JobSteps>;
 }
 
 export interface JobClientOptions {
@@ -137,6 +170,40 @@ export class JobClient {
     return jobs.map((enqueued) => this.handle(enqueued.id, enqueued));
   }
 
+  /**
+   * Enqueues a graph of jobs in one transaction, all or none: a job with
+   * `dependsOn` waits until the jobs it names have ended. A cycle, or a
+   * dependency on a ref not in the flow, is refused (SkiplockApiError, 400).
+   *
+   *   const flow = await client.enqueueFlow({ jobs: [
+   *     { ref: 'fetch', queue: 'crawl' },
+   *     { ref: 'index', queue: 'crawl', dependsOn: ['fetch'] },
+   *   ] });
+   *   await flow.job('index').result();
+   */
+  async enqueueFlow(flow: FlowRequest): Promise<EnqueuedFlow> {
+    const { jobs } = await this.request<{ jobs: EnqueuedFlowJob[] }>('POST', '/v1/flows', flow);
+    return {
+      jobs,
+      job: <Result = unknown>(ref: string): ClientJobHandle<Result> => {
+        const found = jobs.find((job) => job.ref === ref);
+        if (found === undefined) throw new Error(`no job with ref "${ref}" in this flow`);
+        return this.handle<Result>(found.id, undefined);
+      },
+    };
+  }
+
+  /**
+   * Sends an event: the tenant's jobs waiting for it (`ctx.step.waitForEvent`),
+   * by its name and, when their wait named one, its key, resume with its
+   * payload. Answers how many were woken. Needs the `events` scope.
+   *
+   *   const { woken } = await client.sendEvent({ event: 'order.paid', key: orderId, payload: { amount } });
+   */
+  sendEvent(event: SendEventRequest): Promise<SentEvent> {
+    return this.request<SentEvent>('POST', '/v1/events', event);
+  }
+
   /** A handle on a job enqueued earlier, by its id. */
   job<Result = unknown>(id: string): ClientJobHandle<Result> {
     return this.handle(id, undefined);
@@ -158,6 +225,7 @@ export class JobClient {
       },
       ended: (options = {}) => this.waitUntilFinal(path, options),
       cancel: () => this.request<Job | JobReference>('POST', `${path}/cancel`),
+      steps: () => this.request<JobSteps>('GET', `${path}/steps`),
     };
   }
 
