@@ -166,7 +166,11 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     const db = pgDb(stack().databaseUrl, { max: 2 });
     try {
       const quiet = { info() {}, warn() {}, error() {} };
-      const counts = await drainOnce(db, createRegistry([workflow]), { budgetSeconds: 20, concurrency: 5, logger: quiet });
+      const counts = await drainOnce(db, createRegistry([workflow]), {
+        budgetSeconds: 20,
+        concurrency: 5,
+        logger: quiet,
+      });
       expect(counts.parked).toBe(1);
     } finally {
       await db.close();
