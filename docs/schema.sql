@@ -1527,6 +1527,14 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM skiplock.job_links LIMIT 1) THEN
     RETURN NULL;
   END IF;
+  -- The jobs waiting on these, locked first (in id order): two jobs a parent
+  -- or a dependent waits for may end at once, in two transactions, and each
+  -- must see the other's end once it committed, or neither would resume it.
+  PERFORM 1 FROM skiplock.jobs j
+  WHERE j.id IN (SELECT l.job_id FROM skiplock.job_links l JOIN finished f ON f.id = l.other_id
+                 WHERE l.resolved_at IS NULL)
+  ORDER BY j.id
+  FOR UPDATE OF j;
   WITH resolved AS (
     UPDATE skiplock.job_links l SET resolved_at = f.finished_at
     FROM finished f
@@ -1574,17 +1582,21 @@ BEGIN
   END IF;
 
   -- A cancelled parent's children that have not started are cancelled too; running ones are asked to stop.
+  -- A child locked at this moment is ending (or starting) in another transaction, which may be
+  -- waiting for this parent's lock above: it is skipped rather than waited for.
   WITH children AS (
-    SELECT l.other_id AS id FROM finished f JOIN skiplock.job_links l ON l.job_id = f.id
-    WHERE f.state = 'cancelled' AND l.kind = 'child'
+    SELECT j.id, j.state FROM skiplock.jobs j
+    WHERE j.id IN (SELECT l.other_id FROM finished f JOIN skiplock.job_links l ON l.job_id = f.id
+                   WHERE f.state = 'cancelled' AND l.kind = 'child')
+    FOR UPDATE SKIP LOCKED
   ),
   asked AS (
     UPDATE skiplock.jobs j SET cancel_requested_at = coalesce(j.cancel_requested_at, now())
-    FROM children c WHERE j.id = c.id AND j.state = 'running'
+    FROM children c WHERE j.id = c.id AND c.state = 'running'
   ),
   dropped AS (
     DELETE FROM skiplock.jobs j USING children c
-    WHERE j.id = c.id AND j.state <> 'running'
+    WHERE j.id = c.id AND c.state <> 'running'
     RETURNING skiplock.as_finished(j, 'cancelled', NULL,
       jsonb_build_object('name', 'ParentCancelledError', 'message', 'its parent job was cancelled')) AS finished
   )

@@ -109,7 +109,8 @@ export interface StepsOwner {
 
 /**
  * One run's steps. Loads the job's recorded steps at the first step (one
- * statement, shared with the other jobs starting steps at that moment), and
+ * statement, shared with the other jobs starting steps at that moment;
+ * none on a job's first run), and
  * records each `do` step's result through the group commit of StepWrites.
  */
 export class JobStepRunner implements Steps {
@@ -288,7 +289,7 @@ export class JobStepRunner implements Steps {
     }
     if (this.usedNames.has(name)) throw new InvalidStepError(name, 'the name is used by another step of this run');
     this.usedNames.add(name);
-    this.recorded ??= store(this.db).load(this.owner.job.id);
+    this.recorded ??= isFirstRun(this.owner.job) ? Promise.resolve(new Map()) : store(this.db).load(this.owner.job.id);
     const stored = (await this.recorded).get(name);
     if (stored !== undefined && stored.kind !== kind) {
       throw new InvalidStepError(name, `it was recorded as a ${stored.kind} step, not a ${kind} step`);
@@ -324,6 +325,14 @@ export class JobStepRunner implements Steps {
   private checkStillRunning(): void {
     if (this.parkedAt !== undefined) throw new JobParkedSignal(this.parkedAt);
   }
+}
+
+/**
+ * A job claimed for the first time (its first start is this claim's) has
+ * recorded no step yet: every step needs an earlier run, so there is nothing to load.
+ */
+function isFirstRun(job: ClaimedJob): boolean {
+  return job.firstStartedAt !== null && job.firstStartedAt === job.startedAt;
 }
 
 function childEnd(result: Json): ChildEnd {

@@ -2,8 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Db } from '../../src/db/types';
 import { defineJob, type JobDefinition } from '../../src/drain/define-job';
+import { Client } from 'pg';
 import {
   cancel,
+  claimBatch,
   enqueue,
   enqueueFlow,
   getJobEvents,
@@ -311,6 +313,49 @@ describe('child jobs and flows', () => {
     const kinds = (await getJobEvents(db, handle.id)).map((event) => event.kind);
     expect(kinds.filter((kind) => kind === 'parked')).toHaveLength(1);
     expect(kinds.filter((kind) => kind === 'resumed')).toHaveLength(1);
+  });
+
+  it('resumes the parent when its last two children end at once, in two transactions', async () => {
+    const { db, url } = await open('pg');
+    const fanOut = defineJob('pair', z.unknown(), async (_payload, ctx) => {
+      const ends = await Promise.all([1, 2].map((n) => ctx.step.invoke(`child ${n}`, { queue: 'children' })));
+      return ends.map((end) => end.status);
+    });
+    const handle = await enqueue(db, fanOut, null);
+    await drain(db, [fanOut]);
+    const children = await claimBatch(db, { max: 2, workerId: 'children', types: ['children'] });
+    expect(children).toHaveLength(2);
+    const first = new Client({ connectionString: url });
+    const second = new Client({ connectionString: url });
+    await Promise.all([first.connect(), second.connect()]);
+    try {
+      const complete = "SELECT skiplock.complete($1, $2, 'null')";
+      await first.query('BEGIN');
+      await first.query(complete, [children[0]!.id, children[0]!.leaseToken]);
+      await second.query('BEGIN');
+      // Ends the other child while the first end is not committed: it must wait for it, then see it.
+      let secondEnded = false;
+      const secondEnd = second.query(complete, [children[1]!.id, children[1]!.leaseToken]).then(() => {
+        secondEnded = true;
+      });
+      await waitFor('the second end to finish, or to wait for the first', async () => {
+        if (secondEnded) return true;
+        const [row] = await db.query<{ waiting: number }>({
+          text: `SELECT count(*)::int AS waiting FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          params: [],
+        });
+        return row!.waiting > 0;
+      });
+      await first.query('COMMIT');
+      await secondEnd;
+      await second.query('COMMIT');
+    } finally {
+      await Promise.all([first.end(), second.end()]);
+    }
+    expect((await jobById(db, handle.id)).status).toBe('queued');
+    await drainUntil(db, [fanOut], handle.id, 'succeeded');
+    expect((await jobById(db, handle.id)).result).toEqual(['succeeded', 'succeeded']);
   });
 
   it('cancels waiting children with their parent', async () => {
