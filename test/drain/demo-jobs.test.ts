@@ -12,7 +12,13 @@ describe('the demo jobs (SPEC section 3)', () => {
   it('are registered only in dev mode', () => {
     const http = { allowedHosts: [] };
     expect(builtInJobs({ devMode: false, http }).map((job) => job.type)).toEqual(['http']);
-    expect(builtInJobs({ devMode: true, http }).map((job) => job.type)).toEqual(['http', 'noop', 'sleep', 'fail']);
+    expect(builtInJobs({ devMode: true, http }).map((job) => job.type)).toEqual([
+      'http',
+      'noop',
+      'sleep',
+      'fail',
+      'demo-workflow',
+    ]);
   });
 
   it('noop succeeds at once with { ok: true }', async () => {
