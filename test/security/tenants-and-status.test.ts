@@ -105,6 +105,7 @@ const STATUS_VIEW = [
   'runAt',
   'startedAt',
   'status',
+  'waitingFor',
 ];
 
 /**
