@@ -1512,7 +1512,7 @@ BEGIN
 END
 $$;
 
-FUNCTION on_linked_jobs_finished() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION on_linked_jobs_finished() RETURNS trigger LANGUAGE plpgsql VOLATILE SET enable_nestloop=on SET enable_mergejoin=on SET enable_seqscan=on SET enable_bitmapscan=on AS $$
 DECLARE
   ended jsonb;
   resumed_count integer;
@@ -1524,7 +1524,14 @@ BEGIN
   IF EXISTS (SELECT 1 FROM skiplock.event_waits LIMIT 1) THEN
     DELETE FROM skiplock.event_waits w USING finished f WHERE w.job_id = f.id;
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM skiplock.job_links LIMIT 1) THEN
+  -- Nothing more unless a job waits on one of these, or one is a cancelled parent
+  -- (job_links keeps resolved links as history, so it is rarely empty).
+  IF NOT EXISTS (SELECT 1 FROM skiplock.job_links LIMIT 1)
+     OR NOT EXISTS (
+       SELECT 1 FROM finished f
+       WHERE EXISTS (SELECT 1 FROM skiplock.job_links l WHERE l.other_id = f.id AND l.resolved_at IS NULL)
+          OR (f.state = 'cancelled'
+              AND EXISTS (SELECT 1 FROM skiplock.job_links l WHERE l.job_id = f.id AND l.kind = 'child'))) THEN
     RETURN NULL;
   END IF;
   -- The jobs waiting on these, locked first (in id order): two jobs a parent

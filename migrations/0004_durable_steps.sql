@@ -441,10 +441,18 @@ $$;
 -- the parent; a dependency's end resumes a dependent whose dependencies
 -- have all ended, or fails it when one it must not run without failed; a
 -- cancelled job's waiting children are cancelled; event waits of jobs that
--- ended are dropped. Statement-level, so a completion of many jobs pays one
--- index probe when no job waits on another.
+-- ended are dropped. Statement-level, so a completion of many jobs pays a
+-- probe per job when no job waits on them. The planner's defaults are set
+-- back: complete_jobs turns nested loops off for its own statement, and
+-- with them off each join below would read every event wait and every
+-- unresolved link, in every completion.
 CREATE FUNCTION skiplock.on_linked_jobs_finished() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_nestloop = on
+SET enable_mergejoin = on
+SET enable_seqscan = on
+SET enable_bitmapscan = on
+AS $$
 DECLARE
   ended jsonb;
   resumed_count integer;
@@ -456,7 +464,14 @@ BEGIN
   IF EXISTS (SELECT 1 FROM skiplock.event_waits LIMIT 1) THEN
     DELETE FROM skiplock.event_waits w USING finished f WHERE w.job_id = f.id;
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM skiplock.job_links LIMIT 1) THEN
+  -- Nothing more unless a job waits on one of these, or one is a cancelled parent
+  -- (job_links keeps resolved links as history, so it is rarely empty).
+  IF NOT EXISTS (SELECT 1 FROM skiplock.job_links LIMIT 1)
+     OR NOT EXISTS (
+       SELECT 1 FROM finished f
+       WHERE EXISTS (SELECT 1 FROM skiplock.job_links l WHERE l.other_id = f.id AND l.resolved_at IS NULL)
+          OR (f.state = 'cancelled'
+              AND EXISTS (SELECT 1 FROM skiplock.job_links l WHERE l.job_id = f.id AND l.kind = 'child'))) THEN
     RETURN NULL;
   END IF;
   -- The jobs waiting on these, locked first (in id order): two jobs a parent

@@ -18,7 +18,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0001_schema.sql': 'b91789736df0f80927789f95ae32369a1eb92bc7eccfc75524c55c913e760680',
   '0002_reschedule_keeps_run_at.sql': '524092f20ef2854cdfe471833ab5f52fd87b49d8de3f3179f945b25d5db70446',
   '0003_api_keys_bound_to_a_worker.sql': '933432d29e8fa35196ffbb7b700ba0c876261a2b8ede1f0c46914ed8c4d6ed11',
-  '0004_durable_steps.sql': '61dbafe83eb218d90f534daeee06e81204d2ca1800a2e9d9f7eba6c5c766b06a',
+  '0004_durable_steps.sql': 'b7f2ca047ea870d64d26a52a5178297456f5a0f4899990cb96f9c4287d17cdf0',
 };
 
 /**
