@@ -14,7 +14,7 @@
  * Prints one JSON object; docs/benchmarks.md quotes it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startWorkerStack } from './worker-stack';
+import { startWorkerStack, statementsPerIdleMinute } from './worker-stack';
 
 const idleMinutes = Number(process.env.IDLE_MINUTES ?? 10);
 const drainEverySeconds = Number(process.env.DRAIN_EVERY_SECONDS ?? 10);
@@ -26,15 +26,7 @@ async function main(): Promise<void> {
     // The first ticks drain (the clock is new) and settle it; after that the queue is idle.
     await sleep(3 * drainEverySeconds * 1000);
 
-    const perMinute: number[] = [];
-    let before = await transactions();
-    for (let minute = 0; minute < idleMinutes; minute++) {
-      await sleep(60_000);
-      const now = await transactions();
-      perMinute.push(now - before);
-      before = now;
-      console.error(`idle minute ${minute + 1}: ${perMinute.at(-1)} statements`);
-    }
+    const perMinute = await statementsPerIdleMinute(transactions, idleMinutes, '');
 
     const beforeDelayed = await transactions();
     const enqueued = await fetch(`${api}/v1/queues/idle-bench/jobs`, {

@@ -90,3 +90,21 @@ export async function startWorkerStack(options: { name: string; drainEverySecond
     stop,
   };
 }
+
+/** Statements the database ran in each of `minutes` minutes (pg_stat_database's transactions), each logged as it ends. */
+export async function statementsPerIdleMinute(
+  transactions: () => Promise<number>,
+  minutes: number,
+  label: string,
+): Promise<number[]> {
+  const perMinute: number[] = [];
+  let before = await transactions();
+  for (let minute = 0; minute < minutes; minute++) {
+    await sleep(60_000);
+    const now = await transactions();
+    perMinute.push(now - before);
+    before = now;
+    console.error(`${label}idle minute ${minute + 1}: ${perMinute.at(-1)} statements`);
+  }
+  return perMinute;
+}

@@ -234,7 +234,7 @@ job_steps job_steps_name_length: CHECK (((length(name) >= 1) AND (length(name) <
 job_steps job_steps_pkey: PRIMARY KEY (job_id, name);
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
 jobs jobs_pkey: PRIMARY KEY (id);
-jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text])));
+jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text, 'parked'::text])));
 migrations migrations_pkey: PRIMARY KEY (name);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
 queues queues_delivery_check: CHECK (((jsonb_typeof(delivery) = 'object'::text) AND ((delivery ->> 'target'::text) = ANY (ARRAY['webhook'::text, 'cloudflare-queue'::text]))));
@@ -277,6 +277,7 @@ CREATE INDEX job_links_parent_idx ON skiplock.job_links USING btree (job_id);
 CREATE UNIQUE INDEX job_links_pkey ON skiplock.job_links USING btree (job_id, other_id);
 CREATE UNIQUE INDEX job_steps_pkey ON skiplock.job_steps USING btree (job_id, name);
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])));
+CREATE INDEX jobs_parked_idx ON skiplock.jobs USING btree (run_at) WHERE (state = 'parked'::text);
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
 CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- (priority)::smallint)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
 CREATE UNIQUE INDEX jobs_pkey ON skiplock.jobs USING btree (id);
@@ -572,6 +573,10 @@ DECLARE
   claimed_at timestamptz;
   claimed_at_json json;
 BEGIN
+  -- Parked jobs whose time has come wait again first, so this claim can
+  -- take them.
+  PERFORM skiplock.wake_parked_jobs();
+
   -- The first waiting job: one probe of the waiting index. From the
   -- session's hint when it has one: the counter, read after the probe's
   -- snapshot was taken, must still read what the hint is good for, or a
@@ -742,12 +747,18 @@ BEGIN
       WHERE (queues IS NULL OR w.queue = ANY(queues))
         AND (q.concurrency IS NULL OR c.claim_seq = c.seen_seq)
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
-        AND EXISTS (
-          SELECT 1 FROM skiplock.jobs j
+        -- A scalar subquery ordered by the whole index key, so it stays a
+        -- probe bounded by the group's key: an EXISTS the planner may make a
+        -- semi-join that reads every ready entry of the index, which it does
+        -- when the statistics say few jobs wait (most parked or running).
+        AND (
+          SELECT true FROM skiplock.jobs j
           WHERE (j.tenant, j.queue, -j.priority, j.run_at, j.id) >= (w.tenant, w.queue, w.rank, w.run_at, w.id)
             AND (j.tenant, j.queue) <= (w.tenant, w.queue) AND j.state IN ('scheduled', 'queued', 'retrying')
             AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
-            AND (q.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types)))
+            AND (q.delivery IS NOT NULL OR job_types IS NULL OR j.type = ANY(job_types))
+          ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
+          LIMIT 1)
     ),
     tenant_load AS MATERIALIZED (
       SELECT g.tenant, g.queues, t.claim_seq, t.concurrency, t.rate_count, t.rate_per_seconds, t.weight,
@@ -828,10 +839,14 @@ BEGIN
     locked AS MATERIALIZED (
       -- One lookup by key per chosen job: a semi-join, or a list of keys
       -- beside the state condition, lets the planner read the whole waiting
-      -- index.
+      -- index. The state is tested as "neither running nor parked" (the
+      -- live states left are the waiting ones, jobs_state_live), which the
+      -- waiting index's predicate does not follow from: said as the waiting
+      -- states, the planner may take that index for the lookup, reading all
+      -- of it for one id, when the statistics say few jobs wait.
       SELECT l.ctid, chosen.id, chosen.tenant, chosen.queue, chosen.position FROM chosen CROSS JOIN LATERAL (
         SELECT j.ctid FROM skiplock.jobs j
-        WHERE j.id = chosen.id AND j.state IN ('scheduled', 'queued', 'retrying')
+        WHERE j.id = chosen.id AND j.state NOT IN ('running', 'parked')
         FOR UPDATE SKIP LOCKED
       ) l
     ),
@@ -1038,6 +1053,8 @@ BEGIN
     FROM input i
   )
   SELECT array_agg(e.id ORDER BY e.id) INTO ids FROM parked p, skiplock.enqueue_jobs(p.jobs) e;
+  UPDATE skiplock.jobs j SET state = 'parked'
+  WHERE j.id = ANY (ids) AND j.run_at = skiplock.until_woken() AND j.state = 'scheduled';
   INSERT INTO skiplock.job_links (job_id, other_id, kind, on_failure)
   SELECT ids[(d->>'job')::integer + 1], ids[(d->>'dependsOn')::integer + 1], 'dependency',
          coalesce(d->>'onFailure', 'fail')
@@ -1312,7 +1329,8 @@ BEGIN
   RETURN (from_state, to_state) IN (
     ('scheduled', 'running'), ('queued', 'running'), ('retrying', 'running'),
     ('running', 'scheduled'), ('running', 'queued'), ('running', 'retrying'),
-    ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'));
+    ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'),
+    ('running', 'parked'), ('scheduled', 'parked'), ('parked', 'scheduled'), ('parked', 'queued'));
 END
 $$;
 
@@ -1340,8 +1358,8 @@ $$;
 
 FUNCTION job_status(state text, run_at timestamp with time zone) RETURNS text LANGUAGE sql STABLE AS $$
   SELECT CASE
-    WHEN state IN ('scheduled', 'queued', 'retrying') AND run_at <= now() THEN 'queued'
-    WHEN state IN ('scheduled', 'queued') THEN 'scheduled'
+    WHEN state IN ('scheduled', 'queued', 'retrying', 'parked') AND run_at <= now() THEN 'queued'
+    WHEN state IN ('scheduled', 'queued', 'parked') THEN 'scheduled'
     ELSE state
   END
 $$;
@@ -1384,6 +1402,8 @@ BEGIN
     partition_day := to_date(substr(partition_name, 15), 'YYYYMMDD');
     EXIT WHEN (partition_day + 1)::timestamp AT TIME ZONE 'UTC' > prune_before;
     BEGIN
+      EXECUTE format('DELETE FROM skiplock.job_steps s USING skiplock.%I f WHERE s.job_id = f.id', partition_name);
+      EXECUTE format('DELETE FROM skiplock.job_links l USING skiplock.%I f WHERE l.job_id = f.id', partition_name);
       EXECUTE format('DROP TABLE skiplock.%I', partition_name);
       dropped := dropped + 1;
     EXCEPTION WHEN lock_not_available THEN
@@ -1393,10 +1413,25 @@ BEGIN
 
   -- Rows of days that had no partition go one by one, in a bounded batch
   -- (the next round takes the rest): normally there are none.
-  DELETE FROM skiplock.finished_jobs_default
-  WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
-                         WHERE finished_at < prune_before LIMIT 10000));
-  GET DIAGNOSTICS deleted = ROW_COUNT;
+  WITH gone AS (
+    DELETE FROM skiplock.finished_jobs_default
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
+                           WHERE finished_at < prune_before LIMIT 10000))
+    RETURNING id
+  ),
+  steps AS (
+    DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
+  ),
+  links AS (
+    DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
+  )
+  SELECT count(*) INTO deleted FROM gone;
+
+  -- Events whose keep has passed, once a day with the day's history (a
+  -- send drops those of its own name as it goes).
+  IF dropped > 0 THEN
+    DELETE FROM skiplock.events e WHERE e.expires_at <= now();
+  END IF;
   RETURN NEXT;
 END
 $$;
@@ -1577,7 +1612,7 @@ BEGIN
   WITH resumed AS (
     UPDATE skiplock.jobs j SET state = 'queued', run_at = now()
     WHERE j.id IN (SELECT e.job_id FROM jsonb_to_recordset(ended) AS e(job_id uuid))
-      AND j.state = 'scheduled'
+      AND j.state = 'parked'
       AND NOT EXISTS (SELECT 1 FROM skiplock.job_links l WHERE l.job_id = j.id AND l.resolved_at IS NULL)
     RETURNING j.id, j.attempts
   )
@@ -1619,7 +1654,7 @@ $$;
 FUNCTION park(j skiplock.jobs, until timestamp with time zone, detail jsonb) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   UPDATE skiplock.jobs
-  SET state = 'scheduled', run_at = until, attempts = attempts - 1,
+  SET state = 'parked', run_at = until, attempts = attempts - 1,
       lease_token = NULL, lease_expires_at = NULL,
       run_ms = run_ms + skiplock.ms_between(started_at, clock_timestamp())
   WHERE id = j.id;
@@ -1858,7 +1893,7 @@ BEGIN
   resumed AS (
     UPDATE skiplock.jobs j SET state = 'queued', run_at = now()
     FROM recorded r
-    WHERE j.id = r.job_id AND j.state = 'scheduled'
+    WHERE j.id = r.job_id AND j.state = 'parked'
     RETURNING j.id, j.attempts
   ),
   history AS (
@@ -1983,6 +2018,26 @@ BEGIN
   PERFORM skiplock.park(j, coalesce(waiting.timeout_at, timeout_at),
                         jsonb_build_object('step', name, 'event', event, 'key', key));
   RETURN skiplock.step_answer('parked');
+END
+$$;
+
+FUNCTION wake_parked_jobs(max_jobs integer DEFAULT 1000) RETURNS integer LANGUAGE plpgsql VOLATILE SET enable_seqscan=off AS $$
+DECLARE
+  woken integer := 0;
+BEGIN
+  IF EXISTS (SELECT 1 FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()) THEN
+    WITH due AS (
+      UPDATE skiplock.jobs j SET state = 'queued'
+      WHERE j.id IN (SELECT p.id FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()
+                     ORDER BY p.run_at LIMIT max_jobs FOR UPDATE SKIP LOCKED)
+      RETURNING j.id, j.attempts, j.run_at
+    )
+    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+    SELECT d.id, 'resumed', d.attempts, jsonb_build_object('after', 'its time', 'at', skiplock.iso(d.run_at))
+    FROM due d;
+    GET DIAGNOSTICS woken = ROW_COUNT;
+  END IF;
+  RETURN woken;
 END
 $$;
 

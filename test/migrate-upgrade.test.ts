@@ -19,6 +19,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0002_reschedule_keeps_run_at.sql': '524092f20ef2854cdfe471833ab5f52fd87b49d8de3f3179f945b25d5db70446',
   '0003_api_keys_bound_to_a_worker.sql': '933432d29e8fa35196ffbb7b700ba0c876261a2b8ede1f0c46914ed8c4d6ed11',
   '0004_durable_steps.sql': 'b7f2ca047ea870d64d26a52a5178297456f5a0f4899990cb96f9c4287d17cdf0',
+  '0005_parked_state.sql': '68cc9ed6c19b337ed175a2ffc3e8f4370d1fa58dc8f6094f13400265cfb7da2e',
 };
 
 /**
@@ -115,5 +116,58 @@ describe('upgrading a database of the first release', () => {
     const [next] = await claimBatch(db, { max: 5, workerId: 'after-upgrade', queues: ['upgrade'] });
     expect(next).toMatchObject({ status: 'running', attempts: 1, payload: { n: expect.any(Number) } });
     expect(await complete(db, next!)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('moves the jobs 0004 parked into their own state: each still wakes by its time, its event or its child', async () => {
+    const database = await createTestDatabase({ migrated: false });
+    const db: SessionDb = pgDb(database.url, { max: 2 });
+    cleanups.push(database.drop, () => db.close());
+    const migrations = await loadMigrations();
+    const before0005 = migrations.findIndex((m) => m.name.startsWith('0005_'));
+    await migrate(db, migrations.slice(0, before0005));
+
+    // Three jobs parked by 0004's statements: a sleep, an event wait, a wait for a child.
+    await db.query({
+      text: `SELECT skiplock.enqueue('parking', jsonb_build_object('n', n)) FROM generate_series(1, 3) AS n`,
+      params: [],
+    });
+    const [sleeper, waiter, parent] = await db.query<{ id: string; lease_token: string }>({
+      text: `SELECT id, "leaseToken" AS lease_token FROM skiplock.claim_batch(3, 300, NULL, ARRAY['parking'], NULL, 'w') ORDER BY id`,
+      params: [],
+    });
+    await db.query({
+      text: `SELECT skiplock.sleep_step($1, $2, 'nap', now() + interval '1 hour'),
+                    skiplock.wait_for_event($3, $4, 'approval', 'order.approved', 'o-1', now() + interval '1 day', 60),
+                    skiplock.invoke_children($5, $6, '[{"name": "child", "child": {"queue": "children"}}]', 60)`,
+      params: [sleeper!.id, sleeper!.lease_token, waiter!.id, waiter!.lease_token, parent!.id, parent!.lease_token],
+    });
+    const statesOf = async () =>
+      Object.fromEntries(
+        (
+          await db.query<{ id: string; state: string }>({
+            text: `SELECT id, state FROM skiplock.jobs WHERE queue = 'parking'`,
+            params: [],
+          })
+        ).map(({ id, state }) => [id, state]),
+      );
+    expect(await statesOf()).toEqual({
+      [sleeper!.id]: 'scheduled',
+      [waiter!.id]: 'scheduled',
+      [parent!.id]: 'scheduled',
+    });
+
+    await migrate(db, migrations);
+
+    expect(await statesOf()).toEqual({ [sleeper!.id]: 'parked', [waiter!.id]: 'parked', [parent!.id]: 'parked' });
+    for (const { id } of [sleeper!, waiter!, parent!])
+      expect(await getJob(db, id)).toMatchObject({ status: 'scheduled' });
+    expect(await claimBatch(db, { max: 5, workerId: 'after-upgrade', queues: ['parking'] })).toEqual([]);
+    // The event wakes its job; the child's end wakes its parent; the sleep's end wakes the sleeper.
+    await db.query({ text: `SELECT skiplock.send_event('order.approved', key => 'o-1')`, params: [] });
+    const [child] = await claimBatch(db, { max: 1, workerId: 'after-upgrade', queues: ['children'] });
+    await complete(db, child!);
+    await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE id = $1`, params: [sleeper!.id] });
+    const woken = await claimBatch(db, { max: 5, workerId: 'after-upgrade', queues: ['parking'] });
+    expect(woken.map((job) => job.id).sort()).toEqual([sleeper!.id, waiter!.id, parent!.id].sort());
   });
 });

@@ -254,7 +254,7 @@ SELECT
      UNION ALL
      SELECT json_build_object('kind', 'sleep', 'step', s.name, 'until', s.result->>'until'), s.recorded_at
      FROM skiplock.job_steps s JOIN skiplock.jobs j ON j.id = s.job_id
-     WHERE s.job_id = job.id AND s.kind = 'sleep' AND j.state = 'scheduled'
+     WHERE s.job_id = job.id AND s.kind = 'sleep' AND j.state = 'parked'
        AND (s.result->>'until')::timestamptz > now()
      UNION ALL
      SELECT CASE WHEN l.kind = 'child'

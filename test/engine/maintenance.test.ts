@@ -145,7 +145,7 @@ describe('maintenance', () => {
     expect(await db.query({ text: 'SELECT 1 FROM skiplock.dedup_keys', params: [] })).toEqual([]);
   });
 
-  it('drops the days of finished jobs past the retention, and nothing else', async () => {
+  it('drops the days of finished jobs past the retention with their steps and links, and nothing else', async () => {
     const { db } = await open('pg');
     // The template was migrated when the run began: after midnight UTC a day ahead is still to make.
     await maintainHistory(db, { retentionSeconds: 86_400 });
@@ -174,12 +174,41 @@ describe('maintenance', () => {
       params: [stray],
     });
     const waiting = (await enqueue(db, { queue: 'waiting' })).job.id;
+    // Each job's history of durable steps: a step, and a link to the job it waited for.
+    await db.query({
+      text: `INSERT INTO skiplock.job_steps (job_id, name, kind, done, result)
+             SELECT id, 'charge', 'do', true, '{}' FROM unnest($1::uuid[]) AS id`,
+      params: [[recent, old, stray, waiting]],
+    });
+    await db.query({
+      text: `INSERT INTO skiplock.job_links (job_id, other_id, kind, step_name)
+             SELECT id, $2, 'child', 'child' FROM unnest($1::uuid[]) AS id`,
+      params: [[recent, old, stray], waiting],
+    });
+    // An event kept past its window, and one still in it.
+    await db.query({
+      text: `INSERT INTO skiplock.events (tenant, name, key, payload, sent_at, expires_at)
+             VALUES ('default', 'lapsed', '', 'null', now() - interval '2 days', now() - interval '1 day'),
+                    ('default', 'kept', '', 'null', now(), now() + interval '1 day')`,
+      params: [],
+    });
+    const history = async () =>
+      (
+        await db.query<{ steps: string[]; links: string[]; events: string[] }>({
+          text: `SELECT (SELECT coalesce(array_agg(job_id::text ORDER BY job_id), '{}') FROM skiplock.job_steps) AS steps,
+                        (SELECT coalesce(array_agg(job_id::text ORDER BY job_id), '{}') FROM skiplock.job_links) AS links,
+                        (SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM skiplock.events) AS events`,
+          params: [],
+        })
+      )[0]!;
 
     expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toEqual({
       createdDays: 0,
       droppedDays: 1,
       deletedJobs: 1,
     });
+    const kept = [recent, waiting].sort();
+    expect(await history()).toEqual({ steps: kept, links: [recent], events: ['kept'] });
     expect(await getJob(db, old)).toBeUndefined();
     expect(await getJob(db, stray)).toBeUndefined();
     expect(await getJob(db, recent)).toMatchObject({ status: 'succeeded' });

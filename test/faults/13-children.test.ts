@@ -64,7 +64,7 @@ describe('scenario 13: parents parked on children of a tenant limited to 1, thei
       while (!done) {
         const [row] = await sampler.query<{ running: number; parked: number }>({
           text: `SELECT count(*) FILTER (WHERE state = 'running')::integer AS running,
-                        count(*) FILTER (WHERE state = 'scheduled' AND type = $2)::integer AS parked
+                        count(*) FILTER (WHERE state = 'parked' AND type = $2)::integer AS parked
                  FROM skiplock.jobs WHERE tenant = $1`,
           params: [TENANT, stepParent.type],
         });
