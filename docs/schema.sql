@@ -1676,14 +1676,20 @@ BEGIN
 END
 $$;
 
-FUNCTION record_steps(steps jsonb) RETURNS TABLE(job_id uuid, name text) LANGUAGE sql VOLATILE AS $$
+FUNCTION record_steps(steps jsonb) RETURNS TABLE(job_id uuid, name text) LANGUAGE plpgsql VOLATILE SET enable_seqscan=off SET jit=off AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   WITH input AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(steps)
       AS x("jobId" uuid, "leaseToken" uuid, name text, result jsonb, "leaseSeconds" integer)
   ),
   owned AS (
     UPDATE skiplock.jobs j
-    SET lease_expires_at = greatest(j.lease_expires_at, now() + make_interval(secs => i."leaseSeconds"))
+    SET lease_expires_at = CASE
+          WHEN j.lease_expires_at < now() + make_interval(secs => i."leaseSeconds" / 2.0)
+          THEN greatest(j.lease_expires_at, now() + make_interval(secs => i."leaseSeconds"))
+          ELSE j.lease_expires_at END
     FROM input i
     WHERE j.id = i."jobId" AND j.lease_token = i."leaseToken"
     RETURNING j.id, j.attempts
@@ -1694,7 +1700,8 @@ FUNCTION record_steps(steps jsonb) RETURNS TABLE(job_id uuid, name text) LANGUAG
   ON CONFLICT ON CONSTRAINT job_steps_pkey DO UPDATE
     SET done = true, result = EXCLUDED.result, attempt = EXCLUDED.attempt, recorded_at = EXCLUDED.recorded_at
     WHERE NOT s.done
-  RETURNING s.job_id, s.name
+  RETURNING s.job_id, s.name;
+END
 $$;
 
 FUNCTION refresh_statistics() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$

@@ -1,5 +1,5 @@
--- skiplock 0005: parked jobs get a state of their own, and the step
--- history goes with its jobs (see the end of this file).
+-- skiplock 0005: parked jobs get a state of their own; steps are recorded
+-- at a lower cost; the step history goes with its jobs.
 --
 -- A job that sleeps, waits for an event or for other jobs (0004) used to
 -- wait as `scheduled` with its run time ahead, so it sat in jobs_waiting_idx
@@ -678,6 +678,50 @@ BEGIN
   )
   INSERT INTO skiplock.finished_jobs SELECT (d.finished).* FROM dropped d;
   RETURN NULL;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Steps recorded at a lower cost
+-- ---------------------------------------------------------------------------
+
+-- 0004's record_steps, in plpgsql so a connection plans it once (a SQL
+-- function's statement was planned again at every call, and the plan
+-- could read the whole jobs table), and extending a lease only once half
+-- of it is spent: an update that leaves lease_expires_at as it was adds no
+-- index entries (a HOT update), where moving it wrote one in jobs_pkey and
+-- jobs_running_idx for every step. The row is updated either way, which
+-- fences the record by the lease token until it commits.
+CREATE OR REPLACE FUNCTION skiplock.record_steps(steps jsonb)
+RETURNS TABLE (job_id uuid, name text)
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET jit = off
+AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH input AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(steps)
+      AS x("jobId" uuid, "leaseToken" uuid, name text, result jsonb, "leaseSeconds" integer)
+  ),
+  owned AS (
+    UPDATE skiplock.jobs j
+    SET lease_expires_at = CASE
+          WHEN j.lease_expires_at < now() + make_interval(secs => i."leaseSeconds" / 2.0)
+          THEN greatest(j.lease_expires_at, now() + make_interval(secs => i."leaseSeconds"))
+          ELSE j.lease_expires_at END
+    FROM input i
+    WHERE j.id = i."jobId" AND j.lease_token = i."leaseToken"
+    RETURNING j.id, j.attempts
+  )
+  INSERT INTO skiplock.job_steps AS s (job_id, name, kind, done, result, attempt)
+  SELECT i."jobId", i.name, 'do', true, i.result, o.attempts
+  FROM input i JOIN owned o ON o.id = i."jobId"
+  ON CONFLICT ON CONSTRAINT job_steps_pkey DO UPDATE
+    SET done = true, result = EXCLUDED.result, attempt = EXCLUDED.attempt, recorded_at = EXCLUDED.recorded_at
+    WHERE NOT s.done
+  RETURNING s.job_id, s.name;
 END
 $$;
 

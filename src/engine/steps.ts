@@ -26,7 +26,7 @@ export interface StoredStep {
 export interface StepToRecord extends Lease {
   name: string;
   result: Json;
-  /** The lease the same statement extends to, from now. */
+  /** The lease the same statement extends to, from now, once half of the current one is spent. */
   leaseSeconds: number;
 }
 
@@ -65,7 +65,7 @@ const recordStepsSql = /* sql */ `SELECT job_id AS "jobId", name FROM skiplock.r
 
 /**
  * Records step results of any number of running jobs in one statement, each
- * with its job's lease extended. Answers which were recorded, as
+ * with its job's lease extended once half of it is spent. Answers which were recorded, as
  * `jobId` + NUL + name: one missing lost its lease and changed nothing.
  */
 export async function recordSteps(db: Queryable, steps: readonly StepToRecord[]): Promise<Set<string>> {
