@@ -59,7 +59,9 @@ SELECT
   oldest.pid AS "oldestSnapshotPid"
 FROM (SELECT NULL) AS one
 LEFT JOIN LATERAL (
-  SELECT extract(epoch FROM now() - coalesce(xact_start, query_start))::float8 AS seconds, pid
+  -- clock_timestamp(), not now(): a transaction that began after this one's
+  -- start would otherwise be of a negative age.
+  SELECT extract(epoch FROM clock_timestamp() - coalesce(xact_start, query_start))::float8 AS seconds, pid
     FROM pg_stat_activity
    WHERE backend_xmin IS NOT NULL AND datname = current_database() AND pid <> pg_backend_pid()
    ORDER BY age(backend_xmin) DESC

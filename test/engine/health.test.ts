@@ -48,6 +48,27 @@ describe.each(DRIVERS)('queue health over %s', (driver) => {
   });
 });
 
+describe('the oldest snapshot', () => {
+  it('is never of a negative age, even for a transaction that began after the reading one', async () => {
+    const { db, url } = await open('pg');
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      const health = await db.withTransaction(async (tx) => {
+        // The reader's transaction, and so its now(), starts first.
+        await tx.query({ text: 'SELECT now()', params: [] });
+        await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await holder.query('SELECT count(*) FROM skiplock.jobs');
+        return queueHealth(tx);
+      });
+      expect(health.oldestSnapshotPid).not.toBeNull();
+      expect(health.oldestSnapshotSeconds).toBeGreaterThanOrEqual(0);
+    } finally {
+      await holder.end();
+    }
+  });
+});
+
 describe('dead tuples', () => {
   // 40 rows: below autovacuum's threshold (50 dead rows), so nothing removes them under the test.
   it('counts the dead row versions that updates leave in the jobs table', async () => {
