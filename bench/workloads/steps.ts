@@ -85,7 +85,7 @@ export const stepsWorkload: Workload = async (context) => {
         'once through the batch API and analyzed, and every repetition starts from a fresh copy of that database, as in (b). ' +
         `In each repetition the Node worker (the setups of (b), \`concurrency + 2\` connections) drains them twice: once as plain ` +
         `no-op jobs (a burn-down, as (b)), then with a handler that makes ${STEPS_PER_JOB} no-op \`ctx.step.do\` calls, one after ` +
-        "another, each recorded (fenced by the job's lease token, its lease extended in the same statement) before it answers. " +
+        "another, each recorded (fenced by the job's lease token, its lease extended in the same statement once half of it is spent) before it answers. " +
         'Steps per second run from the first step recorded to the last; no-op jobs per second from the first handler start to ' +
         'the last. Their ratio is taken within each repetition.',
       'A job runs its steps one at a time, so the steps waiting for their record at any moment are at most the concurrency: the ' +
