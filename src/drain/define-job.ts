@@ -115,6 +115,7 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
     // Results are stored as JSON, so the stored one is what the handler returned, through JSON.
     ...(publicResult === undefined ? {} : { publicResult: (result: Json) => publicResult(result as Awaited<Result>) }),
     ...(publicProgress === undefined ? {} : { publicProgress }),
+    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
     async checkPayload(payload) {
       const parsed = await safeParse(schema, payload);
       return parsed.success ? [] : payloadIssues(parsed.error);

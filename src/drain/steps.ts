@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { EnqueueInput, TypedEnqueueOptions } from '../engine/enqueue.js';
-import type { JobType, PayloadOf, ResultOf } from '../engine/job-type.js';
+import { cappedMaxAttempts, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
 import {
   invokeChildrenStep,
   loadSteps,
@@ -243,7 +243,14 @@ export class JobStepRunner implements Steps {
         const field = ['payload', issue.path].filter((part) => part !== '').join('.');
         throw new InvalidStepError(name, `the child's ${field}: ${issue.message}`);
       }
-      child = { queue: job.type, ...options, type: job.type, payload: payload as Json };
+      const maxAttempts = cappedMaxAttempts(job, options.maxAttempts);
+      child = {
+        queue: job.type,
+        ...options,
+        ...(maxAttempts === undefined ? {} : { maxAttempts }),
+        type: job.type,
+        payload: payload as Json,
+      };
     } else {
       child = job;
     }

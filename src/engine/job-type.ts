@@ -24,6 +24,8 @@ export interface JobType<Type extends string = string, Payload = unknown, Result
   publicResult?(result: Json): Json;
   /** What the status view shows of the job's saved progress, in place of the default `{ percent, message }`. */
   publicProgress?(progress: Json): Json;
+  /** The most attempts a job of this type gets: what enqueue stores when given none or more. */
+  readonly maxAttempts?: number;
   /** Types only, never set at run time: what enqueue takes and what the handler returns. */
   readonly '~types'?: { readonly payload: Payload; readonly result: Result };
 }
@@ -33,3 +35,9 @@ export type PayloadOf<J extends JobType> = NonNullable<J['~types']>['payload'];
 
 /** What a job of this type returns when it succeeds (the handler's resolved return value). */
 export type ResultOf<J extends JobType> = NonNullable<J['~types']>['result'];
+
+/** The attempts a job of this type is stored with: its own, within its type's cap (the cap when it gives none). */
+export function cappedMaxAttempts(job: JobType, maxAttempts: number | undefined): number | undefined {
+  if (job.maxAttempts === undefined) return maxAttempts;
+  return maxAttempts === undefined ? job.maxAttempts : Math.min(maxAttempts, job.maxAttempts);
+}

@@ -1,6 +1,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { enqueueBatch, type EnqueueInput } from '../engine/index.js';
+import { cappedMaxAttempts } from '../engine/job-type.js';
 import { hasScope, type KeyHolder } from './auth/principal.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { forbidden, invalidPayload, validationProblem, type FieldError } from './problem.js';
@@ -37,9 +38,9 @@ export async function enqueueJobs(
   holder: KeyHolder,
   request: EnqueueRequest,
 ): Promise<EnqueueAnswer[]> {
-  const inputs = request.jobs.map((job, index) => toEnqueueInput(holder, request, job, index));
-  checkCallbacks(c, deps, request, inputs);
-  await checkPayloads(c, deps, request, inputs);
+  const given = request.jobs.map((job, index) => toEnqueueInput(holder, request, job, index));
+  checkCallbacks(c, deps, request, given);
+  const inputs = await applyJobTypes(c, deps, request, given);
   // Dedup keys (and so Idempotency-Keys) are per queue and tenant: a match is always the caller's own tenant's job.
   const results = await enqueueBatch(deps.database(c.env), inputs);
   if (deps.onEnqueued && results.some((result) => !result.deduplicated)) deps.onEnqueued(c.executionCtx, c.env);
@@ -56,26 +57,33 @@ export async function enqueueJobs(
 }
 
 /**
- * Payloads of the job types the host knows are checked against their schemas
- * before anything is stored; other types pass as any JSON (a pull worker in
- * another language may run them).
+ * Jobs of the types the host knows: their payloads are checked against their
+ * schemas before anything is stored, and their attempts kept within the
+ * type's maxAttempts; other types pass as any JSON (a pull worker in another
+ * language may run them).
  */
-async function checkPayloads(
+async function applyJobTypes(
   c: Context<AppEnv>,
   deps: AppDeps,
   request: EnqueueRequest,
   inputs: readonly EnqueueInput[],
-): Promise<void> {
+): Promise<EnqueueInput[]> {
   const errors: FieldError[] = [];
+  const typed: EnqueueInput[] = [];
   for (const [index, input] of inputs.entries()) {
     const jobType = deps.jobType?.(c.env, input.type ?? input.queue);
-    if (jobType === undefined) continue;
+    if (jobType === undefined) {
+      typed.push(input);
+      continue;
+    }
     for (const issue of await jobType.checkPayload(input.payload ?? null)) {
       const field = issue.path === '' ? 'payload' : `payload.${issue.path}`;
       errors.push({ path: fieldPath(request, index, field), message: issue.message });
     }
+    const maxAttempts = cappedMaxAttempts(jobType, input.maxAttempts);
+    typed.push(maxAttempts === undefined ? input : { ...input, maxAttempts });
   }
-  if (errors.length === 0) return;
+  if (errors.length === 0) return typed;
   throw invalidPayload(`the payload does not fit its job type: ${errors[0]!.path}: ${errors[0]!.message}`, errors);
 }
 

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { pgDb } from '../../src/db/pg';
 import { claimBatch, enqueue, enqueueBatch, queueHealth, reapExpiredLeases } from '../../src/engine';
 import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
@@ -50,11 +51,12 @@ describe.each(DRIVERS)('queue health over %s', (driver) => {
 
 describe('the oldest snapshot', () => {
   it('is never of a negative age, even for a transaction that began after the reading one', async () => {
-    const { db, url } = await open('pg');
+    const { url } = await open('pg');
+    const reader = pgDb(url, { max: 1 });
     const holder = new pg.Client({ connectionString: url });
     await holder.connect();
     try {
-      const health = await db.withTransaction(async (tx) => {
+      const health = await reader.withTransaction(async (tx) => {
         // The reader's transaction, and so its now(), starts first.
         await tx.query({ text: 'SELECT now()', params: [] });
         await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
@@ -65,6 +67,7 @@ describe('the oldest snapshot', () => {
       expect(health.oldestSnapshotSeconds).toBeGreaterThanOrEqual(0);
     } finally {
       await holder.end();
+      await reader.close();
     }
   });
 });

@@ -59,6 +59,19 @@ describe('typed jobs in the engine', () => {
     expect(row!.count).toBe(0);
   });
 
+  it("stores a job with its type's maxAttempts, or its own when lower", async () => {
+    const { db } = await open('pg');
+    const capped = defineJob('capped', z.object({}), () => null, { maxAttempts: 3 });
+
+    expect((await enqueue(db, capped, {})).job.maxAttempts).toBe(3);
+    expect((await enqueue(db, capped, {}, { maxAttempts: 10 })).job.maxAttempts).toBe(3);
+    expect((await enqueue(db, capped, {}, { maxAttempts: 2 })).job.maxAttempts).toBe(2);
+    const [batched] = await enqueueBatch(db, capped, [{}]);
+    expect(batched!.job.maxAttempts).toBe(3);
+    // A type without a cap leaves the job's own, or the default.
+    expect((await enqueue(db, sendWelcome, { userId: 1 })).job.maxAttempts).toBe(5);
+  });
+
   it('enqueues a batch in one statement, each with its handle, and a handle made from an id alone', async () => {
     const { db } = await open('neon-http');
 

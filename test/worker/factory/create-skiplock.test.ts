@@ -14,6 +14,7 @@ const greet = defineJob('factory-greet', z.object({ name: z.string().min(1) }), 
   greeting: `hello ${name}`,
 }));
 const tick = defineJob('factory-tick', z.object({ from: z.string() }), ({ from }) => ({ ticked: from }));
+const capped = defineJob('factory-capped', z.object({}), () => null, { maxAttempts: 3 });
 const everySecond = definePeriodicJob({
   name: 'factory-every-second',
   cron: '* * * * * *',
@@ -21,7 +22,7 @@ const everySecond = definePeriodicJob({
   payload: { from: 'cron' },
 });
 
-const worker = createSkiplock({ jobs: [greet, tick], schedules: [everySecond], fastPath: false });
+const worker = createSkiplock({ jobs: [greet, tick, capped], schedules: [everySecond], fastPath: false });
 
 /** A typed client whose fetch is the Worker's own, inside workerd. */
 function clientOf(skiplock: Skiplock, bindings: object = env) {
@@ -92,6 +93,15 @@ describe('createSkiplock in workerd', () => {
       createExecutionContext(),
     );
     expect((await listed.json<{ jobs: unknown[] }>()).jobs).toEqual([]);
+  });
+
+  it("stores a job enqueued over HTTP with its type's maxAttempts, or its own when lower", async () => {
+    const client = clientOf(worker);
+    const queue = `factory-${crypto.randomUUID()}`;
+
+    expect((await (await client.enqueue(capped, {}, { queue })).status()).maxAttempts).toBe(3);
+    expect((await (await client.enqueue(capped, {}, { queue, maxAttempts: 10 })).status()).maxAttempts).toBe(3);
+    expect((await (await client.enqueue(capped, {}, { queue, maxAttempts: 2 })).status()).maxAttempts).toBe(2);
   });
 
   it('enqueues its periodic jobs in the cron drain and runs them', async () => {
