@@ -60,7 +60,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
   try {
     let housekeeping = NO_HOUSEKEEPING;
     if (options.housekeeping ?? true) {
-      await syncPeriodicJobs(db, registry.schedules);
+      await syncPeriodicJobs(db, registry);
       housekeeping = await runHousekeeping(db, {
         retentionSeconds: options.retentionSeconds ?? SHARED_SETTINGS.retentionSeconds.default,
         statsRetentionDays: options.statsRetentionDays ?? SHARED_SETTINGS.statsRetentionDays.default,

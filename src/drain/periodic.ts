@@ -1,8 +1,10 @@
 import { Cron } from 'croner';
 import type { Queryable } from '../db/types.js';
 import { advanceSchedules, listDueSchedules, upsertSchedules, type ScheduleTick } from '../engine/schedules.js';
+import type { JobType, PayloadOf } from '../engine/job-type.js';
 import type { Json } from '../engine/types.js';
 import { errorFields, type Logger } from './logger.js';
+import type { JobRegistry } from './registry.js';
 
 /** A job enqueued on a cron schedule. */
 export interface PeriodicJob {
@@ -20,10 +22,44 @@ export interface PeriodicJob {
   timezone?: string;
 }
 
-/** Checks the expression at once, so a typo fails at start-up, not at the first tick. */
-export function definePeriodicJob(job: PeriodicJob): PeriodicJob {
+/**
+ * A periodic job of a job definition: `job` is the definition (`defineJob`),
+ * and the payload must fit its schema where this compiles.
+ */
+export interface TypedPeriodicJob<J extends JobType> extends Omit<PeriodicJob, 'type' | 'payload'> {
+  job: J;
+  payload: PayloadOf<J>;
+}
+
+/**
+ * Checks the expression at once, so a typo fails at start-up, not at the
+ * first tick. Given the job's definition (`job`), its payload is checked
+ * against the schema when this compiles; given a type name, when the drain
+ * or the worker starts, if one of its definitions has that type.
+ */
+export function definePeriodicJob<J extends JobType>(job: TypedPeriodicJob<J>): PeriodicJob;
+export function definePeriodicJob(job: PeriodicJob): PeriodicJob;
+export function definePeriodicJob(input: PeriodicJob | TypedPeriodicJob<JobType>): PeriodicJob {
+  const job = 'job' in input ? periodicJobOf(input) : input;
   nextTick(job.cron, job.timezone ?? 'UTC', new Date());
   return job;
+}
+
+function periodicJobOf({ job, payload, ...schedule }: TypedPeriodicJob<JobType>): PeriodicJob {
+  return { ...schedule, type: job.type, payload: payload as Json };
+}
+
+/** Refuses, naming the schedule and the field, a payload that does not fit its job type's schema. */
+async function checkPayloads(registry: Pick<JobRegistry, 'schedules' | 'definitionOf'>): Promise<void> {
+  for (const schedule of registry.schedules) {
+    const definition = registry.definitionOf(schedule.type);
+    if (definition === undefined) continue;
+    const [issue] = await definition.checkPayload(schedule.payload ?? null);
+    if (issue !== undefined) {
+      const field = ['payload', issue.path].filter((part) => part !== '').join('.');
+      throw new Error(`periodic job "${schedule.name}" (${schedule.type}): ${field}: ${issue.message}`);
+    }
+  }
 }
 
 /** The first tick strictly after `after`, or 'infinity' when the expression has none. */
@@ -32,12 +68,20 @@ function nextTick(cron: string, timezone: string, after: Date): string {
   return next === null ? 'infinity' : next.toISOString();
 }
 
-/** Writes the code's periodic jobs into skiplock.schedules (one statement; unchanged ones are left alone). */
-export async function syncPeriodicJobs(db: Queryable, jobs: readonly PeriodicJob[]): Promise<void> {
+/**
+ * Writes the code's periodic jobs into skiplock.schedules (one statement;
+ * unchanged ones are left alone), after checking their payloads against
+ * their types' schemas.
+ */
+export async function syncPeriodicJobs(
+  db: Queryable,
+  registry: Pick<JobRegistry, 'schedules' | 'definitionOf'>,
+): Promise<void> {
+  await checkPayloads(registry);
   const now = new Date();
   await upsertSchedules(
     db,
-    jobs.map((job) => {
+    registry.schedules.map((job) => {
       const timezone = job.timezone ?? 'UTC';
       return {
         name: job.name,

@@ -58,7 +58,7 @@ export async function runUntilStopped(
   options: RunUntilStoppedOptions,
 ): Promise<RunningDrain> {
   const logger = options.logger ?? jsonConsoleLogger;
-  await syncPeriodicJobs(db, registry.schedules);
+  await syncPeriodicJobs(db, registry);
   const budget = new DrainBudget(Number.POSITIVE_INFINITY);
   const jobs = runJobs(db, registry, {
     workerId: options.workerId,

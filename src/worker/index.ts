@@ -21,4 +21,6 @@ export {
   RetryAfterError,
   StepFailedError,
   type DeliveredJob,
+  type PeriodicJob,
+  type TypedPeriodicJob,
 } from '../drain/index.js';

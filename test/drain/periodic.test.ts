@@ -3,7 +3,13 @@ import { z } from 'zod';
 import { pgDb } from '../../src/db/pg';
 import type { Db } from '../../src/db/types';
 import { defineJob } from '../../src/drain/define-job';
-import { definePeriodicJob, enqueueDuePeriodicJobs, syncPeriodicJobs } from '../../src/drain/periodic';
+import {
+  definePeriodicJob,
+  enqueueDuePeriodicJobs,
+  type PeriodicJob,
+  syncPeriodicJobs,
+} from '../../src/drain/periodic';
+import { createRegistry } from '../../src/drain/registry';
 import { engineDatabases } from '../support/engine-db';
 import { drain, recordingLogger } from './support/drain';
 
@@ -19,6 +25,11 @@ const yearly = definePeriodicJob({
   payload: { kind: 'yearly' },
 });
 const report = defineJob('report', z.object({ kind: z.string() }), ({ kind }) => ({ reported: kind }));
+
+/** Schedules synced as a registry that defines none of their types would (no payload check). */
+function untyped(...schedules: PeriodicJob[]) {
+  return { schedules, definitionOf: () => undefined };
+}
 
 async function makeDue(db: Db, name: string, ago = '1 second'): Promise<void> {
   await db.query({
@@ -36,10 +47,40 @@ async function jobsOfType(db: Db, type: string): Promise<number> {
 }
 
 describe('periodic jobs', () => {
+  it('takes a job definition, whose payload it types, or a type name, whose payload is checked at start', async () => {
+    const typed = definePeriodicJob({
+      name: 'typed-report',
+      cron: '0 0 1 1 *',
+      job: report,
+      payload: { kind: 'typed' },
+    });
+    expect(typed).toMatchObject({ type: 'report', payload: { kind: 'typed' } });
+    expect(typed).not.toHaveProperty('job');
+    // @ts-expect-error -- kind is a string in the schema: this must not compile.
+    definePeriodicJob({ name: 'typed-bad', cron: '0 0 1 1 *', job: report, payload: { kind: 1 } });
+
+    const { db } = await open('pg');
+    const misfit = definePeriodicJob({ name: 'misfit', cron: '0 0 1 1 *', type: 'report', payload: { kind: 7 } });
+    await expect(syncPeriodicJobs(db, createRegistry([report], [typed, misfit]))).rejects.toThrow(
+      'periodic job "misfit" (report): payload.kind: ',
+    );
+    const [row] = await db.query<{ count: number }>({
+      text: 'SELECT count(*)::integer AS count FROM skiplock.schedules',
+      params: [],
+    });
+    expect(row!.count).toBe(0);
+    await syncPeriodicJobs(db, createRegistry([report], [typed]));
+    const [synced] = await db.query<{ count: number }>({
+      text: 'SELECT count(*)::integer AS count FROM skiplock.schedules',
+      params: [],
+    });
+    expect(synced!.count).toBe(1);
+  });
+
   it('enqueues each tick once when two drains overlap, and runs the job', async () => {
     const { db, url } = await open('pg');
     const other = pgDb(url, { max: 6 });
-    await syncPeriodicJobs(db, [yearly]);
+    await syncPeriodicJobs(db, untyped(yearly));
 
     for (let tick = 1; tick <= 5; tick++) {
       await makeDue(db, yearly.name);
@@ -64,7 +105,7 @@ describe('periodic jobs', () => {
   it('enqueues a due tick once however many drains race for it', async () => {
     const { db, url } = await open('pg');
     const racers = Array.from({ length: 8 }, () => pgDb(url, { max: 1 }));
-    await syncPeriodicJobs(db, [yearly]);
+    await syncPeriodicJobs(db, untyped(yearly));
     await makeDue(db, yearly.name);
 
     const enqueued = await Promise.all(racers.map((racer) => enqueueDuePeriodicJobs(racer, recordingLogger())));
@@ -82,7 +123,7 @@ describe('periodic jobs', () => {
       type: 'report',
       payload: { kind: 'm' },
     });
-    await syncPeriodicJobs(db, [everyMinute]);
+    await syncPeriodicJobs(db, untyped(everyMinute));
     await makeDue(db, everyMinute.name, '3 hours');
 
     expect(await enqueueDuePeriodicJobs(db, recordingLogger())).toBe(1);
@@ -105,14 +146,14 @@ describe('periodic jobs', () => {
         })
       )[0]!.next;
     const daily = definePeriodicJob({ name: 'daily', cron: '0 3 * * *', type: 'report' });
-    await syncPeriodicJobs(db, [daily]);
+    await syncPeriodicJobs(db, untyped(daily));
     await makeDue(db, 'daily', '5 minutes');
     const due = await nextRunAt();
 
-    await syncPeriodicJobs(db, [daily]);
+    await syncPeriodicJobs(db, untyped(daily));
     expect(await nextRunAt()).toBe(due);
 
-    await syncPeriodicJobs(db, [{ ...daily, cron: '0 4 * * *' }]);
+    await syncPeriodicJobs(db, untyped({ ...daily, cron: '0 4 * * *' }));
     expect(await nextRunAt()).not.toBe(due);
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { claimBatch, complete, enqueue, fail } from '../../src/engine';
 import { nextDueAt } from '../../src/engine/next-due';
 import { definePeriodicJob, syncPeriodicJobs } from '../../src/drain/periodic';
+import { createRegistry } from '../../src/drain/registry';
 import type { Db } from '../../src/db/types';
 import { engineDatabases } from '../support/engine-db';
 
@@ -81,7 +82,12 @@ describe('nextDueAt: when a drain next has work', () => {
     expect(dedupDue).toBeLessThan(Date.now() + 700_000);
 
     const { db: third } = await open('pg');
-    await syncPeriodicJobs(third, [definePeriodicJob({ name: 'every-minute', cron: '* * * * *', type: 'noop' })]);
+    await syncPeriodicJobs(
+      third,
+      createRegistry([], [definePeriodicJob({ name: 'every-minute', cron: '* * * * *', type: 'noop' })], {
+        knownTypes: ['noop'],
+      }),
+    );
     const [schedule] = await third.query<{ next_run_at: Date }>({
       text: 'SELECT next_run_at FROM skiplock.schedules',
       params: [],

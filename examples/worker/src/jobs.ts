@@ -30,7 +30,7 @@ export const totalInvoice = defineJob(
 export const nightlyReport = definePeriodicJob({
   name: 'nightly-report',
   cron: '0 3 * * *',
-  type: 'total-invoice',
+  job: totalInvoice, // the payload is checked against its schema where this compiles
   payload: { invoiceId: 'nightly', lines: [{ cents: 0 }] },
 });
 

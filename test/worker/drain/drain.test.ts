@@ -57,7 +57,7 @@ describe('drainOnce in workerd', () => {
     // The type is run elsewhere (no handler here): the registry is told it exists.
     const registry = createRegistry([], [schedule], { knownTypes: [type] });
     const db = httpDatabase(env);
-    await syncPeriodicJobs(db, [schedule]);
+    await syncPeriodicJobs(db, registry);
 
     for (let tick = 1; tick <= 3; tick++) {
       await db.query({
