@@ -15,7 +15,8 @@ export const SHARED_SETTINGS = {
     kind: text('a Postgres connection string'),
     unset: 'required (a Worker may bind `HYPERDRIVE` instead)',
     secret: true,
-    description: 'the Postgres that holds the queue (a Neon URL on Workers)',
+    description:
+      "the Postgres that holds the queue. On Workers a Neon URL: Neon's HTTP driver reaches no other Postgres, and a Worker refuses an address, localhost or a name without a domain here (bind `HYPERDRIVE`, with `localConnectionString` under `wrangler dev`, for any other)",
   }),
   devMode: setting({
     variable: 'SKIPLOCK_DEV',

@@ -98,6 +98,26 @@ describe('resolveSettings', () => {
     );
   });
 
+  it("refuses, naming the fix, a DATABASE_URL Neon's HTTP driver cannot reach, unless a local Neon proxy is set", () => {
+    for (const url of [
+      'postgres://app:secret@127.0.0.1:5432/app',
+      'postgres://app@localhost/app',
+      'postgres://app@[::1]:5432/app',
+      'postgres://app@db:5432/app',
+    ]) {
+      expect(() => resolveSettings({}, { ...DEV, DATABASE_URL: url }, { api: true }), url).toThrow(
+        /^skiplock: DATABASE_URL points at \S+, which Neon's HTTP driver cannot reach .* bind HYPERDRIVE/,
+      );
+    }
+    const local = { ...DEV, DATABASE_URL: 'postgres://app@127.0.0.1:5432/app', LOCAL_NEON_PROXY: '127.0.0.1:4444/s' };
+    expect(resolveSettings({}, local, { api: true }).database).toMatchObject({
+      kind: 'neon',
+      localProxy: '127.0.0.1:4444/s',
+    });
+    const neon = { ...DEV, DATABASE_URL: 'postgres://app:pw@ep-cool-name-123456.eu-central-1.aws.neon.tech/app' };
+    expect(resolveSettings({}, neon, { api: true }).database).toMatchObject({ kind: 'neon' });
+  });
+
   it('passes the tuning variables on from npm start, never the database, the secrets or dev mode', () => {
     expect(TUNING_VARIABLES).toContain('DRAIN_CONCURRENCY');
     expect(TUNING_VARIABLES).toContain('RETENTION_SECONDS');

@@ -229,7 +229,34 @@ function databaseSource(url: string | undefined, env: SkiplockEnv): DatabaseSour
       'no database: set DATABASE_URL (`npx wrangler secret put DATABASE_URL`), bind HYPERDRIVE, or pass databaseUrl',
     );
   }
-  return { kind: 'neon', url, localProxy: env.LOCAL_NEON_PROXY?.trim() || undefined };
+  const localProxy = env.LOCAL_NEON_PROXY?.trim() || undefined;
+  const host = localProxy === undefined ? hostNeonCannotReach(url) : undefined;
+  if (host !== undefined) {
+    throw new ConfigurationError(
+      `DATABASE_URL points at ${host}, which Neon's HTTP driver cannot reach (it speaks HTTP to Neon's endpoints): ` +
+        'for a local or other Postgres bind HYPERDRIVE (with localConnectionString under wrangler dev), ' +
+        'or give a Neon connection string',
+    );
+  }
+  return { kind: 'neon', url, localProxy };
+}
+
+/**
+ * The host of a connection string that cannot be a Neon endpoint (an address,
+ * localhost, a name without a domain), where Neon's driver would send its
+ * HTTP request to a made-up host; undefined for any other (and for text
+ * that is no URL, which the driver names itself).
+ */
+function hostNeonCannotReach(url: string): string | undefined {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+  const bare = host.replace(/^\[|\]$/g, '');
+  const isAddress = /^[\d.]+$/.test(bare) || bare.includes(':');
+  return isAddress || !bare.includes('.') ? host : undefined;
 }
 
 function apiSettings(
