@@ -166,7 +166,8 @@ TABLE queues (
   weight integer NOT NULL DEFAULT 1,
   claim_seq bigint NOT NULL DEFAULT 0,
   delivery jsonb,
-  updated_at timestamp with time zone NOT NULL DEFAULT now()
+  updated_at timestamp with time zone NOT NULL DEFAULT now(),
+  paused_at timestamp with time zone
 );
 
 TABLE schedules (
@@ -558,6 +559,7 @@ DECLARE
   -- That queue's settings (skiplock.queues), if it has any.
   first_cap integer;
   first_delivery jsonb;
+  first_paused boolean := false;
   more_waiting boolean := false;
   -- The delivery target of each claimed queue that has one, by queue name:
   -- returned with each of its jobs, so the claimer routes them by the
@@ -651,7 +653,8 @@ BEGIN
   ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
   LIMIT 1;
 
-  SELECT q.concurrency, q.delivery INTO first_cap, first_delivery FROM skiplock.queues q WHERE q.name = first_queue;
+  SELECT q.concurrency, q.delivery, q.paused_at IS NOT NULL INTO first_cap, first_delivery, first_paused
+  FROM skiplock.queues q WHERE q.name = first_queue;
 
   -- One queue of one tenant waiting, neither limited: nothing to share or
   -- count, so a plain SKIP LOCKED claim of its first jobs in claim order.
@@ -662,6 +665,7 @@ BEGIN
   THEN
     IF (queues IS NOT NULL AND NOT first_queue = ANY(queues))
        OR (first_delivery IS NOT NULL AND NOT coalesce(first_delivery->>'target' = ANY(delivery_targets), false))
+       OR first_paused
     THEN
       RETURN;
     END IF;
@@ -728,7 +732,7 @@ BEGIN
       SELECT q.name, q.claim_seq, q.concurrency - (
                SELECT count(*) FROM skiplock.jobs r WHERE r.queue = q.name AND r.state = 'running') AS room
       FROM skiplock.queues q
-      WHERE q.concurrency IS NOT NULL
+      WHERE q.concurrency IS NOT NULL AND q.paused_at IS NULL
         AND q.name IN (SELECT w.queue FROM waiting_groups w)
         AND (queues IS NULL OR q.name = ANY(queues))
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
@@ -745,6 +749,7 @@ BEGIN
       LEFT JOIN skiplock.queues q ON q.name = w.queue
       LEFT JOIN capped c ON c.name = w.queue
       WHERE (queues IS NULL OR w.queue = ANY(queues))
+        AND q.paused_at IS NULL
         AND (q.concurrency IS NULL OR c.claim_seq = c.seen_seq)
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
         -- A scalar subquery ordered by the whole index key, so it stays a

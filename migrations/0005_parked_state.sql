@@ -1,5 +1,6 @@
--- skiplock 0005: parked jobs get a state of their own; steps are recorded
--- at a lower cost; the step history goes with its jobs.
+-- skiplock 0005: parked jobs get a state of their own; queues can be
+-- paused; steps are recorded at a lower cost; the step history goes with
+-- its jobs.
 --
 -- A job that sleeps, waits for an event or for other jobs (0004) used to
 -- wait as `scheduled` with its run time ahead, so it sat in jobs_waiting_idx
@@ -95,10 +96,15 @@ BEGIN
 END
 $$;
 
+-- A paused queue keeps its waiting jobs and its settings, and no claim
+-- takes its jobs until it is resumed (jobs already running finish).
+ALTER TABLE skiplock.queues ADD COLUMN paused_at timestamptz;
+
 -- A claim wakes the parked jobs due first, so it (and every claim after it)
--- can take them; the rest is 0001's claim, but for the probe of each
--- group's ready jobs in ready_groups, which keeps its plan whatever the
--- statistics say.
+-- can take them; it passes over paused queues. The rest is 0001's claim,
+-- but for the probe of each group's ready jobs in ready_groups and the
+-- lookup of the chosen jobs, whose plans no longer depend on the
+-- statistics.
 CREATE OR REPLACE FUNCTION skiplock.claim_batch(
   max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text,
   delivery_targets text[] DEFAULT NULL)
@@ -134,6 +140,7 @@ DECLARE
   -- That queue's settings (skiplock.queues), if it has any.
   first_cap integer;
   first_delivery jsonb;
+  first_paused boolean := false;
   more_waiting boolean := false;
   -- The delivery target of each claimed queue that has one, by queue name:
   -- returned with each of its jobs, so the claimer routes them by the
@@ -227,7 +234,8 @@ BEGIN
   ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
   LIMIT 1;
 
-  SELECT q.concurrency, q.delivery INTO first_cap, first_delivery FROM skiplock.queues q WHERE q.name = first_queue;
+  SELECT q.concurrency, q.delivery, q.paused_at IS NOT NULL INTO first_cap, first_delivery, first_paused
+  FROM skiplock.queues q WHERE q.name = first_queue;
 
   -- One queue of one tenant waiting, neither limited: nothing to share or
   -- count, so a plain SKIP LOCKED claim of its first jobs in claim order.
@@ -238,6 +246,7 @@ BEGIN
   THEN
     IF (queues IS NOT NULL AND NOT first_queue = ANY(queues))
        OR (first_delivery IS NOT NULL AND NOT coalesce(first_delivery->>'target' = ANY(delivery_targets), false))
+       OR first_paused
     THEN
       RETURN;
     END IF;
@@ -304,7 +313,7 @@ BEGIN
       SELECT q.name, q.claim_seq, q.concurrency - (
                SELECT count(*) FROM skiplock.jobs r WHERE r.queue = q.name AND r.state = 'running') AS room
       FROM skiplock.queues q
-      WHERE q.concurrency IS NOT NULL
+      WHERE q.concurrency IS NOT NULL AND q.paused_at IS NULL
         AND q.name IN (SELECT w.queue FROM waiting_groups w)
         AND (queues IS NULL OR q.name = ANY(queues))
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
@@ -321,6 +330,7 @@ BEGIN
       LEFT JOIN skiplock.queues q ON q.name = w.queue
       LEFT JOIN capped c ON c.name = w.queue
       WHERE (queues IS NULL OR w.queue = ANY(queues))
+        AND q.paused_at IS NULL
         AND (q.concurrency IS NULL OR c.claim_seq = c.seen_seq)
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
         -- A scalar subquery ordered by the whole index key, so it stays a

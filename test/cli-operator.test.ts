@@ -307,9 +307,9 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
     const queues = await skiplock(['queues']);
     expect(queues.stdout).toMatch(
-      /^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT +DELIVERY\n/,
+      /^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT +DELIVERY +PAUSED\n/,
     );
-    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1 +-\n/);
+    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1 +- +-\n/);
     const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as {
       queues: Array<{ queue: string; counts: object }>;
     };
@@ -375,8 +375,16 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       concurrency: 4,
       weight: 5,
       delivery: null,
+      pausedAt: null,
       custom: true,
       running: 0,
+    });
+    const paused = await skiplock(['queues', 'pause', 'cli-queue']);
+    expect(paused.stdout).toMatch(/\npaused +since \d{4}-\d\d-\d\dT/);
+    expect(JSON.parse((await skiplock(['queues', 'resume', 'cli-queue', '--json'])).stdout)).toMatchObject({
+      concurrency: 4,
+      weight: 5,
+      pausedAt: null,
     });
     const uncapped = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', 'none', '--json']);
     expect(JSON.parse(uncapped.stdout)).toMatchObject({ concurrency: null, weight: 5 });

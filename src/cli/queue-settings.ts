@@ -51,6 +51,20 @@ const set = operatorCommand({
   },
 });
 
+/** `skiplock queues pause|resume QUEUE`. */
+function pauseCommand(action: 'pause' | 'resume') {
+  return operatorCommand({
+    usage: `skiplock queues ${action} QUEUE`,
+    options: {},
+    positionals: ['QUEUE'],
+    async run({ positionals: [queue], connection }) {
+      const route = connection.api.v1.queues[':queue'][action];
+      const answer = await successBody(route.$post({ param: { queue: queue! } }));
+      return { json: answer, human: describeQueue(answer) };
+    },
+  });
+}
+
 /** The delivery target the flags give: a new one, none (`--no-delivery`), or undefined to keep the current one. */
 function deliveryOf(values: {
   webhook?: string | undefined;
@@ -81,10 +95,12 @@ function deliveryOf(values: {
   return values['no-delivery'] === true ? null : undefined;
 }
 
-/** `skiplock queues get|set`: a queue's concurrency cap, weight and delivery target. */
+/** `skiplock queues get|set|pause|resume`: a queue's concurrency cap, weight and delivery target, and pausing it. */
 export const queueSettingsCommand = withSubcommands('queues', {
   get: { run: get, summary: "a queue's concurrency cap, weight, delivery target and running jobs" },
   set: { run: set, summary: "change a queue's concurrency cap, weight or delivery target (the others stay)" },
+  pause: { run: pauseCommand('pause'), summary: 'stop claims taking its jobs (waiting jobs and settings stay)' },
+  resume: { run: pauseCommand('resume'), summary: 'let claims take its jobs again' },
 });
 
 /** A queue as the API answers it; a tenant-bound key is not told its delivery target. */
@@ -97,6 +113,7 @@ function describeQueue(queue: QueueAnswer): string {
     ['weight', String(queue.weight)],
     ['delivery', describeDelivery(queue.delivery)],
     ['running', String(queue.running)],
+    ['paused', queue.pausedAt === null ? 'no' : `since ${queue.pausedAt}`],
   ]);
 }
 

@@ -20,15 +20,16 @@ const listQueues = operatorCommand({
       queue.concurrency === null ? '-' : String(queue.concurrency),
       String(queue.weight),
       queue.delivery?.target ?? '-',
+      queue.pausedAt === null ? '-' : 'paused',
     ]);
-    const header = ['queue', ...JOB_STATUSES, 'oldest wait', 'cap', 'weight', 'delivery'];
+    const header = ['queue', ...JOB_STATUSES, 'oldest wait', 'cap', 'weight', 'delivery', 'paused'];
     return { json: { queues }, human: `${table(header, rows)}\n(${FINISHED_NOTE})` };
   },
 });
 
-/** `skiplock queues` lists them; `skiplock queues get|set QUEUE` reads or changes one's settings. */
+/** `skiplock queues` lists them; `skiplock queues get|set|pause|resume QUEUE` reads or changes one. */
 export async function queuesCommand(args: string[]): Promise<void> {
-  await (args[0] === 'get' || args[0] === 'set' ? queueSettingsCommand(args) : listQueues(args));
+  await (['get', 'set', 'pause', 'resume'].includes(args[0] ?? '') ? queueSettingsCommand(args) : listQueues(args));
 }
 
 /** `skiplock stats`: counts per queue, tenant and status, and the queue's health signs. */

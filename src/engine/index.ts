@@ -82,7 +82,15 @@ export {
   type Tenant,
   type TenantSettings,
 } from './tenants.js';
-export { getQueue, listQueueSettings, setQueue, type Queue, type QueueSettings } from './queue-settings.js';
+export {
+  getQueue,
+  listQueueSettings,
+  pauseQueue,
+  resumeQueue,
+  setQueue,
+  type Queue,
+  type QueueSettings,
+} from './queue-settings.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';
 export {

@@ -9,11 +9,13 @@ export interface QueueSettings {
   weight: number;
   /** Where the queue's jobs go, whatever their type, instead of to handlers; null for handlers. */
   delivery: DeliveryTarget | null;
+  /** When the queue was paused (ISO-8601); null while it runs. */
+  pausedAt: string | null;
 }
 
 export interface Queue extends QueueSettings {
   name: string;
-  /** False when the queue runs on the defaults (no cap, weight 1, no delivery target). */
+  /** False when the queue runs on the defaults (no cap, weight 1, no delivery target, running). */
   custom: boolean;
   /** Jobs of the queue running now (of the scope's tenant, when it has one). */
   running: number;
@@ -21,13 +23,15 @@ export interface Queue extends QueueSettings {
 
 // A queue without a row of its own runs on the defaults: no cap, weight 1, handlers.
 const getQueueSql = /* sql */ `
-SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.delivery, q.name IS NOT NULL AS custom,
+SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.delivery,
+       skiplock.iso(q.paused_at) AS "pausedAt", q.name IS NOT NULL AS custom,
        (SELECT count(*)::integer FROM skiplock.jobs r
         WHERE r.queue = $1 AND r.state = 'running' AND ($2::text IS NULL OR r.tenant = $2)) AS running
 FROM (SELECT 1) one
 LEFT JOIN skiplock.queues q ON q.name = $1`;
 
-const listQueueSettingsSql = /* sql */ `SELECT name, concurrency, weight, delivery FROM skiplock.queues ORDER BY name`;
+const listQueueSettingsSql = /* sql */ `
+SELECT name, concurrency, weight, delivery, skiplock.iso(paused_at) AS "pausedAt" FROM skiplock.queues ORDER BY name`;
 
 const setQueueSql = /* sql */ `
 INSERT INTO skiplock.queues AS q (name, concurrency, weight, delivery, updated_at)
@@ -44,7 +48,7 @@ export async function getQueue(db: Queryable, name: string, scope: TenantScope =
   return row!;
 }
 
-/** The settings of every queue that has its own; the others run on the defaults (no cap, weight 1, handlers). */
+/** The settings of every queue that has its own; the others run on the defaults (no cap, weight 1, handlers, running). */
 export async function listQueueSettings(db: Queryable): Promise<Array<QueueSettings & { name: string }>> {
   return db.query<QueueSettings & { name: string }>({
     name: 'skiplock_list_queue_settings',
@@ -53,8 +57,19 @@ export async function listQueueSettings(db: Queryable): Promise<Array<QueueSetti
   });
 }
 
+// Pausing keeps the time it was first paused; resuming tells listening workers, as an enqueue does.
+const pauseQueueSql = /* sql */ `
+INSERT INTO skiplock.queues AS q (name, paused_at, updated_at) VALUES ($1, now(), now())
+ON CONFLICT (name) DO UPDATE SET paused_at = coalesce(q.paused_at, now()), updated_at = now()`;
+
+const resumeQueueSql = /* sql */ `
+WITH resumed AS (
+  UPDATE skiplock.queues SET paused_at = NULL, updated_at = now() WHERE name = $1 AND paused_at IS NOT NULL RETURNING 1
+)
+SELECT pg_notify('skiplock_jobs', '') FROM resumed WHERE skiplock.anyone_listening()`;
+
 /**
- * Replaces a queue's settings. A cap applies from the next claim: jobs
+ * Replaces a queue's settings (not whether it is paused). A cap applies from the next claim: jobs
  * already running above a lowered cap finish, and none start until the
  * queue is below it. So does a delivery target: jobs already claimed by a
  * handler finish there, and every later claim sends the queue's jobs to the
@@ -64,7 +79,7 @@ export async function listQueueSettings(db: Queryable): Promise<Array<QueueSetti
 export async function setQueue(
   db: Queryable,
   name: string,
-  settings: Omit<QueueSettings, 'delivery'> & { delivery?: DeliveryTarget | null },
+  settings: Pick<QueueSettings, 'concurrency' | 'weight'> & { delivery?: DeliveryTarget | null },
 ): Promise<Queue> {
   await db.query({
     name: 'skiplock_set_queue',
@@ -76,5 +91,21 @@ export async function setQueue(
       settings.delivery == null ? null : JSON.stringify(settings.delivery),
     ],
   });
+  return getQueue(db, name);
+}
+
+/**
+ * Pauses a queue: no claim takes its jobs until it is resumed. Its waiting
+ * jobs and its settings stay as they are, and its running jobs finish.
+ * Pausing a paused queue changes nothing.
+ */
+export async function pauseQueue(db: Queryable, name: string): Promise<Queue> {
+  await db.query({ name: 'skiplock_pause_queue', text: pauseQueueSql, params: [name] });
+  return getQueue(db, name);
+}
+
+/** Resumes a paused queue: the next claim may take its jobs (listening workers are told at once). */
+export async function resumeQueue(db: Queryable, name: string): Promise<Queue> {
+  await db.query({ name: 'skiplock_resume_queue', text: resumeQueueSql, params: [name] });
   return getQueue(db, name);
 }

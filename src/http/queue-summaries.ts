@@ -23,7 +23,7 @@ export function summarizeQueues(
   for (const row of rows) {
     let summary = byQueue.get(row.queue);
     if (summary === undefined) {
-      const own = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1, delivery: null };
+      const own = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1, delivery: null, pausedAt: null };
       summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, ...own };
       byQueue.set(row.queue, summary);
     }

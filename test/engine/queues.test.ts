@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { claimBatch, completeMany, enqueueBatch, getQueue, setQueue, setTenant } from '../../src/engine';
+import {
+  claimBatch,
+  completeMany,
+  enqueueBatch,
+  getQueue,
+  pauseQueue,
+  resumeQueue,
+  setQueue,
+  setTenant,
+} from '../../src/engine';
+import { nextDueAt } from '../../src/engine/next-due';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
@@ -84,6 +94,7 @@ describe('a queue’s concurrency cap', () => {
       concurrency: 3,
       weight: 1,
       delivery: null,
+      pausedAt: null,
       custom: true,
       running: 3,
     });
@@ -126,6 +137,7 @@ describe('a queue’s concurrency cap', () => {
       concurrency: null,
       weight: 1,
       delivery: null,
+      pausedAt: null,
       custom: false,
       running: 0,
     });
@@ -137,6 +149,36 @@ describe('a queue’s concurrency cap', () => {
     expect(await claimBatch(db, { max: 3, workerId: worker })).toEqual([]);
     await setQueue(db, 'reports', { concurrency: null, weight: 1 });
     expect(await claimBatch(db, { max: 3, workerId: worker })).toHaveLength(3);
+  });
+
+  it('pauses a queue, alone or beside others, keeping its waiting jobs and its cap, and resumes it', async () => {
+    const { db } = await open('pg');
+    await setQueue(db, 'reports', { concurrency: 2, weight: 3 });
+    await enqueueBatch(db, [{ queue: 'reports', tenant: 'acme' }]);
+    const [running] = await claimBatch(db, { max: 1, workerId: worker });
+    await enqueueBatch(
+      db,
+      Array.from({ length: 4 }, (_, i) => ({ queue: 'reports', tenant: i % 2 === 0 ? 'acme' : 'globex' })),
+    );
+
+    const paused = await pauseQueue(db, 'reports');
+    expect(paused).toMatchObject({ concurrency: 2, weight: 3, running: 1, pausedAt: expect.any(String) });
+    expect(await pauseQueue(db, 'reports')).toMatchObject({ pausedAt: paused.pausedAt });
+    // Its only tenant's queue (the claim of one group), and then beside another queue (the claim of several).
+    expect(await claimBatch(db, { max: 5, workerId: worker, tenant: 'globex' })).toEqual([]);
+    expect(await claimBatch(db, { max: 5, workerId: worker })).toEqual([]);
+    await enqueueBatch(db, [{ queue: 'mail', tenant: 'acme' }]);
+    expect((await claimBatch(db, { max: 5, workerId: worker })).map((job) => job.queue)).toEqual(['mail']);
+    // A job running when the queue was paused ends as usual.
+    expect((await completeMany(db, [running!])).completed).toEqual([running!.id]);
+    // Its ready jobs do not make a drain due.
+    expect((await nextDueAt(db, { types: ['reports'], retentionSeconds: 86_400 })).getTime()).toBeGreaterThan(
+      Date.now(),
+    );
+
+    expect(await resumeQueue(db, 'reports')).toMatchObject({ concurrency: 2, weight: 3, pausedAt: null });
+    const resumed = await claimBatch(db, { max: 5, workerId: worker });
+    expect(resumed.map((job) => job.queue)).toEqual(['reports', 'reports']);
   });
 
   it('refuses invalid settings in the database itself', async () => {

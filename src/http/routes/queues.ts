@@ -2,8 +2,10 @@ import type { Queryable } from '../../db/types.js';
 import {
   getQueue,
   listQueueSettings,
+  pauseQueue,
   queueHealth,
   queueStats,
+  resumeQueue,
   setQueue,
   type DeliveryTarget,
   type QueueStatsRow,
@@ -109,7 +111,41 @@ export function queueRoutes(deps: AppDeps) {
     },
   );
 
+  const pauseRoute = (action: 'pause' | 'resume') =>
+    authorizedRoute(
+      deps,
+      { scopes: ['admin'] },
+      {
+        method: 'post',
+        path: `/v1/queues/{queue}/${action}`,
+        operationId: `${action}Queue`,
+        tags: ['queues'],
+        summary:
+          action === 'pause'
+            ? 'Pause a queue: no claim takes its jobs until it is resumed'
+            : 'Resume a paused queue: the next claim may take its jobs',
+        description:
+          action === 'pause'
+            ? 'Its waiting jobs, its settings and its running jobs are left as they are. Pausing a paused queue changes nothing.'
+            : 'Resuming a running queue changes nothing.',
+        request: { params: QueueParamsSchema },
+        responses: {
+          200: jsonResponse(QueueSchema, 'The queue as it is now'),
+          ...problemResponses(400, 401, 403, 503),
+        },
+      },
+    );
+
   return router()
+    .openapi(pauseRoute('pause'), async (c) =>
+      c.json(await pauseQueue(deps.database(c.env), c.req.valid('param').queue), 200),
+    )
+    .openapi(pauseRoute('resume'), async (c) => {
+      const queue = await resumeQueue(deps.database(c.env), c.req.valid('param').queue);
+      // Its jobs may be waiting: a drain now takes them, as after an enqueue.
+      if (deps.onEnqueued) deps.onEnqueued(c.executionCtx, c.env);
+      return c.json(queue, 200);
+    })
     .openapi(putQueueRoute, async (c) => {
       const settings = c.req.valid('json');
       const { queue } = c.req.valid('param');

@@ -79,12 +79,19 @@ export const QueueSettingsBodySchema = z
   })
   .openapi('QueueSettings');
 
+/** When a queue was paused. */
+export const PausedAtSchema = z
+  .string()
+  .nullable()
+  .describe('When the queue was paused (no claim takes its jobs until it is resumed); null while it runs.');
+
 export const QueueSchema = z
   .object({
     name: z.string(),
     concurrency: z.int().nullable(),
     weight: z.int(),
     delivery: QueueDeliverySchema,
+    pausedAt: PausedAtSchema,
     custom: z.boolean().describe('False when the queue runs on the defaults.'),
     running: z.int().describe("Jobs of this queue running now (a tenant-bound key counts its own tenant's)."),
   })

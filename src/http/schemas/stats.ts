@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine/index.js';
 import { JobStatusSchema } from './job.js';
-import { QueueDeliverySchema } from './queue.js';
+import { PausedAtSchema, QueueDeliverySchema } from './queue.js';
 
 const FINISHED_WINDOW =
   'Final statuses (succeeded, failed, cancelled, expired) count the jobs that finished in the last hour.';
@@ -86,6 +86,7 @@ export const QueueSummarySchema = z
     concurrency: z.int().nullable().describe("The queue's cap on running jobs over all tenants; null for none."),
     weight: z.int().describe("The queue's share of each tenant's turns."),
     delivery: QueueDeliverySchema,
+    pausedAt: PausedAtSchema,
   })
   .openapi('QueueSummary');
 

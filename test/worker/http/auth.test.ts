@@ -60,6 +60,8 @@ async function routeCalls(): Promise<RouteCall[]> {
     { name: 'stats', scope: 'read', send: call('GET', '/v1/stats') },
     { name: 'get queue', scope: 'read', send: call('GET', `/v1/queues/${uniqueName('q')}`) },
     { name: 'put queue', scope: 'admin', send: call('PUT', `/v1/queues/${uniqueName('q')}`, { concurrency: 2 }) },
+    { name: 'pause queue', scope: 'admin', send: call('POST', `/v1/queues/${uniqueName('q')}/pause`) },
+    { name: 'resume queue', scope: 'admin', send: call('POST', `/v1/queues/${uniqueName('q')}/resume`) },
     { name: 'get tenant', scope: 'read', send: call('GET', `/v1/tenants/${uniqueName('t')}`) },
     { name: 'put tenant', scope: 'admin', send: call('PUT', `/v1/tenants/${uniqueName('t')}`, { concurrency: 2 }) },
     {

@@ -61,12 +61,48 @@ describe('queue settings', () => {
     const after = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
     const reset = await success(api.v1.queues[':queue'].$put({ param: { queue }, json: {} }));
 
-    expect(before).toEqual({ name: queue, concurrency: null, weight: 1, delivery: null, custom: false, running: 0 });
-    expect(put).toEqual({ name: queue, concurrency: 1, weight: 4, delivery: null, custom: true, running: 0 });
+    expect(before).toEqual({
+      name: queue,
+      concurrency: null,
+      weight: 1,
+      delivery: null,
+      pausedAt: null,
+      custom: false,
+      running: 0,
+    });
+    expect(put).toEqual({
+      name: queue,
+      concurrency: 1,
+      weight: 4,
+      delivery: null,
+      pausedAt: null,
+      custom: true,
+      running: 0,
+    });
     expect(first.jobs).toHaveLength(1);
     expect(second.jobs).toEqual([]);
     expect(after).toEqual({ ...put, running: 1 });
     expect(reset).toMatchObject({ concurrency: null, weight: 1, custom: true, running: 1 });
+  });
+
+  it('pauses a queue (claims take none of its jobs, its cap stays) and resumes it', async () => {
+    const queue = uniqueName('paused');
+    await success(api.v1.queues[':queue'].$put({ param: { queue }, json: { concurrency: 3, weight: 2 } }));
+    await enqueueJob(queue);
+    const claim = () =>
+      success(api.v1.queues[':queue'].claim.$post({ param: { queue }, json: { workerId: 'w', max: 2 } }));
+
+    const paused = await success(api.v1.queues[':queue'].pause.$post({ param: { queue } }));
+    const whilePaused = await claim();
+    const listed = await success(api.v1.queues.$get());
+    const resumed = await success(api.v1.queues[':queue'].resume.$post({ param: { queue } }));
+    const afterResume = await claim();
+
+    expect(paused).toMatchObject({ concurrency: 3, weight: 2, pausedAt: expect.any(String) });
+    expect(whilePaused.jobs).toEqual([]);
+    expect(listed.queues.find((summary) => summary.queue === queue)).toMatchObject({ pausedAt: paused.pausedAt });
+    expect(resumed).toMatchObject({ concurrency: 3, weight: 2, pausedAt: null });
+    expect(afterResume.jobs).toHaveLength(1);
   });
 
   it.each([
