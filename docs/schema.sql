@@ -2038,15 +2038,9 @@ DECLARE
   woken integer := 0;
 BEGIN
   IF EXISTS (SELECT 1 FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()) THEN
-    WITH due AS (
-      UPDATE skiplock.jobs j SET state = 'queued'
-      WHERE j.id IN (SELECT p.id FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()
-                     ORDER BY p.run_at LIMIT max_jobs FOR UPDATE SKIP LOCKED)
-      RETURNING j.id, j.attempts, j.run_at
-    )
-    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-    SELECT d.id, 'resumed', d.attempts, jsonb_build_object('after', 'its time', 'at', skiplock.iso(d.run_at))
-    FROM due d;
+    UPDATE skiplock.jobs j SET state = 'queued'
+    WHERE j.id IN (SELECT p.id FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()
+                   ORDER BY p.run_at LIMIT max_jobs FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS woken = ROW_COUNT;
   END IF;
   RETURN woken;

@@ -72,7 +72,9 @@ $$;
 -- Parked jobs whose time has come (a sleep's end, an event wait's timeout,
 -- a step's retry) wait again, at most `max_jobs` a call, oldest first; the
 -- next call takes the rest. Locked ones are being woken by another call or
--- by what they waited for, and are left to it.
+-- by what they waited for, and are left to it. Their history says nothing
+-- more: their 'parked' event holds the time, and 'resumed' is kept for what
+-- woke a job before it (an event, the jobs it waited for).
 CREATE FUNCTION skiplock.wake_parked_jobs(max_jobs integer DEFAULT 1000) RETURNS integer
 LANGUAGE plpgsql
 SET enable_seqscan = off
@@ -81,15 +83,9 @@ DECLARE
   woken integer := 0;
 BEGIN
   IF EXISTS (SELECT 1 FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()) THEN
-    WITH due AS (
-      UPDATE skiplock.jobs j SET state = 'queued'
-      WHERE j.id IN (SELECT p.id FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()
-                     ORDER BY p.run_at LIMIT max_jobs FOR UPDATE SKIP LOCKED)
-      RETURNING j.id, j.attempts, j.run_at
-    )
-    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-    SELECT d.id, 'resumed', d.attempts, jsonb_build_object('after', 'its time', 'at', skiplock.iso(d.run_at))
-    FROM due d;
+    UPDATE skiplock.jobs j SET state = 'queued'
+    WHERE j.id IN (SELECT p.id FROM skiplock.jobs p WHERE p.state = 'parked' AND p.run_at <= now()
+                   ORDER BY p.run_at LIMIT max_jobs FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS woken = ROW_COUNT;
   END IF;
   RETURN woken;

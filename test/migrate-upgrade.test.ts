@@ -19,7 +19,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0002_reschedule_keeps_run_at.sql': '524092f20ef2854cdfe471833ab5f52fd87b49d8de3f3179f945b25d5db70446',
   '0003_api_keys_bound_to_a_worker.sql': '933432d29e8fa35196ffbb7b700ba0c876261a2b8ede1f0c46914ed8c4d6ed11',
   '0004_durable_steps.sql': 'b7f2ca047ea870d64d26a52a5178297456f5a0f4899990cb96f9c4287d17cdf0',
-  '0005_parked_state.sql': '81003ab5a5fabcdf94baeb782b7062c946b91e3e0fe30666f0f9f834e3edb9ac',
+  '0005_parked_state.sql': '11d9cb28dccce2cf07bab128bb757f270d4d4c1a971bd042916e6dbfae8d0bca',
 };
 
 /**
