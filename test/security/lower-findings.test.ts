@@ -73,7 +73,8 @@ describe('9: secrets, failed authentications, watchers', () => {
   it('refuses an ADMIN_TOKEN or STATUS_TOKEN_SECRET under 32 characters outside dev, in one line', async () => {
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     const env = {
-      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      // A Neon-shaped URL: a local one is refused first, for a reason of its own.
+      DATABASE_URL: 'postgres://nobody@ep-none-000000.eu-central-1.aws.neon.tech/none',
       ADMIN_TOKEN: 'short',
       STATUS_TOKEN_SECRET: 'x'.repeat(32),
     };
