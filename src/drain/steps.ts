@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { EnqueueInput, TypedEnqueueOptions } from '../engine/enqueue.js';
-import { cappedMaxAttempts, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
+import { typeAttempts, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
 import {
   invokeChildrenStep,
   loadSteps,
@@ -243,11 +243,10 @@ export class JobStepRunner implements Steps {
         const field = ['payload', issue.path].filter((part) => part !== '').join('.');
         throw new InvalidStepError(name, `the child's ${field}: ${issue.message}`);
       }
-      const maxAttempts = cappedMaxAttempts(job, options.maxAttempts);
       child = {
         queue: job.type,
         ...options,
-        ...(maxAttempts === undefined ? {} : { maxAttempts }),
+        ...typeAttempts(job, options.maxAttempts),
         type: job.type,
         payload: payload as Json,
       };

@@ -3,7 +3,7 @@ import { InvalidInputError } from './errors.js';
 import { jobHandle, type JobHandle } from './job-handle.js';
 import { toJob } from './job-json.js';
 import { getJobSql } from './read-jobs.js';
-import { cappedMaxAttempts, type JobType, type PayloadOf, type ResultOf } from './job-type.js';
+import { typeAttempts, type JobType, type PayloadOf, type ResultOf } from './job-type.js';
 import type { Job, Json } from './types.js';
 
 export interface EnqueueInput {
@@ -268,10 +268,9 @@ async function typedInputs(
         const where = single ? field : `jobs.${index}.${field}`;
         throw new InvalidInputError(`${job.type}: ${where}: ${issue.message}`, where);
       }
-      const maxAttempts = cappedMaxAttempts(job, options.maxAttempts);
       return {
         ...options,
-        ...(maxAttempts === undefined ? {} : { maxAttempts }),
+        ...typeAttempts(job, options.maxAttempts),
         queue: options.queue ?? job.type,
         type: job.type,
         payload: payload as Json,

@@ -36,8 +36,11 @@ export type PayloadOf<J extends JobType> = NonNullable<J['~types']>['payload'];
 /** What a job of this type returns when it succeeds (the handler's resolved return value). */
 export type ResultOf<J extends JobType> = NonNullable<J['~types']>['result'];
 
-/** The attempts a job of this type is stored with: its own, within its type's cap (the cap when it gives none). */
-export function cappedMaxAttempts(job: JobType, maxAttempts: number | undefined): number | undefined {
-  if (job.maxAttempts === undefined) return maxAttempts;
-  return maxAttempts === undefined ? job.maxAttempts : Math.min(maxAttempts, job.maxAttempts);
+/**
+ * The attempts a job of this type is stored with, to spread into its
+ * enqueue input: its own, within its type's cap (the cap when it gives none).
+ */
+export function typeAttempts(job: JobType, maxAttempts: number | undefined): { maxAttempts?: number } {
+  if (job.maxAttempts === undefined) return maxAttempts === undefined ? {} : { maxAttempts };
+  return { maxAttempts: maxAttempts === undefined ? job.maxAttempts : Math.min(maxAttempts, job.maxAttempts) };
 }

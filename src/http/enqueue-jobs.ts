@@ -1,7 +1,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { enqueueBatch, type EnqueueInput } from '../engine/index.js';
-import { cappedMaxAttempts } from '../engine/job-type.js';
+import { typeAttempts } from '../engine/job-type.js';
 import { hasScope, type KeyHolder } from './auth/principal.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { forbidden, invalidPayload, validationProblem, type FieldError } from './problem.js';
@@ -80,8 +80,7 @@ async function applyJobTypes(
       const field = issue.path === '' ? 'payload' : `payload.${issue.path}`;
       errors.push({ path: fieldPath(request, index, field), message: issue.message });
     }
-    const maxAttempts = cappedMaxAttempts(jobType, input.maxAttempts);
-    typed.push(maxAttempts === undefined ? input : { ...input, maxAttempts });
+    typed.push({ ...input, ...typeAttempts(jobType, input.maxAttempts) });
   }
   if (errors.length === 0) return typed;
   throw invalidPayload(`the payload does not fit its job type: ${errors[0]!.path}: ${errors[0]!.message}`, errors);
