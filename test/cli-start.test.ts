@@ -43,7 +43,7 @@ describe('npm start', () => {
     const [code] = await stack.exited;
 
     expect(code).toBe(1);
-    expect(stack.output()).toMatch(/^skiplock start: WORKERS_PLAN must be free or paid, not "gold"$/m);
+    expect(stack.output()).toMatch(/^skiplock dev: WORKERS_PLAN must be free or paid, not "gold"$/m);
     expect(stack.output()).not.toMatch(/migrations:/);
   });
 

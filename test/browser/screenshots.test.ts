@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, it } from 'vitest';
-import { projectRoot } from '../../src/local/start/local-paths';
+import { projectRoot } from '../support/repository-root';
 import { PHONE } from './support/chromium';
 import { seedDemoData } from './support/demo-data';
 import { claimNext, enqueueManual, failForGood, reportProgress } from './support/jobs';

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/local/start/local-paths';
+import { projectRoot } from '../support/repository-root';
 
 /** The documents whose links must resolve: the README, docs/ and below, the changelog, the examples' and migrations' READMEs. */
 function documents(): string[] {

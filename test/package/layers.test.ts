@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/local/start/local-paths';
+import { projectRoot } from '../support/repository-root';
 
 /** Every source file under src/, relative to the project. */
 function sourceFiles(dir = join(projectRoot, 'src')): string[] {
@@ -53,7 +53,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   worker: ['db', 'engine', 'drain', 'http', 'ui'],
   'node-worker': ['db', 'engine', 'drain'],
   index: ['db', 'engine'],
-  cli: ['db', 'engine', 'drain', 'node-worker', 'migrate', 'http'],
+  // `skiplock dev` runs the local stack.
+  cli: ['db', 'engine', 'drain', 'node-worker', 'migrate', 'http', 'local'],
   // npm start checks the Worker's settings it passes on before it starts anything.
   local: ['db', 'engine', 'drain', 'http', 'migrate', 'cli', 'worker'],
   deployment: [],

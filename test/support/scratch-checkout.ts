@@ -1,7 +1,7 @@
 import { chmod, cp, mkdtemp, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot } from '../../src/local/start/local-paths';
+import { projectRoot } from './repository-root';
 
 /**
  * A copy of the repository with node_modules linked in, so that a test's

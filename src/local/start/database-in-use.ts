@@ -6,7 +6,7 @@ import { shownPath } from './local-paths.js';
 import type { PostgresDataDir } from './postgres-data-dir.js';
 import { postgresPassword } from './postgres-password.js';
 
-/** The Postgres that `npm start` runs against. */
+/** The Postgres that `skiplock dev` runs against. */
 export interface DatabaseInUse {
   readonly target: DatabaseTarget;
   /** Where it is, for the banner. */
@@ -33,23 +33,28 @@ export async function startEmbeddedDatabase(
   dataDir: PostgresDataDir,
   passwordFile: string,
   port: number,
+  projectDir?: string,
 ): Promise<DatabaseInUse> {
   const shown = shownPath(dataDir.path);
   const other = await runningPostmasterPid(dataDir.path);
   if (other !== undefined) {
     throw new Error(
-      `another Postgres (pid ${other}) is using ${shown}: stop the npm start that runs it, or that server (kill -INT ${other})`,
+      `another Postgres (pid ${other}) is using ${shown}: stop the skiplock dev that runs it, or that server (kill -INT ${other})`,
     );
   }
   const { password, rotate } = await postgresPassword(dataDir.path, passwordFile);
-  const server = await startEmbeddedPostgres({ dataDir: dataDir.path, port, persistent: true, password }).catch(
-    (error: unknown) => {
-      if (!(error instanceof PostgresStartError)) throw error;
-      throw new Error(
-        `the embedded Postgres in ${shown} did not start: ${error.message}; if that folder is damaged, move it away to start afresh`,
-      );
-    },
-  );
+  const server = await startEmbeddedPostgres({
+    dataDir: dataDir.path,
+    port,
+    persistent: true,
+    password,
+    projectDir,
+  }).catch((error: unknown) => {
+    if (!(error instanceof PostgresStartError)) throw error;
+    throw new Error(
+      `the embedded Postgres in ${shown} did not start: ${error.message}; if that folder is damaged, move it away to start afresh`,
+    );
+  });
   const pid = await runningPostmasterPid(dataDir.path);
   if (pid === undefined) throw new Error(`the embedded Postgres in ${shown} exited right after starting`);
   const url = rotate === undefined ? server.url : await rotate(server.url);

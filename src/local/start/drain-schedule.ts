@@ -1,20 +1,24 @@
 import type { DrainSchedule } from '../scheduled-trigger.js';
 
-/** The wrangler.toml cron triggers, on their own schedule or all of them every DRAIN_EVERY_SECONDS. */
-export function chooseDrainSchedule(crons: readonly string[], drainEverySeconds: number | undefined): DrainSchedule {
-  if (drainEverySeconds === undefined) return { crons };
+/** The wrangler config's cron triggers, on their own schedule or all of them every `everySeconds`. */
+export function chooseDrainSchedule(
+  crons: readonly string[],
+  everySeconds: number | undefined,
+  configName: string,
+): DrainSchedule {
+  if (everySeconds === undefined) return { crons };
   if (crons.length === 0) {
     throw new Error(
-      'DRAIN_EVERY_SECONDS is set but wrangler.toml has no [triggers] crons: the Worker has no scheduled drain to fire',
+      `a drain interval is set but ${configName} has no cron triggers: the Worker has no scheduled drain to fire`,
     );
   }
-  return { crons, everySeconds: drainEverySeconds };
+  return { crons, everySeconds };
 }
 
 /** How drains fire, for the banner. */
-export function describeDrainSchedule({ crons, everySeconds }: DrainSchedule): string {
-  if (crons.length === 0) return 'never: wrangler.toml has no cron triggers';
+export function describeDrainSchedule({ crons, everySeconds }: DrainSchedule, configName: string): string {
+  if (crons.length === 0) return `never: ${configName} has no cron triggers`;
   const quoted = crons.map((cron) => `"${cron}"`).join(', ');
-  if (everySeconds !== undefined) return `every ${everySeconds} s (DRAIN_EVERY_SECONDS) as cron ${quoted}`;
-  return `on the wrangler.toml cron ${quoted}, in UTC (DRAIN_EVERY_SECONDS=n fires every n s)`;
+  if (everySeconds !== undefined) return `every ${everySeconds} s as cron ${quoted}`;
+  return `on the ${configName} cron ${quoted}, in UTC (--drain-every n fires every n s)`;
 }

@@ -1,9 +1,10 @@
-import { access, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { withPgClient } from '../pg-client.js';
 import { randomSecret } from '../random-secret.js';
 import { shownPath } from './local-paths.js';
 import { readSavedSecret, savedSecret } from './saved-secret.js';
+import { fileExists } from '../file-exists.js';
 
 /** What clusters made before passwords were random were given. */
 const LEGACY_PASSWORD = 'postgres';
@@ -20,7 +21,7 @@ export async function postgresPassword(
 ): Promise<{ password: string; rotate?: (url: string) => Promise<string> }> {
   const saved = await readSavedSecret(file);
   if (saved !== undefined) return { password: saved };
-  if (!(await exists(join(dataDir, 'PG_VERSION')))) return { password: (await savedSecret(file)).secret };
+  if (!(await fileExists(join(dataDir, 'PG_VERSION')))) return { password: (await savedSecret(file)).secret };
   return {
     password: LEGACY_PASSWORD,
     rotate: async (url) => {
@@ -36,11 +37,4 @@ export async function postgresPassword(
       return rotated.href;
     },
   };
-}
-
-async function exists(path: string): Promise<boolean> {
-  return access(path).then(
-    () => true,
-    () => false,
-  );
 }

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot } from '../../../src/local/start/local-paths';
+import { projectRoot } from '../../support/repository-root';
 import { startLocalWorker } from '../../../src/local/start/local-worker';
 import { skiplockClient, type SkiplockClient } from '../../../src/http/client';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';

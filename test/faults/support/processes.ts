@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { projectRoot } from '../../../src/local/start/local-paths';
+import { projectRoot } from '../../support/repository-root';
 import { spawnProcessGroup, type ProcessGroup } from '../../../src/local/processes';
 
 export interface Spawned extends ProcessGroup {

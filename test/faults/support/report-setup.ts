@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { projectRoot } from '../../../src/local/start/local-paths';
+import { projectRoot } from '../../support/repository-root';
 import { reliabilityReport, SCENARIOS } from './report-table';
 import type { ScenarioFigures } from './report';
 

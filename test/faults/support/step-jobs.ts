@@ -18,7 +18,7 @@ import { defineJob, type JobContext } from '../../../src/drain/define-job';
 import { sleep } from '../../../src/engine/sleep';
 import type { Json } from '../../../src/engine/types';
 import { spawnProcessGroup } from '../../../src/local/processes';
-import { projectRoot } from '../../../src/local/start/local-paths';
+import { projectRoot } from '../../support/repository-root';
 import { startWorker } from '../../../src/node-worker';
 import { LISTENER_NAME } from '../../../src/node-worker/wakeups';
 import { runHistory, type Run, type RunHistory } from './history';

@@ -1,41 +1,39 @@
-import { mkdir } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { writeDevVarsFile } from '../dev-vars-file.js';
 import { startNeonProxy } from '../neon-proxy/index.js';
 import { anyFreePort } from '../ports.js';
 import { startScheduledTrigger } from '../scheduled-trigger.js';
-import { readCronTriggers } from '../wrangler-config.js';
+import { readWranglerConfig } from '../wrangler-config.js';
 import { applyMigrations, describeMigrateResult } from '../../cli/apply-migrations.js';
 import { PreReleaseSchemaError, type MigrateResult } from '../../migrate/runner.js';
 import { banner } from './banner.js';
-import { choosePort } from './choose-port.js';
+import { checkPortFree, choosePort } from './choose-port.js';
 import { externalDatabase, startEmbeddedDatabase, type DatabaseInUse } from './database-in-use.js';
 import { chooseDrainSchedule, describeDrainSchedule } from './drain-schedule.js';
-import { localPaths, projectRoot, shownPath } from './local-paths.js';
+import { localPaths, shownPath, type LocalPaths } from './local-paths.js';
 import { postgresDataDir } from './postgres-data-dir.js';
-import { runCli } from '../../cli/run-cli.js';
+import { makeStateDir } from './state-dir.js';
 import { savedSecret } from './saved-secret.js';
-import { readStartConfig, type StartConfig } from './start-config.js';
+import { checkSkiplockBindings } from './skiplock-bindings.js';
+import type { StartConfig } from './start-config.js';
 import { describeExit, startLocalWorker } from './local-worker.js';
 import { StopList } from './stop-list.js';
 import { listenForStopSignals } from './stop-signals.js';
+import { fileExists } from '../file-exists.js';
 
 /**
- * `npm start`: Postgres (DATABASE_URL's, or an embedded one), the local Neon
- * proxy in front of it, the Worker under `wrangler dev`, and its cron drains,
- * until Ctrl-C or SIGTERM stops all of it.
+ * `skiplock dev`: Postgres (DATABASE_URL's, or an embedded one), the local
+ * Neon proxy in front of it, the project's Worker under its own `wrangler
+ * dev`, and its cron drains, until Ctrl-C or SIGTERM stops all of it.
  */
-async function main(): Promise<void> {
+export async function runDevStack(config: StartConfig): Promise<void> {
   const stop = listenForStopSignals();
   // Once the terminal is gone, printing fails with EPIPE; stopping must go on regardless.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
-  const config = readStartConfig(process.env);
-  // Loading wrangler takes seconds: read its config while Postgres starts.
-  const crons = readCronTriggers(projectRoot);
-  // Awaited later; until then a failure must not count as unhandled.
-  crons.catch(() => {});
+  const paths = localPaths(config.projectDir, config.stateDir);
   const running = new StopList();
   try {
-    const stack = await startStack(config, crons, running, stop.signal);
+    const stack = await startStack(config, paths, running, stop.signal);
     await Promise.race([
       stop.received,
       stack.died.then((what) => Promise.reject(new Error(`${what}; stopped everything else`))),
@@ -57,14 +55,20 @@ interface RunningStack {
 
 async function startStack(
   config: StartConfig,
-  crons: Promise<string[]>,
+  paths: LocalPaths,
   running: StopList,
   stopRequested: AbortSignal,
 ): Promise<RunningStack> {
-  await mkdir(localPaths.dataDir, { recursive: true });
-  const proxyPort = await choosePort(config.proxyPort, anyFreePort);
+  // What the user can get wrong is refused before anything starts.
+  const wrangler = await readWranglerConfig(paths.projectDir);
+  checkSkiplockBindings(wrangler);
+  const configName = basename(wrangler.file);
+  const schedule = chooseDrainSchedule(wrangler.crons, config.drainEverySeconds, configName);
+  for (const port of [config.workerPort, config.postgresPort, config.proxyPort]) await checkPortFree(port);
 
-  const database = await startDatabase(config);
+  await makeStateDir(paths.stateDir);
+  const proxyPort = await choosePort(config.proxyPort, anyFreePort);
+  const database = await startDatabase(config, paths);
   running.add('Postgres', () => database.stop());
   console.log(`migrations: ${describeMigrateResult(await migrateDatabase(database))}`);
 
@@ -72,32 +76,43 @@ async function startStack(
   const proxy = await startNeonProxy({ postgres: { host, port }, port: proxyPort });
   running.add('the Neon proxy', () => proxy.close());
 
-  const adminToken = config.adminToken ?? (await savedSecret(localPaths.adminToken)).secret;
-  await writeDevVarsFile(localPaths.workerVars, {
+  const adminToken = config.adminToken ?? (await savedSecret(paths.adminToken)).secret;
+  await writeDevVarsFile(paths.workerVars, {
     // The Neon driver sends this URL's host:port to the proxy as the address to reach.
     DATABASE_URL: database.target.url,
     ADMIN_TOKEN: adminToken,
     LOCAL_NEON_PROXY: proxy.address,
-    SKIPLOCK_DEV: '1',
+    // In dev mode the Worker derives the status-token secret from ADMIN_TOKEN; otherwise it needs one.
+    ...(config.demoJobs
+      ? { SKIPLOCK_DEV: '1' }
+      : { STATUS_TOKEN_SECRET: (await savedSecret(paths.statusTokenSecret)).secret }),
     // Drains keep under a Paid Worker's subrequest cap, as a deploy with WORKERS_PLAN=paid does.
     WORKERS_PLAN: 'paid',
     // The Worker checks these, and refuses one it cannot read in a line of its log.
     ...config.workerSettings,
   });
-  const { wrangler, url: workerUrl } = await startLocalWorker(
+  const projectVars = join(paths.projectDir, '.dev.vars');
+  const { wrangler: wranglerDev, url: workerUrl } = await startLocalWorker(
     config.workerPort,
     {
-      projectRoot,
-      envFile: localPaths.workerVars,
-      persistTo: localPaths.wranglerState,
-      logFile: localPaths.wranglerLog,
+      projectRoot: paths.projectDir,
+      envFile: paths.workerVars,
+      projectVarsFile: (await fileExists(projectVars)) ? projectVars : undefined,
+      // A Hyperdrive binding reaches the same database under wrangler dev.
+      environment: Object.fromEntries(
+        wrangler.hyperdrives.map((binding) => [
+          `CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_${binding}`,
+          database.target.url,
+        ]),
+      ),
+      persistTo: paths.wranglerState,
+      logFile: paths.wranglerLog,
     },
     stopRequested,
   );
-  running.add('wrangler dev', () => wrangler.stop());
+  running.add('wrangler dev', () => wranglerDev.stop());
 
-  const schedule = chooseDrainSchedule(await crons, config.drainEverySeconds);
-  const logFile = shownPath(localPaths.wranglerLog);
+  const logFile = shownPath(paths.wranglerLog);
   const trigger = startScheduledTrigger(workerUrl, schedule, (line) =>
     console.error(`${line} (Worker log: ${logFile})`),
   );
@@ -107,15 +122,16 @@ async function startStack(
     banner({
       workerUrl,
       adminToken,
-      adminTokenSource: config.adminToken === undefined ? shownPath(localPaths.adminToken) : 'ADMIN_TOKEN',
+      adminTokenSource: config.adminToken === undefined ? shownPath(paths.adminToken) : 'ADMIN_TOKEN',
       database: database.description,
-      drains: describeDrainSchedule(schedule),
+      drains: describeDrainSchedule(schedule, configName),
       logFile,
+      demoJobs: config.demoJobs,
     }),
   );
   return {
     died: Promise.race([
-      wrangler.exited.then((exit) => `wrangler dev ${describeExit(exit)} (its log: ${logFile})`),
+      wranglerDev.exited.then((exit) => `wrangler dev ${describeExit(exit)} (its log: ${logFile})`),
       database.exited.then(() => 'the embedded Postgres exited'),
     ]),
   };
@@ -127,15 +143,13 @@ async function migrateDatabase(database: DatabaseInUse): Promise<MigrateResult> 
     if (!(error instanceof PreReleaseSchemaError) || database.dataDir === undefined) throw error;
     throw new Error(
       `the embedded Postgres in ${database.dataDir} has skiplock's schema from before its first release, which cannot be upgraded: ` +
-        `delete ${database.dataDir} (its jobs go with it) and npm start again`,
+        `delete ${database.dataDir} (its jobs go with it) and start again`,
     );
   });
 }
 
-async function startDatabase(config: StartConfig): Promise<DatabaseInUse> {
+async function startDatabase(config: StartConfig, paths: LocalPaths): Promise<DatabaseInUse> {
   if (config.database !== undefined) return externalDatabase(config.database);
   const port = await choosePort(config.postgresPort, anyFreePort);
-  return startEmbeddedDatabase(await postgresDataDir(), localPaths.postgresPassword, port);
+  return startEmbeddedDatabase(await postgresDataDir(paths), paths.postgresPassword, port, paths.projectDir);
 }
-
-runCli('skiplock start', main);
