@@ -26,6 +26,17 @@ export const totalInvoice = defineJob(
   },
 );
 
+/** Fails its first attempt on purpose and succeeds on the retry, which a later drain (a cron tick) runs. */
+export const flakyEcho = defineJob(
+  'flaky-echo',
+  z.object({ message: z.string() }),
+  ({ message }, { attempt }) => {
+    if (attempt === 1) throw new Error('flaky-echo fails its first attempt on purpose');
+    return { message, attempt };
+  },
+  { maxAttempts: 3, backoff: { baseSeconds: 1, maxSeconds: 2 } },
+);
+
 /** Every night at 03:00 UTC: the report of the day before. */
 export const nightlyReport = definePeriodicJob({
   name: 'nightly-report',
@@ -34,5 +45,5 @@ export const nightlyReport = definePeriodicJob({
   payload: { invoiceId: 'nightly', lines: [{ cents: 0 }] },
 });
 
-export const jobs = [sendWelcome, totalInvoice];
+export const jobs = [sendWelcome, totalInvoice, flakyEcho];
 export const schedules = [nightlyReport];
