@@ -20,6 +20,18 @@ TABLE attempt_stats_rollup (
   rolled_through timestamp with time zone NOT NULL
 );
 
+TABLE concurrency_keys (
+  tenant text NOT NULL,
+  key text NOT NULL,
+  ordered boolean NOT NULL,
+  slots integer NOT NULL,
+  on_failure text NOT NULL,
+  taken integer NOT NULL DEFAULT 0,
+  blocked_by uuid,
+  blocked_at timestamp with time zone,
+  created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 TABLE daily_attempt_stats (
   day date NOT NULL,
   queue text NOT NULL,
@@ -154,6 +166,16 @@ TABLE jobs (
   run_ms bigint NOT NULL DEFAULT 0
 ) WITH (fillfactor=80);
 
+TABLE keyed_jobs (
+  job_id uuid NOT NULL,
+  tenant text NOT NULL,
+  key text NOT NULL,
+  ordered boolean NOT NULL,
+  slots integer NOT NULL,
+  on_failure text NOT NULL,
+  slot text
+);
+
 TABLE migrations (
   name text NOT NULL,
   checksum text NOT NULL,
@@ -219,12 +241,17 @@ api_keys api_keys_worker_bound_worker: CHECK (((worker_id IS NULL) OR (('worker'
 api_keys api_keys_worker_id_length: CHECK (((length(worker_id) >= 1) AND (length(worker_id) <= 128)));
 attempt_stats_rollup attempt_stats_rollup_only_row_check: CHECK (only_row);
 attempt_stats_rollup attempt_stats_rollup_pkey: PRIMARY KEY (only_row);
+concurrency_keys concurrency_keys_on_failure_known: CHECK ((on_failure = ANY (ARRAY['hold'::text, 'continue'::text])));
+concurrency_keys concurrency_keys_ordered_one_slot: CHECK (((NOT ordered) OR (slots = 1)));
+concurrency_keys concurrency_keys_pkey: PRIMARY KEY (tenant, key);
+concurrency_keys concurrency_keys_slots_range: CHECK (((slots >= 1) AND (slots <= 1000)));
+concurrency_keys concurrency_keys_taken_positive: CHECK ((taken >= 0));
 daily_attempt_stats daily_attempt_stats_pkey: PRIMARY KEY (day, queue, tenant);
 dedup_keys dedup_keys_pkey: PRIMARY KEY (tenant, queue, dedup_key);
 event_waits event_waits_pkey: PRIMARY KEY (job_id, step_name);
 events events_pkey: PRIMARY KEY (tenant, name, key);
 finished_jobs finished_jobs_state_final: CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'expired'::text])));
-job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text, 'parked'::text, 'resumed'::text])));
+job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text, 'parked'::text, 'resumed'::text, 'held'::text])));
 job_events job_events_pkey: PRIMARY KEY (id);
 job_links job_links_child_step: CHECK (((kind = 'child'::text) = (step_name IS NOT NULL)));
 job_links job_links_kind_known: CHECK ((kind = ANY (ARRAY['child'::text, 'dependency'::text])));
@@ -235,7 +262,13 @@ job_steps job_steps_name_length: CHECK (((length(name) >= 1) AND (length(name) <
 job_steps job_steps_pkey: PRIMARY KEY (job_id, name);
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
 jobs jobs_pkey: PRIMARY KEY (id);
-jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text, 'parked'::text])));
+jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text, 'parked'::text, 'held'::text])));
+keyed_jobs keyed_jobs_key_length: CHECK (((length(key) >= 1) AND (length(key) <= 256)));
+keyed_jobs keyed_jobs_on_failure_known: CHECK ((on_failure = ANY (ARRAY['hold'::text, 'continue'::text])));
+keyed_jobs keyed_jobs_ordered_one_slot: CHECK (((NOT ordered) OR (slots = 1)));
+keyed_jobs keyed_jobs_pkey: PRIMARY KEY (job_id);
+keyed_jobs keyed_jobs_slot_known: CHECK ((slot = ANY (ARRAY['taken'::text, 'waiting'::text, 'released'::text])));
+keyed_jobs keyed_jobs_slots_range: CHECK (((slots >= 1) AND (slots <= 1000)));
 migrations migrations_pkey: PRIMARY KEY (name);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
 queues queues_delivery_check: CHECK (((jsonb_typeof(delivery) = 'object'::text) AND ((delivery ->> 'target'::text) = ANY (ARRAY['webhook'::text, 'cloudflare-queue'::text]))));
@@ -262,6 +295,8 @@ tenants tenants_weight_check: CHECK (((weight >= 1) AND (weight <= 1000)));
 CREATE UNIQUE INDEX api_keys_pkey ON skiplock.api_keys USING btree (id);
 CREATE UNIQUE INDEX api_keys_secret_sha256_key ON skiplock.api_keys USING btree (secret_sha256);
 CREATE UNIQUE INDEX attempt_stats_rollup_pkey ON skiplock.attempt_stats_rollup USING btree (only_row);
+CREATE INDEX concurrency_keys_blocked_idx ON skiplock.concurrency_keys USING btree (blocked_at) WHERE (blocked_by IS NOT NULL);
+CREATE UNIQUE INDEX concurrency_keys_pkey ON skiplock.concurrency_keys USING btree (tenant, key);
 CREATE UNIQUE INDEX daily_attempt_stats_pkey ON skiplock.daily_attempt_stats USING btree (day, queue, tenant);
 CREATE INDEX dedup_keys_expiring_idx ON skiplock.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX dedup_keys_pkey ON skiplock.dedup_keys USING btree (tenant, queue, dedup_key);
@@ -282,6 +317,10 @@ CREATE INDEX jobs_parked_idx ON skiplock.jobs USING btree (run_at) WHERE (state 
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
 CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- (priority)::smallint)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
 CREATE UNIQUE INDEX jobs_pkey ON skiplock.jobs USING btree (id);
+CREATE INDEX keyed_jobs_held_idx ON skiplock.keyed_jobs USING btree (tenant, key, job_id) WHERE (slot = 'waiting'::text);
+CREATE INDEX keyed_jobs_live_idx ON skiplock.keyed_jobs USING btree (job_id) WHERE (slot = ANY (ARRAY['taken'::text, 'waiting'::text]));
+CREATE INDEX keyed_jobs_unsettled_idx ON skiplock.keyed_jobs USING btree (tenant, key) WHERE (slot IS NULL);
+CREATE UNIQUE INDEX keyed_jobs_pkey ON skiplock.keyed_jobs USING btree (job_id);
 CREATE UNIQUE INDEX migrations_pkey ON skiplock.migrations USING btree (name);
 CREATE UNIQUE INDEX queues_pkey ON skiplock.queues USING btree (name);
 CREATE UNIQUE INDEX schedules_pkey ON skiplock.schedules USING btree (name);
@@ -972,9 +1011,10 @@ FUNCTION ended_attempts(since timestamp with time zone, until timestamp with tim
   WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
 $$;
 
-FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, concurrency_limit integer DEFAULT NULL::integer, ordering_key text DEFAULT NULL::text, ordering_on_failure text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
+  new_id uuid;
   start_at timestamptz;
   retried boolean := false;
 BEGIN
@@ -1005,6 +1045,16 @@ BEGIN
   ELSIF NOT (failure_callback_url ~* '^https?://[^\s/?#]' AND length(failure_callback_url) <= 2048) THEN
     PERFORM skiplock.refuse('failure_callback_url',
       format('an http or https URL of at most 2048 characters, not %s', left(failure_callback_url, 100)));
+  ELSIF concurrency_key IS NOT NULL AND ordering_key IS NOT NULL THEN
+    PERFORM skiplock.refuse('ordering_key', 'give concurrency_key or ordering_key, not both');
+  ELSIF length(concurrency_key) NOT BETWEEN 1 AND 256 THEN
+    PERFORM skiplock.refuse('concurrency_key', 'a key of 1 to 256 characters, or null');
+  ELSIF length(ordering_key) NOT BETWEEN 1 AND 256 THEN
+    PERFORM skiplock.refuse('ordering_key', 'a key of 1 to 256 characters, or null');
+  ELSIF concurrency_limit NOT BETWEEN 1 AND 1000 OR (concurrency_limit IS NOT NULL AND concurrency_key IS NULL) THEN
+    PERFORM skiplock.refuse('concurrency_limit', format('from 1 to 1000, with a concurrency_key, not %s', concurrency_limit));
+  ELSIF ordering_on_failure NOT IN ('hold', 'continue') OR (ordering_on_failure IS NOT NULL AND ordering_key IS NULL) THEN
+    PERFORM skiplock.refuse('ordering_on_failure', format('hold or continue, with an ordering_key, not %s', ordering_on_failure));
   END IF;
   start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
   LOOP
@@ -1019,16 +1069,26 @@ BEGIN
       END IF;
     END IF;
     BEGIN
-      -- jobs_inserted makes the tenant row, takes the key and wakes workers.
+      -- jobs_inserted makes the tenant row, takes the dedup key and wakes
+      -- workers; jobs_inserted_take_key_slots gives the job its turn or holds it.
+      new_id := skiplock.uuid_v7(clock_timestamp());
+      IF coalesce(concurrency_key, ordering_key) IS NOT NULL THEN
+        INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure)
+        VALUES (new_id, tenant, coalesce(ordering_key, concurrency_key), ordering_key IS NOT NULL,
+                CASE WHEN ordering_key IS NOT NULL THEN 1 ELSE coalesce(concurrency_limit, 1) END,
+                coalesce(ordering_on_failure, CASE WHEN ordering_key IS NOT NULL THEN 'hold' ELSE 'continue' END));
+      END IF;
       INSERT INTO skiplock.jobs AS j
-        (queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
+        (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
          backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
          callback_url, failure_callback_url)
-      VALUES (queue, coalesce(type, queue), tenant, coalesce(payload, 'null'), coalesce(priority, 0),
+      VALUES (new_id, queue, coalesce(type, queue), tenant, coalesce(payload, 'null'), coalesce(priority, 0),
               CASE WHEN start_at > now() THEN 'scheduled' ELSE 'queued' END, start_at, coalesce(max_attempts, 5),
               coalesce(lease_seconds, 60), coalesce(backoff_base_seconds, 1), coalesce(backoff_max_seconds, 3600),
               expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url)
-      RETURNING skiplock.job_json(j) INTO enqueued;
+      RETURNING j.id INTO new_id;
+      -- Read after the insert trigger has settled the job's turn.
+      SELECT skiplock.job_json(j) INTO enqueued FROM skiplock.jobs j WHERE j.id = new_id;
       RETURN enqueued;
     EXCEPTION WHEN unique_violation THEN
       -- A concurrent enqueue took the key first: return its job. Once: under
@@ -1046,6 +1106,9 @@ FUNCTION enqueue_flow(jobs jsonb, dependencies jsonb) RETURNS SETOF json LANGUAG
 DECLARE
   ids uuid[];
 BEGIN
+  IF jobs @? '$[*] ? (@.concurrencyKey != null || @.orderingKey != null)' THEN
+    PERFORM skiplock.refuse('jobs', 'a job of a flow cannot name a concurrency key or an ordering key');
+  END IF;
   WITH input AS (
     SELECT i.job, i.ordinal FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
   ),
@@ -1100,7 +1163,7 @@ $$;
 FUNCTION enqueue_jobs(jobs jsonb) RETURNS TABLE(id uuid, queue text, type text, tenant text, status text, priority integer, payload jsonb, "maxAttempts" integer, "leaseSeconds" integer, "runAt" json, "expiresAt" json, "dedupKey" text, "createdAt" json, "callbackUrl" text, "failureCallbackUrl" text, deduplicated boolean, "heldBy" uuid, "heldJob" json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
 BEGIN
-  IF NOT jobs @? '$[*] ? (@.dedupKey != null)' THEN
+  IF NOT jobs @? '$[*] ? (@.dedupKey != null || @.concurrencyKey != null || @.orderingKey != null)' THEN
     -- Ids ascend in input order, so they put the results back in it.
     RETURN QUERY
     WITH written AS (
@@ -1142,6 +1205,17 @@ BEGIN
     WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
     ORDER BY ordinal
     RETURNING skiplock.enqueued_job(j) AS job
+  ),
+  -- Settled by jobs_inserted_take_key_slots at the end of this statement.
+  keyed AS (
+    INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure)
+    SELECT i.id, i.tenant, coalesce(e.job->>'orderingKey', e.job->>'concurrencyKey'), e.job ? 'orderingKey',
+           CASE WHEN e.job ? 'orderingKey' THEN 1 ELSE coalesce((e.job->>'concurrencyLimit')::integer, 1) END,
+           coalesce(e.job->>'orderingOnFailure', CASE WHEN e.job ? 'orderingKey' THEN 'hold' ELSE 'continue' END)
+    FROM input i
+    JOIN jsonb_array_elements(jobs) WITH ORDINALITY AS e(job, ordinal) ON e.ordinal = i.ordinal
+    WHERE coalesce(e.job->>'orderingKey', e.job->>'concurrencyKey') IS NOT NULL
+      AND i.id IN (SELECT (w.job).id FROM written w)
   )
   -- Each input finds its new row by the id it was given, or else (deduplicated)
   -- the job that holds its key: equality joins the planner can hash, and a
@@ -1260,6 +1334,68 @@ BEGIN
 END
 $$;
 
+FUNCTION fill_key_slots(for_tenant text, for_key text) RETURNS void LANGUAGE plpgsql VOLATILE SET enable_seqscan=off AS $$
+DECLARE
+  k skiplock.concurrency_keys;
+  granted uuid[];
+BEGIN
+  SELECT * INTO k FROM skiplock.concurrency_keys c WHERE c.tenant = for_tenant AND c.key = for_key;
+  IF k.blocked_by IS NULL AND k.taken < k.slots THEN
+    WITH turn AS MATERIALIZED (
+      SELECT t.job_id FROM (
+        (SELECT kj.job_id FROM skiplock.keyed_jobs kj
+         WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot = 'waiting'
+         ORDER BY kj.job_id LIMIT k.slots - k.taken)
+        UNION ALL
+        (SELECT kj.job_id FROM skiplock.keyed_jobs kj
+         WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot IS NULL
+         ORDER BY kj.job_id LIMIT k.slots - k.taken)) t
+      ORDER BY t.job_id LIMIT k.slots - k.taken
+    ),
+    locked AS MATERIALIZED (
+      SELECT j.id FROM skiplock.jobs j WHERE j.id IN (SELECT t.job_id FROM turn t) FOR UPDATE OF j SKIP LOCKED
+    )
+    SELECT array_agg(t.job_id ORDER BY t.job_id) INTO granted FROM turn t
+    WHERE t.job_id IN (SELECT l.id FROM locked l)
+      AND NOT (k.ordered AND EXISTS (SELECT 1 FROM turn s WHERE s.job_id < t.job_id
+                                     AND s.job_id NOT IN (SELECT l.id FROM locked l)));
+    IF granted IS NOT NULL THEN
+      UPDATE skiplock.keyed_jobs kj SET slot = 'taken' WHERE kj.job_id = ANY (granted);
+      UPDATE skiplock.concurrency_keys c SET taken = c.taken + cardinality(granted)
+      WHERE c.tenant = for_tenant AND c.key = for_key;
+      WITH turned AS (
+        UPDATE skiplock.jobs j SET state = CASE WHEN j.run_at > now() THEN 'scheduled' ELSE 'queued' END
+        WHERE j.id = ANY (granted) AND j.state = 'held'
+        RETURNING j.id, j.attempts
+      )
+      INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+      SELECT t.id, 'resumed', t.attempts, jsonb_build_object('after', 'its key had a free slot', 'key', for_key)
+      FROM turned t;
+      IF FOUND AND skiplock.anyone_listening() THEN
+        PERFORM pg_notify('skiplock_jobs', '');
+      END IF;
+    END IF;
+  END IF;
+
+  WITH held AS (
+    UPDATE skiplock.keyed_jobs kj SET slot = 'waiting'
+    WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot IS NULL
+    RETURNING kj.job_id
+  ),
+  moved AS (
+    UPDATE skiplock.jobs j SET state = 'held' FROM held h WHERE j.id = h.job_id
+    RETURNING j.id, j.attempts
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT m.id, 'held', m.attempts,
+         jsonb_build_object('key', for_key, 'blockedBy', k.blocked_by,
+                            'reason', CASE WHEN k.blocked_by IS NOT NULL THEN 'its key is held by a failed job'
+                                           WHEN k.ordered THEN 'behind its key''s earlier jobs'
+                                           ELSE 'its key has no free slot' END)
+  FROM moved m;
+END
+$$;
+
 FUNCTION handler_started_at(claimed_at timestamp with time zone, held_ms double precision) RETURNS timestamp with time zone LANGUAGE sql VOLATILE AS $$
   SELECT least(claimed_at + make_interval(secs => held_ms / 1000), clock_timestamp())
 $$;
@@ -1335,7 +1471,8 @@ BEGIN
     ('scheduled', 'running'), ('queued', 'running'), ('retrying', 'running'),
     ('running', 'scheduled'), ('running', 'queued'), ('running', 'retrying'),
     ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'),
-    ('running', 'parked'), ('scheduled', 'parked'), ('parked', 'scheduled'), ('parked', 'queued'));
+    ('running', 'parked'), ('scheduled', 'parked'), ('parked', 'scheduled'), ('parked', 'queued'),
+    ('queued', 'held'), ('scheduled', 'held'), ('held', 'queued'), ('held', 'scheduled'));
 END
 $$;
 
@@ -1363,8 +1500,8 @@ $$;
 
 FUNCTION job_status(state text, run_at timestamp with time zone) RETURNS text LANGUAGE sql STABLE AS $$
   SELECT CASE
-    WHEN state IN ('scheduled', 'queued', 'retrying', 'parked') AND run_at <= now() THEN 'queued'
-    WHEN state IN ('scheduled', 'queued', 'parked') THEN 'scheduled'
+    WHEN state IN ('scheduled', 'queued', 'retrying', 'parked', 'held') AND run_at <= now() THEN 'queued'
+    WHEN state IN ('scheduled', 'queued', 'parked', 'held') THEN 'scheduled'
     ELSE state
   END
 $$;
@@ -1754,6 +1891,44 @@ BEGIN
 END
 $$;
 
+FUNCTION release_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE SET enable_nestloop=on SET enable_mergejoin=on SET enable_seqscan=on SET enable_bitmapscan=on AS $$
+DECLARE
+  k record;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IN ('taken', 'waiting')) THEN
+    RETURN NULL;
+  END IF;
+  -- A job's slot cannot change under this: giving it a turn locks its row,
+  -- which the statement that ended it holds.
+  FOR k IN
+    SELECT kj.tenant, kj.key, count(*) FILTER (WHERE kj.slot = 'taken') AS freed,
+           (array_agg(f.id ORDER BY f.id) FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1]
+             AS failed_head,
+           array_agg(f.id) AS ended
+    FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
+    WHERE kj.slot IN ('taken', 'waiting')
+    GROUP BY kj.tenant, kj.key
+    ORDER BY kj.tenant, kj.key
+  LOOP
+    UPDATE skiplock.concurrency_keys c
+    SET taken = c.taken - k.freed,
+        blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND k.failed_head IS NOT NULL
+                          THEN k.failed_head ELSE c.blocked_by END,
+        blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND k.failed_head IS NOT NULL
+                          THEN now() ELSE c.blocked_at END
+    WHERE c.tenant = k.tenant AND c.key = k.key;
+    UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (k.ended);
+    PERFORM skiplock.fill_key_slots(k.tenant, k.key);
+    -- A key with nothing left is dropped; its next job makes it again.
+    DELETE FROM skiplock.concurrency_keys c
+    WHERE c.tenant = k.tenant AND c.key = k.key AND c.taken = 0 AND c.blocked_by IS NULL
+      AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
+                      WHERE kj.tenant = k.tenant AND kj.key = k.key AND kj.slot = 'waiting');
+  END LOOP;
+  RETURN NULL;
+END
+$$;
+
 FUNCTION reschedule(job_id uuid, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, only_tenant text DEFAULT NULL::text) RETURNS TABLE(job json, outcome text) LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 BEGIN
@@ -1973,6 +2148,63 @@ BEGIN
 END
 $$;
 
+FUNCTION take_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  k record;
+  key_row skiplock.concurrency_keys;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IS NULL) THEN
+    RETURN NULL;
+  END IF;
+  FOR k IN
+    SELECT DISTINCT ON (kj.tenant, kj.key) kj.tenant, kj.key, kj.ordered, kj.slots, kj.on_failure
+    FROM skiplock.keyed_jobs kj WHERE kj.slot IS NULL
+    ORDER BY kj.tenant, kj.key, kj.job_id DESC
+  LOOP
+    -- The latest job's settings are the key's.
+    INSERT INTO skiplock.concurrency_keys AS c (tenant, key, ordered, slots, on_failure)
+    VALUES (k.tenant, k.key, k.ordered, k.slots, k.on_failure)
+    ON CONFLICT (tenant, key) DO UPDATE SET slots = EXCLUDED.slots, on_failure = EXCLUDED.on_failure
+    RETURNING c.* INTO key_row;
+    IF key_row.ordered <> k.ordered THEN
+      PERFORM skiplock.refuse(CASE WHEN k.ordered THEN 'ordering_key' ELSE 'concurrency_key' END,
+        format('%s is in use as %s key of tenant %s; a key is one or the other', k.key,
+               CASE WHEN key_row.ordered THEN 'an ordering' ELSE 'a concurrency' END, k.tenant));
+    END IF;
+    -- The failed head that holds its key, run again, takes its turn back.
+    IF key_row.blocked_by IS NOT NULL
+       AND EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.job_id = key_row.blocked_by AND kj.slot IS NULL) THEN
+      UPDATE skiplock.concurrency_keys SET blocked_by = NULL, blocked_at = NULL
+      WHERE tenant = k.tenant AND key = k.key;
+    END IF;
+    PERFORM skiplock.fill_key_slots(k.tenant, k.key);
+  END LOOP;
+  RETURN NULL;
+END
+$$;
+
+FUNCTION unblock_key(tenant text, key text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+  was_blocked boolean;
+BEGIN
+  SELECT c.blocked_by IS NOT NULL INTO was_blocked FROM skiplock.concurrency_keys c
+  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key
+  FOR UPDATE;
+  IF NOT coalesce(was_blocked, false) THEN
+    RETURN false;
+  END IF;
+  UPDATE skiplock.concurrency_keys c SET blocked_by = NULL, blocked_at = NULL
+  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key;
+  PERFORM skiplock.fill_key_slots(unblock_key.tenant, unblock_key.key);
+  DELETE FROM skiplock.concurrency_keys c
+  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key AND c.taken = 0
+    AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
+                    WHERE kj.tenant = unblock_key.tenant AND kj.key = unblock_key.key AND kj.slot = 'waiting');
+  RETURN true;
+END
+$$;
+
 FUNCTION until_woken() RETURNS timestamp with time zone LANGUAGE sql IMMUTABLE AS $$
   SELECT timestamptz '9999-12-31 00:00:00+00'
 $$;
@@ -2054,8 +2286,10 @@ CREATE TRIGGER all_jobs_update_reschedules INSTEAD OF UPDATE ON skiplock.all_job
 CREATE TRIGGER finished_jobs_announce AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN (((new.callback_url IS NOT NULL) OR (new.failure_callback_url IS NOT NULL))) EXECUTE FUNCTION skiplock.on_job_finished_with_callback();
 CREATE TRIGGER finished_jobs_outcome_final BEFORE UPDATE OF state ON skiplock.finished_jobs FOR EACH ROW WHEN ((old.state IS DISTINCT FROM new.state)) EXECUTE FUNCTION skiplock.refuse_finished_change();
 CREATE TRIGGER finished_jobs_release_dedup_key AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.dedup_key IS NOT NULL)) EXECUTE FUNCTION skiplock.on_keyed_job_finished();
+CREATE TRIGGER finished_jobs_release_key_slots AFTER INSERT ON skiplock.finished_jobs REFERENCING NEW TABLE AS finished FOR EACH STATEMENT EXECUTE FUNCTION skiplock.release_key_slots();
 CREATE TRIGGER finished_jobs_resolve_links AFTER INSERT ON skiplock.finished_jobs REFERENCING NEW TABLE AS finished FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_linked_jobs_finished();
 CREATE TRIGGER job_events_append_only BEFORE UPDATE ON skiplock.job_events FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();
 CREATE TRIGGER jobs_inserted AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_jobs_inserted();
+CREATE TRIGGER jobs_inserted_take_key_slots AFTER INSERT ON skiplock.jobs FOR EACH STATEMENT EXECUTE FUNCTION skiplock.take_key_slots();
 CREATE CONSTRAINT TRIGGER jobs_legal_transition AFTER UPDATE OF state ON skiplock.jobs NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.state <> 'running'::text) AND (old.state IS DISTINCT FROM new.state) AND (NOT skiplock.is_legal_transition(old.state, new.state)))) EXECUTE FUNCTION skiplock.refuse_illegal_transition();
 CREATE TRIGGER jobs_waiting_again BEFORE UPDATE ON skiplock.jobs FOR EACH ROW WHEN ((new.state <> 'running'::text)) EXECUTE FUNCTION skiplock.on_job_waiting_again();

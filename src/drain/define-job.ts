@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { JobKeys, OrderingOnFailure } from '../engine/enqueue.js';
 import type { JobType, PayloadIssue } from '../engine/job-type.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { InvalidPayloadError } from './job-errors.js';
@@ -12,7 +13,7 @@ export interface Backoff {
   maxSeconds: number;
 }
 
-export interface JobOptions<Result = unknown> {
+export interface JobOptions<Result = unknown, Payload = unknown> {
   /** Lease (whole seconds) each heartbeat sets for jobs of this type; the job's own leaseSeconds when left out. */
   leaseSeconds?: number;
   /** Caps the job's own maxAttempts: the attempt that reaches it fails for good. */
@@ -42,6 +43,21 @@ export interface JobOptions<Result = unknown> {
    * object, and nothing else (a cursor to resume from stays private).
    */
   publicProgress?(progress: Json): Json;
+  /**
+   * A concurrency key from each job's payload, e.g.
+   * `{ key: (p) => `account:${p.accountId}`, limit: 2 }`: at most `limit`
+   * (default 1) of a tenant's jobs with one key are past their turn at once
+   * (waiting to start, running, retrying or parked); the others wait, held,
+   * and take the slots that free in enqueue order. Exclusive with ordering.
+   */
+  concurrency?: { key(payload: Payload): string; limit?: number };
+  /**
+   * An ordering key from each job's payload: a tenant's jobs with one key
+   * run one at a time in enqueue order, a retrying one keeping the others
+   * waiting. `onFailure` says what they do when it fails for good: `hold`
+   * (the default: until it is retried or the key unblocked) or `continue`.
+   */
+  ordering?: { key(payload: Payload): string; onFailure?: OrderingOnFailure };
 }
 
 /** What a handler gets beside its payload. */
@@ -104,11 +120,12 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
   type: Type,
   schema: Schema,
   handler: JobHandler<z.output<Schema>, Result>,
-  options: JobOptions<NoInfer<Awaited<Result>>> = {},
+  options: JobOptions<NoInfer<Awaited<Result>>, NoInfer<z.input<Schema>>> = {},
 ): JobDefinition<Type, z.input<Schema>, Awaited<Result>> {
   checkType(type);
   checkOptions(type, options);
   const { publicResult, publicProgress } = options;
+  const keysOf = definitionKeys(options);
   return {
     type,
     options: { ...options },
@@ -116,6 +133,7 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
     ...(publicResult === undefined ? {} : { publicResult: (result: Json) => publicResult(result as Awaited<Result>) }),
     ...(publicProgress === undefined ? {} : { publicProgress }),
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+    ...(keysOf === undefined ? {} : { keysOf }),
     async checkPayload(payload) {
       const parsed = await safeParse(schema, payload);
       return parsed.success ? [] : payloadIssues(parsed.error);
@@ -158,7 +176,25 @@ function checkType(type: string): void {
   }
 }
 
-function checkOptions<Result>(type: string, options: JobOptions<Result>): void {
+/** The key fields a definition gives each job, from its payload. */
+function definitionKeys<Payload>(options: JobOptions<unknown, Payload>): ((payload: unknown) => JobKeys) | undefined {
+  const { concurrency, ordering } = options;
+  if (concurrency !== undefined) {
+    return (payload) => ({
+      concurrencyKey: concurrency.key(payload as Payload),
+      ...(concurrency.limit === undefined ? {} : { concurrencyLimit: concurrency.limit }),
+    });
+  }
+  if (ordering !== undefined) {
+    return (payload) => ({
+      orderingKey: ordering.key(payload as Payload),
+      ...(ordering.onFailure === undefined ? {} : { orderingOnFailure: ordering.onFailure }),
+    });
+  }
+  return undefined;
+}
+
+function checkOptions<Result, Payload>(type: string, options: JobOptions<Result, Payload>): void {
   const positive = (value: number | undefined) => value === undefined || (Number.isFinite(value) && value > 0);
   const problems = [
     options.leaseSeconds !== undefined &&
@@ -180,6 +216,24 @@ function checkOptions<Result>(type: string, options: JobOptions<Result>): void {
     options.publicProgress !== undefined &&
       typeof options.publicProgress !== 'function' &&
       'publicProgress must be a function',
+    options.concurrency !== undefined && options.ordering !== undefined && 'give concurrency or ordering, not both',
+    options.concurrency !== undefined &&
+      typeof options.concurrency.key !== 'function' &&
+      'concurrency.key must be a function of the payload',
+    options.concurrency?.limit !== undefined &&
+      !(
+        Number.isInteger(options.concurrency.limit) &&
+        options.concurrency.limit >= 1 &&
+        options.concurrency.limit <= 1000
+      ) &&
+      'concurrency.limit must be an integer from 1 to 1000',
+    options.ordering !== undefined &&
+      typeof options.ordering.key !== 'function' &&
+      'ordering.key must be a function of the payload',
+    options.ordering?.onFailure !== undefined &&
+      options.ordering.onFailure !== 'hold' &&
+      options.ordering.onFailure !== 'continue' &&
+      'ordering.onFailure must be hold or continue',
   ].filter((problem) => problem !== false);
   if (problems.length > 0) throw new RangeError(`job type "${type}": ${problems.join('; ')}`);
 }

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { EnqueueInput, TypedEnqueueOptions } from '../engine/enqueue.js';
-import { typeAttempts, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
+import { typeInput, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
 import {
   invokeChildrenStep,
   loadSteps,
@@ -243,13 +243,7 @@ export class JobStepRunner implements Steps {
         const field = ['payload', issue.path].filter((part) => part !== '').join('.');
         throw new InvalidStepError(name, `the child's ${field}: ${issue.message}`);
       }
-      child = {
-        queue: job.type,
-        ...options,
-        ...typeAttempts(job, options.maxAttempts),
-        type: job.type,
-        payload: payload as Json,
-      };
+      child = typeInput(job, payload, { queue: job.type, ...options, type: job.type, payload: payload as Json });
     } else {
       child = job;
     }

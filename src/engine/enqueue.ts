@@ -1,9 +1,10 @@
+import { DatabaseError } from '../db/errors.js';
 import type { Query, Queryable } from '../db/types.js';
 import { InvalidInputError } from './errors.js';
 import { jobHandle, type JobHandle } from './job-handle.js';
 import { toJob } from './job-json.js';
 import { getJobSql } from './read-jobs.js';
-import { typeAttempts, type JobType, type PayloadOf, type ResultOf } from './job-type.js';
+import { typeInput, type JobType, type PayloadOf, type ResultOf } from './job-type.js';
 import type { Job, Json } from './types.js';
 
 export interface EnqueueInput {
@@ -36,7 +37,36 @@ export interface EnqueueInput {
   callbackUrl?: string;
   /** Announces a failure, cancellation or expiry to this http(s) URL, as callbackUrl does a success. */
   failureCallbackUrl?: string;
+  /**
+   * At most `concurrencyLimit` jobs of the tenant with this key are past
+   * their turn (waiting to start, running, retrying or parked) at once; the
+   * others wait, held, and take the slots that free in enqueue order.
+   * Exclusive with orderingKey.
+   */
+  concurrencyKey?: string;
+  /** The key's slots, 1 to 1,000 (default 1): the latest job's number is the key's. */
+  concurrencyLimit?: number;
+  /**
+   * The tenant's jobs with this key run one at a time, in enqueue order; a
+   * job that retries keeps the others waiting. Exclusive with concurrencyKey.
+   */
+  orderingKey?: string;
+  /**
+   * When the key's head fails for good (or expires): `hold` (the default)
+   * keeps the rest waiting until the head is retried or the key unblocked
+   * (`unblockKey`); `continue` lets the next one run.
+   */
+  orderingOnFailure?: OrderingOnFailure;
 }
+
+/** What an ordering key's later jobs do when its head fails for good. */
+export type OrderingOnFailure = 'hold' | 'continue';
+
+/** The key fields of an enqueue, as a job definition derives them from a payload. */
+export type JobKeys = Pick<EnqueueInput, 'concurrencyKey' | 'concurrencyLimit' | 'orderingKey' | 'orderingOnFailure'>;
+
+/** The longest concurrency or ordering key. */
+export const MAX_KEY_LENGTH = 256;
 
 export interface EnqueueResult {
   job: Job;
@@ -151,7 +181,9 @@ export async function enqueueBatch(
 }
 
 async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
-  const rows = await db.query<EnqueueRow>(enqueueQuery(jobs));
+  const rows = await db.query<EnqueueRow>(enqueueQuery(jobs)).catch((error: unknown) => {
+    throw keyKindConflict(error) ?? error;
+  });
   return Promise.all(
     rows.map(async (row) =>
       row.deduplicated
@@ -208,6 +240,18 @@ async function readHeldJob(db: Queryable, row: EnqueueRow): Promise<Job> {
   return held.job;
 }
 
+/**
+ * The database's refusal of a key named as the other kind (a concurrency
+ * key in use as an ordering key, or the reverse), as the input error it is.
+ */
+function keyKindConflict(error: unknown): InvalidInputError | undefined {
+  if (!(error instanceof DatabaseError) || error.code !== '22023') return undefined;
+  const refused = /^(concurrency_key|ordering_key): (.*)$/s.exec(error.message);
+  if (refused === null) return undefined;
+  const field = refused[1] === 'ordering_key' ? 'orderingKey' : 'concurrencyKey';
+  return new InvalidInputError(`${field}: ${refused[2]}`, field);
+}
+
 export function checkBatch(jobs: readonly EnqueueInput[]): void {
   if (jobs.length === 0) throw new InvalidInputError('a batch needs at least one job', 'jobs');
   if (jobs.length > MAX_BATCH) throw new InvalidInputError(`a batch holds at most ${MAX_BATCH} jobs`, 'jobs');
@@ -228,12 +272,40 @@ export function checkBatch(jobs: readonly EnqueueInput[]): void {
         );
       }
     }
+    checkKeys(job, `jobs.${index}`);
     if (job.dedupKey === undefined) return;
     const key = JSON.stringify([job.tenant ?? 'default', job.queue, job.dedupKey]);
     // One statement cannot both insert a key and match it: the caller must decide.
     if (seen.has(key)) throw new InvalidInputError('two jobs of one batch share a dedup key', `jobs.${index}.dedupKey`);
     seen.add(key);
   });
+}
+
+/** Refuses key fields that mean nothing together or out of range, naming the field. */
+export function checkKeys(job: JobKeys, at: string): void {
+  const refuse = (field: keyof JobKeys, problem: string) => {
+    throw new InvalidInputError(`${field} ${problem}`, `${at}.${field}`);
+  };
+  if (job.concurrencyKey !== undefined && job.orderingKey !== undefined) {
+    refuse('orderingKey', 'and concurrencyKey cannot both be given: an ordering key is a key of one slot');
+  }
+  for (const field of ['concurrencyKey', 'orderingKey'] as const) {
+    const key = job[field];
+    if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > MAX_KEY_LENGTH)) {
+      refuse(field, `must be a string of 1 to ${MAX_KEY_LENGTH} characters`);
+    }
+  }
+  const limit = job.concurrencyLimit;
+  if (limit !== undefined) {
+    if (!(Number.isInteger(limit) && limit >= 1 && limit <= 1000))
+      refuse('concurrencyLimit', 'must be an integer from 1 to 1000');
+    if (job.concurrencyKey === undefined) refuse('concurrencyLimit', 'needs a concurrencyKey');
+  }
+  const onFailure = job.orderingOnFailure;
+  if (onFailure !== undefined) {
+    if (onFailure !== 'hold' && onFailure !== 'continue') refuse('orderingOnFailure', 'must be hold or continue');
+    if (job.orderingKey === undefined) refuse('orderingOnFailure', 'needs an orderingKey');
+  }
 }
 
 /** The longest callback URL stored (the jobs table's check constraints say the same). */
@@ -268,13 +340,12 @@ async function typedInputs(
         const where = single ? field : `jobs.${index}.${field}`;
         throw new InvalidInputError(`${job.type}: ${where}: ${issue.message}`, where);
       }
-      return {
+      return typeInput(job, payload, {
         ...options,
-        ...typeAttempts(job, options.maxAttempts),
         queue: options.queue ?? job.type,
         type: job.type,
         payload: payload as Json,
-      };
+      });
     }),
   );
 }

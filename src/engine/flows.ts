@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { checkBatch, type EnqueueInput, MAX_BATCH } from './enqueue.js';
+import { checkBatch, type EnqueueInput, type JobKeys, MAX_BATCH } from './enqueue.js';
 import { InvalidInputError } from './errors.js';
 import { toJob } from './job-json.js';
 import type { Job } from './types.js';
@@ -7,7 +7,7 @@ import type { Job } from './types.js';
 /** What a dependent does when a job it depends on ends other than succeeded. */
 export type OnDependencyFailure = 'fail' | 'run';
 
-export interface FlowJob extends Omit<EnqueueInput, 'tenant' | 'dedupKey' | 'dedupWindowSeconds'> {
+export interface FlowJob extends Omit<EnqueueInput, 'tenant' | 'dedupKey' | 'dedupWindowSeconds' | keyof JobKeys> {
   /** The job's name within the flow, as other jobs' `dependsOn` name it. */
   ref: string;
   /**
@@ -69,6 +69,12 @@ function checkFlow(flow: FlowInput): { jobs: EnqueueInput[]; edges: Edge[] } {
           `a flow's job takes no ${field} (the flow's tenant is its own)`,
           `jobs.${position}.${field}`,
         );
+      }
+    }
+    // A flow parks its dependents from the start, which a job held for its key's turn cannot be.
+    for (const field of ['concurrencyKey', 'concurrencyLimit', 'orderingKey', 'orderingOnFailure'] as const) {
+      if (extra[field] !== undefined) {
+        throw new InvalidInputError(`a flow's job takes no ${field}`, `jobs.${position}.${field}`);
       }
     }
     index.set(job.ref, position);

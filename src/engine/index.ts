@@ -25,7 +25,10 @@ export {
   enqueueQuery,
   MAX_BATCH,
   MAX_CALLBACK_URL_LENGTH,
+  MAX_KEY_LENGTH,
   type EnqueueInput,
+  type JobKeys,
+  type OrderingOnFailure,
   type EnqueueResult,
   type TypedEnqueueOptions,
 } from './enqueue.js';
@@ -91,6 +94,7 @@ export {
   type Queue,
   type QueueSettings,
 } from './queue-settings.js';
+export { listKeys, unblockKey, type ConcurrencyKey, type ListKeysOptions } from './concurrency-keys.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';
 export {

@@ -1,3 +1,5 @@
+import type { JobKeys } from './enqueue.js';
+import { InvalidInputError } from './errors.js';
 import type { Json } from './types.js';
 
 /** One way a payload fails its job type's schema: the field's dotted path inside the payload, and why. */
@@ -26,6 +28,8 @@ export interface JobType<Type extends string = string, Payload = unknown, Result
   publicProgress?(progress: Json): Json;
   /** The most attempts a job of this type gets: what enqueue stores when given none or more. */
   readonly maxAttempts?: number;
+  /** The concurrency or ordering key a payload's job takes (the enqueue's own options win). */
+  keysOf?(payload: unknown): JobKeys;
   /** Types only, never set at run time: what enqueue takes and what the handler returns. */
   readonly '~types'?: { readonly payload: Payload; readonly result: Result };
 }
@@ -40,7 +44,29 @@ export type ResultOf<J extends JobType> = NonNullable<J['~types']>['result'];
  * The attempts a job of this type is stored with, to spread into its
  * enqueue input: its own, within its type's cap (the cap when it gives none).
  */
-export function typeAttempts(job: JobType, maxAttempts: number | undefined): { maxAttempts?: number } {
+function typeAttempts(job: JobType, maxAttempts: number | undefined): { maxAttempts?: number } {
   if (job.maxAttempts === undefined) return maxAttempts === undefined ? {} : { maxAttempts };
   return { maxAttempts: maxAttempts === undefined ? job.maxAttempts : Math.min(maxAttempts, job.maxAttempts) };
+}
+
+/**
+ * An enqueue input of this type as it is stored: the keys its definition
+ * makes from the payload (the input's own win) and its attempts within the
+ * type's cap. A key function that throws refuses the job, naming the type.
+ */
+export function typeInput<Input extends JobKeys & { maxAttempts?: number }>(
+  job: JobType,
+  payload: unknown,
+  input: Input,
+): Input {
+  let keys: JobKeys | undefined;
+  try {
+    keys = job.keysOf?.(payload);
+  } catch (error) {
+    throw new InvalidInputError(
+      `${job.type}: its key function failed on this payload: ${error instanceof Error ? error.message : String(error)}`,
+      'payload',
+    );
+  }
+  return { ...keys, ...input, ...typeAttempts(job, input.maxAttempts) };
 }

@@ -8,7 +8,7 @@ export interface RetryResult {
   retried: boolean;
 }
 
-/** Runs a failed, cancelled or expired job again, with a fresh set of attempts. */
+/** Runs a failed, cancelled or expired job again, with a fresh set of attempts (and, if it has a key, its turn again). */
 const retrySql = /* sql */ `WITH gone AS (
   DELETE FROM skiplock.finished_jobs f
   WHERE f.id = $1 AND ($2::text IS NULL OR f.tenant = $2) AND f.state IN ('failed', 'cancelled', 'expired')
@@ -27,6 +27,11 @@ back AS (
 ),
 events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, 'retried', 0 FROM back
+),
+-- A keyed job takes its key's turn again: settled, as any insert's keyed
+-- jobs are, by the jobs table's insert trigger at the end of this statement.
+rekeyed AS (
+  UPDATE skiplock.keyed_jobs k SET slot = NULL FROM back WHERE k.job_id = back.id
 )
 SELECT job, true AS retried FROM back
 UNION ALL

@@ -1,7 +1,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { enqueueBatch, type EnqueueInput } from '../engine/index.js';
-import { typeAttempts } from '../engine/job-type.js';
+import { typeInput } from '../engine/job-type.js';
 import { hasScope, type KeyHolder } from './auth/principal.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { forbidden, invalidPayload, validationProblem, type FieldError } from './problem.js';
@@ -76,11 +76,13 @@ async function applyJobTypes(
       typed.push(input);
       continue;
     }
-    for (const issue of await jobType.checkPayload(input.payload ?? null)) {
+    const issues = await jobType.checkPayload(input.payload ?? null);
+    for (const issue of issues) {
       const field = issue.path === '' ? 'payload' : `payload.${issue.path}`;
       errors.push({ path: fieldPath(request, index, field), message: issue.message });
     }
-    typed.push({ ...input, ...typeAttempts(jobType, input.maxAttempts) });
+    // The definition's key functions read a payload that fits its schema.
+    typed.push(issues.length === 0 ? typeInput(jobType, input.payload ?? null, input) : input);
   }
   if (errors.length === 0) return typed;
   throw invalidPayload(`the payload does not fit its job type: ${errors[0]!.path}: ${errors[0]!.message}`, errors);

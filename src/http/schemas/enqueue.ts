@@ -45,6 +45,14 @@ const CallbackUrlSchema = z.url({ protocol: /^https?$/ }).max(MAX_CALLBACK_URL_L
 /** Dedup keys beginning with this are the API's own (Idempotency-Key); clients cannot forge them. */
 export const IDEMPOTENCY_DEDUP_PREFIX = 'idempotency-key:';
 
+/** A key as the jobs table stores one: no NUL (Postgres text cannot hold it), no unpaired surrogates. */
+const KeyTextSchema = z
+  .string()
+  .min(1)
+  .max(256)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what it refuses
+  .regex(/^[^\u0000\p{Cs}]+$/u, 'must not contain \\u0000 or unpaired surrogates');
+
 export const EnqueueBodySchema = z
   .strictObject({
     type: NameSchema.optional().describe('Handler name; defaults to the queue.'),
@@ -61,13 +69,10 @@ export const EnqueueBodySchema = z
       'Expire, never run, if not started by then (from 2000 to ten years ahead). Exclusive with ttlSeconds.',
     ),
     ttlSeconds: DelaySecondsSchema.optional(),
-    dedupKey: z
-      .string()
-      .min(1)
-      .max(256)
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what it refuses
-      .regex(/^[^\u0000\p{Cs}]+$/u, 'must not contain \\u0000 or unpaired surrogates')
-      .refine((key) => !key.startsWith(IDEMPOTENCY_DEDUP_PREFIX), `must not begin with ${IDEMPOTENCY_DEDUP_PREFIX}`)
+    dedupKey: KeyTextSchema.refine(
+      (key) => !key.startsWith(IDEMPOTENCY_DEDUP_PREFIX),
+      `must not begin with ${IDEMPOTENCY_DEDUP_PREFIX}`,
+    )
       .optional()
       .describe(
         'A job of the same queue with this key that is not finished (or finished within its window) ' +
@@ -92,6 +97,24 @@ export const EnqueueBodySchema = z
     failureCallbackUrl: CallbackUrlSchema.optional().describe(
       'Announce a failure, cancellation or expiry here (type job.failed, job.cancelled or job.expired), as callbackUrl does a success.',
     ),
+    concurrencyKey: KeyTextSchema.optional().describe(
+      "At most concurrencyLimit of the tenant's jobs with this key are past their turn (waiting to start, running, " +
+        'retrying or parked) at once; the others wait, held, and take the slots that free in enqueue order. ' +
+        'Exclusive with orderingKey.',
+    ),
+    concurrencyLimit: intSchema(1, 1000)
+      .optional()
+      .describe("The key's slots; default 1. The latest job's number is the key's."),
+    orderingKey: KeyTextSchema.optional().describe(
+      "The tenant's jobs with this key run one at a time, in enqueue order; a retrying job keeps the others waiting.",
+    ),
+    orderingOnFailure: z
+      .enum(['hold', 'continue'])
+      .optional()
+      .describe(
+        "When the key's head fails for good or expires: hold (the default) keeps the others waiting until the head " +
+          'is retried or the key unblocked; continue lets the next one run.',
+      ),
   })
   .refine((job) => job.runAt === undefined || job.delaySeconds === undefined, {
     message: 'give runAt or delaySeconds, not both',
@@ -100,6 +123,18 @@ export const EnqueueBodySchema = z
   .refine((job) => job.expiresAt === undefined || job.ttlSeconds === undefined, {
     message: 'give expiresAt or ttlSeconds, not both',
     path: ['ttlSeconds'],
+  })
+  .refine((job) => job.concurrencyKey === undefined || job.orderingKey === undefined, {
+    message: 'give concurrencyKey or orderingKey, not both: an ordering key is a key of one slot',
+    path: ['orderingKey'],
+  })
+  .refine((job) => job.concurrencyLimit === undefined || job.concurrencyKey !== undefined, {
+    message: 'a concurrencyLimit needs a concurrencyKey',
+    path: ['concurrencyLimit'],
+  })
+  .refine((job) => job.orderingOnFailure === undefined || job.orderingKey !== undefined, {
+    message: 'an orderingOnFailure needs an orderingKey',
+    path: ['orderingOnFailure'],
   })
   .openapi('EnqueueRequest');
 

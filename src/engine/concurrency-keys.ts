@@ -1,0 +1,74 @@
+import type { Queryable } from '../db/types.js';
+import type { OrderingOnFailure } from './enqueue.js';
+
+/**
+ * A concurrency or ordering key in use: one with a job waiting, running or
+ * held, or held itself by a failed head. Keys are per tenant
+ * (skiplock.concurrency_keys; migrations/0006_concurrency_keys.sql).
+ */
+export interface ConcurrencyKey {
+  tenant: string;
+  key: string;
+  /** An ordering key: one slot, turns in enqueue order. */
+  ordered: boolean;
+  /** Jobs of the key past their turn at most (the latest job's concurrencyLimit). */
+  slots: number;
+  /** Slots taken now: jobs waiting to start, running, retrying or parked. */
+  taken: number;
+  /** Jobs held for a turn. */
+  held: number;
+  onFailure: OrderingOnFailure;
+  /** The failed head that holds an ordering key (it waits for an operator), and since when. */
+  blockedBy: string | null;
+  blockedAt: string | null;
+}
+
+export interface ListKeysOptions {
+  tenant?: string;
+  /** Only keys held by a failed head. */
+  blocked?: boolean;
+  /** Keys after this one (tenant, key order): the `next` of the previous page. */
+  after?: { tenant: string; key: string };
+  limit?: number;
+}
+
+const listKeysSql = /* sql */ `
+SELECT c.tenant, c.key, c.ordered, c.slots, c.taken, c.on_failure AS "onFailure",
+       (SELECT count(*)::integer FROM skiplock.keyed_jobs kj
+        WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting') AS held,
+       c.blocked_by AS "blockedBy", skiplock.iso(c.blocked_at) AS "blockedAt"
+FROM skiplock.concurrency_keys c
+WHERE ($1::text IS NULL OR c.tenant = $1)
+  AND (NOT $2::boolean OR c.blocked_by IS NOT NULL)
+  AND ($3::text IS NULL OR (c.tenant, c.key) > ($3, $4::text))
+ORDER BY c.tenant, c.key
+LIMIT $5`;
+
+/** The keys in use, in (tenant, key) order, with their slots and held jobs. */
+export async function listKeys(db: Queryable, options: ListKeysOptions = {}): Promise<ConcurrencyKey[]> {
+  return db.query<ConcurrencyKey>({
+    name: 'skiplock_list_keys',
+    text: listKeysSql,
+    params: [
+      options.tenant ?? null,
+      options.blocked ?? false,
+      options.after?.tenant ?? null,
+      options.after?.key ?? null,
+      options.limit ?? 100,
+    ],
+  });
+}
+
+/**
+ * Lets an ordering key held by its failed head go on: its next job takes
+ * the turn (retrying the head instead runs it first). False when the key is
+ * not held.
+ */
+export async function unblockKey(db: Queryable, key: string, scope: { tenant: string }): Promise<boolean> {
+  const [row] = await db.query<{ unblocked: boolean }>({
+    name: 'skiplock_unblock_key',
+    text: 'SELECT skiplock.unblock_key($1, $2) AS unblocked',
+    params: [scope.tenant, key],
+  });
+  return row!.unblocked;
+}
