@@ -15,6 +15,7 @@ import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
 import { drainerClass, type SkiplockDrainerClass } from './drainer.js';
 import type { SkiplockEnv } from './env.js';
 import { QueueClock } from './queue-clock.js';
+import { requestDbAnsweringSchemaMissing, sessionDbAnsweringSchemaMissing } from './schema-missing.js';
 import { ConfigurationError, resolveSettings, type SkiplockSettings } from './settings.js';
 
 export interface SkiplockOptions extends SkiplockSettings {
@@ -101,10 +102,19 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     return runtime;
   };
 
+  /** A database without skiplock's schema is logged once per isolate, as a setting it cannot read is. */
+  const schemaMissingReported = new WeakSet<object>();
+  const reportSchemaMissing = (env: Bindings) => (line: string) => {
+    if (!schemaMissingReported.has(env)) console.error(line);
+    schemaMissingReported.add(env);
+  };
+
   const deps: AppDeps = {
     settings: (env) => runtimeOf(env).settings.api,
-    database: (env) => requestDatabase(runtimeOf(env).settings.database),
-    sessionDatabase: (env) => sessionDatabase(runtimeOf(env).settings.database),
+    database: (env) =>
+      requestDbAnsweringSchemaMissing(requestDatabase(runtimeOf(env).settings.database), reportSchemaMissing(env)),
+    sessionDatabase: (env) =>
+      sessionDbAnsweringSchemaMissing(sessionDatabase(runtimeOf(env).settings.database), reportSchemaMissing(env)),
     onEnqueued: (ctx, env) => fastPathDrain(runtimeOf(env), ctx),
     onQueueChanged: (ctx, env) => lowerClock(env as SkiplockEnv, ctx),
     jobType: (env, type) => runtimeOf(env).registry.definitionOf(type),

@@ -17,6 +17,12 @@ const HealthSchema = z
   })
   .openapi('Health');
 
+/** The database answers but holds none of skiplock's tables: a deploy that skipped the migrations. */
+export function schemaMissingProblem(): ProblemError {
+  const detail = "the database is missing skiplock's schema: run `npx skiplock migrate` against it";
+  return new ProblemError(503, 'schema-missing', 'Schema missing', detail);
+}
+
 /** Keys of whoever runs the deployment: they may see how it is doing, and why it is not. */
 function isOperator(holder: KeyHolder | undefined): holder is KeyHolder {
   return holder !== undefined && holder.tenant === null && hasScope(holder, ['read']);
@@ -31,7 +37,8 @@ export function healthRoutes(deps: AppDeps) {
     summary: 'Liveness, with a database round trip',
     description:
       'Without a key: up (200) or down (503), nothing more. With an operator key (read or admin, bound to no ' +
-      "tenant): the round trip's latency, and on 503 the database's own error.",
+      "tenant): the round trip's latency, and on 503 the database's own error. A database without skiplock's " +
+      'schema answers 503 `schema-missing` to everyone.',
     security: OPTIONAL_BEARER_SECURITY,
     responses: { 200: jsonResponse(HealthSchema, 'Up, and the database answers'), ...problemResponses(401, 429, 503) },
   });
@@ -39,8 +46,13 @@ export function healthRoutes(deps: AppDeps) {
   return router().openapi(healthRoute, async (c) => {
     const holder = await optionalKeyHolder(c, deps);
     const started = Date.now();
+    let migrated: boolean;
     try {
-      await deps.database(c.env).query({ text: 'SELECT 1 AS ok', params: [] });
+      const [row] = await deps.database(c.env).query<{ migrated: boolean }>({
+        text: "SELECT to_regnamespace('skiplock') IS NOT NULL AS migrated",
+        params: [],
+      });
+      migrated = row?.migrated === true;
     } catch (error) {
       // Whatever the failure (down, wrong database, bad credentials), the Worker is not healthy.
       logError(c.var.requestId, 'health_check_failed', error);
@@ -48,6 +60,8 @@ export function healthRoutes(deps: AppDeps) {
       const detail = isOperator(holder) ? `the database did not answer: ${reason}` : 'the database did not answer';
       throw new ProblemError(503, 'database-unavailable', 'Database unavailable', detail);
     }
+    // What to run is no secret of the database's: everyone gets it.
+    if (!migrated) throw schemaMissingProblem();
     if (!isOperator(holder)) return c.json({ status: 'ok' as const }, 200);
     return c.json({ status: 'ok' as const, database: { ok: true as const, latencyMs: Date.now() - started } }, 200);
   });

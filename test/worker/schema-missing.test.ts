@@ -1,0 +1,55 @@
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createSkiplock } from 'skiplock/worker';
+import { httpDatabase } from './support/databases';
+
+/** A database on the test server that no one migrated. */
+const UNMIGRATED = `skiplock_unmigrated_${crypto.randomUUID().replaceAll('-', '')}`;
+
+/** The Worker's variables with a Hyperdrive binding to that database, as a deploy that skipped `skiplock migrate` has. */
+function overUnmigratedHyperdrive() {
+  const { DATABASE_URL: _neon, ...rest } = env;
+  const url = new URL(env.TEST_HYPERDRIVE.connectionString);
+  url.pathname = `/${UNMIGRATED}`;
+  return { ...rest, HYPERDRIVE: { connectionString: url.href } };
+}
+
+/** A request with the same env object each time, as an isolate gives its requests. */
+async function call(worker: ReturnType<typeof createSkiplock>, vars: object, path: string, init: RequestInit = {}) {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(new Request(`http://skiplock.test${path}`, init), vars as typeof env, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+const SAYS_MIGRATE = "the database is missing skiplock's schema: run `npx skiplock migrate` against it";
+
+describe('a Hyperdrive database without skiplock schema', () => {
+  beforeAll(async () => {
+    await httpDatabase().query({ text: `CREATE DATABASE ${UNMIGRATED}`, params: [] });
+  });
+  afterAll(async () => {
+    await httpDatabase().query({ text: `DROP DATABASE IF EXISTS ${UNMIGRATED} WITH (FORCE)`, params: [] });
+  });
+
+  it('answers the first request and /healthz with 503 and one line saying to run skiplock migrate, logged once', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const worker = createSkiplock();
+    const vars = overUnmigratedHyperdrive();
+    const headers = { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' };
+
+    const enqueued = await call(worker, vars, '/v1/queues/noop/jobs', { method: 'POST', headers, body: '{}' });
+    const listed = await call(worker, vars, '/v1/jobs', { headers });
+    const health = await call(worker, vars, '/healthz');
+
+    for (const response of [enqueued, listed, health]) {
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({ detail: SAYS_MIGRATE });
+    }
+    expect(log.mock.calls.map((line) => String(line[0])).filter((line) => line.includes('skiplock migrate'))).toEqual([
+      `skiplock: ${SAYS_MIGRATE}`,
+    ]);
+    log.mockRestore();
+  });
+});
