@@ -52,6 +52,7 @@ const OPERATION_IDS = [
   'getTenant',
   'getThroughput',
   'listApiKeys',
+  'listConcurrencyKeys',
   'listJobs',
   'listQueues',
   'pauseQueue',
@@ -65,6 +66,7 @@ const OPERATION_IDS = [
   'setQueue',
   'setTenant',
   'streamJobEvents',
+  'unblockConcurrencyKey',
 ];
 
 /**

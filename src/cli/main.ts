@@ -7,6 +7,7 @@ import { jobsCommand } from './jobs.js';
 import { keysCommand } from './keys.js';
 import { migrateCommand } from './migrate.js';
 import type { Command } from './operator-command.js';
+import { concurrencyKeysCommand } from './concurrency-keys.js';
 import { queuesCommand, statsCommand } from './queues.js';
 import { runCli } from './run-cli.js';
 import { tenantsCommand } from './tenants.js';
@@ -31,6 +32,10 @@ const COMMANDS: Record<string, Command> = {
     summary: 'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--weight N]',
   },
   stats: { run: statsCommand, summary: 'job counts per queue, tenant and status, and the queue health' },
+  'concurrency-keys': {
+    run: concurrencyKeysCommand,
+    summary: 'concurrency-keys list [--blocked] | unblock KEY: keys in use, and ordering keys a failed job holds',
+  },
   tenants: {
     run: tenantsCommand,
     summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]',
@@ -46,7 +51,7 @@ const HELP = [
   'usage: skiplock <command> [options]',
   ...Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(8)} ${command.summary}`),
   '',
-  `jobs, workers, queues, stats, tenants, events and keys call a skiplock API: ${CONNECTION_USAGE}.`,
+  `jobs, workers, queues, stats, concurrency-keys, tenants, events and keys call a skiplock API: ${CONNECTION_USAGE}.`,
   `Exit codes: ${Object.entries(EXIT)
     .map(([kind, code]) => `${code} ${kind.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`)
     .join(', ')}.`,

@@ -17,12 +17,13 @@ const listQueues = operatorCommand({
       queue.queue,
       ...JOB_STATUSES.map((status) => String(queue.counts[status])),
       duration(queue.oldestWaitSeconds),
+      String(queue.held),
       queue.concurrency === null ? '-' : String(queue.concurrency),
       String(queue.weight),
       queue.delivery?.target ?? '-',
       queue.pausedAt === null ? '-' : 'paused',
     ]);
-    const header = ['queue', ...JOB_STATUSES, 'oldest wait', 'cap', 'weight', 'delivery', 'paused'];
+    const header = ['queue', ...JOB_STATUSES, 'oldest wait', 'held', 'cap', 'weight', 'delivery', 'paused'];
     return { json: { queues }, human: `${table(header, rows)}\n(${FINISHED_NOTE})` };
   },
 });
@@ -44,12 +45,13 @@ export const statsCommand = operatorCommand({
       row.tenant,
       row.status,
       String(row.count),
+      String(row.held),
       duration(row.oldestWaitSeconds),
     ]);
     const counts =
       stats.length === 0
         ? 'no jobs'
-        : `${table(['queue', 'tenant', 'status', 'count', 'oldest wait'], rows)}\n(${FINISHED_NOTE})`;
+        : `${table(['queue', 'tenant', 'status', 'count', 'held', 'oldest wait'], rows)}\n(${FINISHED_NOTE})`;
     // The database-wide figures are for keys bound to no tenant; a tenant-bound key gets its own only.
     const snapshot =
       health.oldestSnapshotSeconds == null

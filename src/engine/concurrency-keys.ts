@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { OrderingOnFailure } from './enqueue.js';
+import { InvalidInputError } from './errors.js';
 
 /**
  * A concurrency or ordering key in use: one with a job waiting, running or
@@ -27,9 +28,16 @@ export interface ListKeysOptions {
   tenant?: string;
   /** Only keys held by a failed head. */
   blocked?: boolean;
-  /** Keys after this one (tenant, key order): the `next` of the previous page. */
-  after?: { tenant: string; key: string };
+  /** The nextCursor of the previous page. */
+  cursor?: string;
+  /** Page size; default 50. */
   limit?: number;
+}
+
+export interface ConcurrencyKeyPage {
+  keys: ConcurrencyKey[];
+  /** Where the next page starts; null on the last. */
+  nextCursor: string | null;
 }
 
 const listKeysSql = /* sql */ `
@@ -45,18 +53,33 @@ ORDER BY c.tenant, c.key
 LIMIT $5`;
 
 /** The keys in use, in (tenant, key) order, with their slots and held jobs. */
-export async function listKeys(db: Queryable, options: ListKeysOptions = {}): Promise<ConcurrencyKey[]> {
-  return db.query<ConcurrencyKey>({
+export async function listKeys(db: Queryable, options: ListKeysOptions = {}): Promise<ConcurrencyKeyPage> {
+  const limit = options.limit ?? 50;
+  const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+  const rows = await db.query<ConcurrencyKey>({
     name: 'skiplock_list_keys',
     text: listKeysSql,
-    params: [
-      options.tenant ?? null,
-      options.blocked ?? false,
-      options.after?.tenant ?? null,
-      options.after?.key ?? null,
-      options.limit ?? 100,
-    ],
+    params: [options.tenant ?? null, options.blocked ?? false, after?.[0] ?? null, after?.[1] ?? null, limit + 1],
   });
+  const keys = rows.slice(0, limit);
+  const last = keys[keys.length - 1];
+  return { keys, nextCursor: rows.length > limit && last ? encodeCursor(last.tenant, last.key) : null };
+}
+
+function encodeCursor(tenant: string, key: string): string {
+  return btoa(encodeURIComponent(JSON.stringify([tenant, key])));
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const after: unknown = JSON.parse(decodeURIComponent(atob(cursor)));
+    if (Array.isArray(after) && after.length === 2 && after.every((part) => typeof part === 'string')) {
+      return after as [string, string];
+    }
+  } catch {
+    // Refused below, as any other text.
+  }
+  throw new InvalidInputError('cursor is not one this API issued', 'cursor');
 }
 
 /**

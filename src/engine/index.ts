@@ -94,7 +94,13 @@ export {
   type Queue,
   type QueueSettings,
 } from './queue-settings.js';
-export { listKeys, unblockKey, type ConcurrencyKey, type ListKeysOptions } from './concurrency-keys.js';
+export {
+  listKeys,
+  unblockKey,
+  type ConcurrencyKey,
+  type ConcurrencyKeyPage,
+  type ListKeysOptions,
+} from './concurrency-keys.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';
 export {

@@ -9,6 +9,8 @@ export interface QueueStatsRow {
   count: number;
   /** Seconds the oldest ready job has waited (queued only), else null. */
   oldestWaitSeconds: number | null;
+  /** Of `count`, the jobs held for their concurrency or ordering key's turn. */
+  held: number;
 }
 
 /**
@@ -18,11 +20,12 @@ export interface QueueStatsRow {
  */
 const queueStatsSql = /* sql */ `SELECT queue, tenant, skiplock.job_status(state, run_at) AS status, count(*)::integer AS count,
        CASE WHEN skiplock.job_status(state, run_at) = 'queued'
-            THEN extract(epoch FROM now() - min(run_at))::float8 END AS "oldestWaitSeconds"
+            THEN extract(epoch FROM now() - min(run_at))::float8 END AS "oldestWaitSeconds",
+       count(*) FILTER (WHERE state = 'held')::integer AS held
 FROM skiplock.jobs
 GROUP BY 1, 2, 3
 UNION ALL
-SELECT queue, tenant, state, count(*)::integer, NULL
+SELECT queue, tenant, state, count(*)::integer, NULL, 0
 FROM skiplock.finished_jobs
 WHERE finished_at > now() - interval '1 hour'
 GROUP BY 1, 2, 3

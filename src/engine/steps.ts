@@ -219,12 +219,13 @@ export interface JobStep {
 /** A job's steps, what it waits for now, and the jobs it is linked to. */
 export interface JobSteps {
   steps: JobStep[];
-  /** What a parked job waits for: an event (until its timeout), a child's end, dependencies. */
+  /** What a parked job waits for (an event until its timeout, a child's end, dependencies), or a held one (its key's turn). */
   waitingFor: Array<
     | { kind: 'sleep'; step: string; until: string }
     | { kind: 'event'; step: string; event: string; key: string | null; timeoutAt: string }
     | { kind: 'child'; step: string; jobId: string }
     | { kind: 'dependency'; jobId: string }
+    | { kind: 'key'; key: string; ordered: boolean; blockedBy: string | null }
   >;
   /** Children it invoked and dependencies of a flow (and jobs that depend on it), ended or not. */
   links: Array<{
@@ -260,7 +261,12 @@ SELECT
      SELECT CASE WHEN l.kind = 'child'
                  THEN json_build_object('kind', 'child', 'step', l.step_name, 'jobId', l.other_id)
                  ELSE json_build_object('kind', 'dependency', 'jobId', l.other_id) END, l.created_at
-     FROM skiplock.job_links l WHERE l.job_id = job.id AND l.resolved_at IS NULL) waits) AS "waitingFor",
+     FROM skiplock.job_links l WHERE l.job_id = job.id AND l.resolved_at IS NULL
+     UNION ALL
+     SELECT json_build_object('kind', 'key', 'key', kj.key, 'ordered', kj.ordered, 'blockedBy', c.blocked_by), now()
+     FROM skiplock.keyed_jobs kj
+     LEFT JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
+     WHERE kj.job_id = job.id AND kj.slot = 'waiting') waits) AS "waitingFor",
   (SELECT coalesce(json_agg(json_build_object(
      'kind', link.kind, 'jobId', link.id, 'type', o.type, 'status', skiplock.job_status(o.state, o.run_at),
      'step', link.step_name, 'resolvedAt', skiplock.iso(link.resolved_at)) ORDER BY link.created_at, link.id), '[]')

@@ -10,6 +10,7 @@ import { logError, requestLog } from './logging.js';
 import { problemFor } from './error-mapping.js';
 import { notFound, ProblemError, renderProblem } from './problem.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
+import { concurrencyKeyRoutes } from './routes/concurrency-keys.js';
 import { enqueueRoutes } from './routes/enqueue.js';
 import { attemptStatsRoutes } from './routes/attempt-stats.js';
 import { healthRoutes } from './routes/health.js';
@@ -80,6 +81,7 @@ export function createApp(deps: AppDeps) {
     .route('/', flowRoutes(deps))
     .route('/', pullRoutes(deps))
     .route('/', queueRoutes(deps))
+    .route('/', concurrencyKeyRoutes(deps))
     .route('/', throughputRoutes(deps))
     .route('/', attemptStatsRoutes(deps))
     .route('/', tenantRoutes(deps))

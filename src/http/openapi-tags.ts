@@ -14,6 +14,10 @@ export const API_TAGS = [
   },
   { name: 'tenants', description: "A tenant's concurrency, rate limit and weight." },
   { name: 'queues', description: "A queue's concurrency cap and weight." },
+  {
+    name: 'concurrency-keys',
+    description: 'Concurrency and ordering keys: their slots, their held jobs, and the keys a failed head holds.',
+  },
   { name: 'keys', description: 'API keys and their scopes.' },
   { name: 'health', description: 'Liveness.' },
 ] as const;

@@ -4,6 +4,7 @@ export interface QueueSummary extends QueueSettings {
   queue: string;
   counts: Record<JobStatus, number>;
   oldestWaitSeconds: number | null;
+  held: number;
 }
 
 function noJobs(): Record<JobStatus, number> {
@@ -24,10 +25,11 @@ export function summarizeQueues(
     let summary = byQueue.get(row.queue);
     if (summary === undefined) {
       const own = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1, delivery: null, pausedAt: null };
-      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, ...own };
+      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, held: 0, ...own };
       byQueue.set(row.queue, summary);
     }
     summary.counts[row.status] += row.count;
+    summary.held += row.held;
     if (row.oldestWaitSeconds !== null) {
       summary.oldestWaitSeconds = Math.max(summary.oldestWaitSeconds ?? 0, row.oldestWaitSeconds);
     }

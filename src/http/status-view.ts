@@ -35,9 +35,15 @@ export function statusViewOf(
   };
 }
 
-const WAIT_KINDS = { sleep: 'time', event: 'event', child: 'children', dependency: 'dependencies' } as const;
+const WAIT_KINDS = {
+  sleep: 'time',
+  event: 'event',
+  child: 'children',
+  dependency: 'dependencies',
+  key: 'turn',
+} as const;
 
-/** What a parked job waits for, as a browser may see it: its kind and time only. */
+/** What a parked or held job waits for, as a browser may see it: its kind and time only. */
 function publicWait(waits: JobSteps['waitingFor']): JobStatusView['waitingFor'] {
   const [wait] = waits;
   if (wait === undefined) return null;

@@ -331,6 +331,8 @@ export const dashboardScript = `"use strict";
         return \`Waiting at step "\${wait.step}" for child \${wait.jobId}\`;
       case "dependency":
         return \`Waiting for job \${wait.jobId}\`;
+      case "key":
+        return wait.blockedBy === null ? \`Held for its turn of \${wait.ordered ? "ordering" : "concurrency"} key \${wait.key}\` : \`Held: ordering key \${wait.key} waits for failed job \${wait.blockedBy} to be retried or the key unblocked\`;
     }
   }
   function renderSteps({ steps, waitingFor, links }) {
@@ -623,8 +625,9 @@ export const dashboardScript = `"use strict";
     if (queue.concurrency !== null) said.push(\`cap \${queue.concurrency}\`);
     if (queue.weight !== 1) said.push(\`weight \${queue.weight}\`);
     if (queue.delivery !== null && queue.delivery !== void 0) said.push(\`to \${deliveryTarget(queue.delivery)}\`);
+    if (queue.held > 0) said.push(\`\${queue.held} held for a key's turn\`);
     if (said.length === 0) return null;
-    const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. To: where the drains deliver its jobs, instead of to handlers.";
+    const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. To: where the drains deliver its jobs, instead of to handlers. Held: waiting jobs whose concurrency or ordering key has no free slot (counted as queued or scheduled).";
     return h("div", { class: "muted queue-settings", "data-settings": "", title }, said.join(", "));
   }
   function deliveryTarget(delivery) {
@@ -941,7 +944,8 @@ export const statusScript = `"use strict";
     time: "Sleeping",
     event: "Waiting for an event",
     children: "Waiting for its child jobs",
-    dependencies: "Waiting for the jobs it depends on"
+    dependencies: "Waiting for the jobs it depends on",
+    turn: "Waiting for its turn"
   };
   function waitingWords(waiting, formatTime2 = (iso) => iso) {
     const what = WAITING_WORDS[waiting.for];

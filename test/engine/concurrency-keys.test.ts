@@ -118,11 +118,11 @@ describe('concurrency keys', () => {
     expect((await states(db)).c).toBe('held');
 
     await succeed(db, first.slice(1));
-    const [key] = await listKeys(db);
+    const [key] = (await listKeys(db)).keys;
     expect(key).toMatchObject({ tenant: 'default', key: 'acct-1', ordered: false, slots: 2, taken: 2, held: 1 });
     expect(payloads(await claimAll(db))).toEqual(['a', 'c']);
     // acct-2's key had nothing left, so it was dropped.
-    expect((await listKeys(db)).map((k) => k.key)).toEqual(['acct-1']);
+    expect((await listKeys(db)).keys.map((k) => k.key)).toEqual(['acct-1']);
   });
 
   it('counts keys per tenant', async () => {
@@ -202,7 +202,7 @@ describe('concurrency keys', () => {
     });
     await enqueueBatch(db, sync, [{ account: 'a' }, { account: 'a' }, { account: 'b' }]);
     await enqueue(db, sync, { account: 'a' }, { concurrencyKey: 'own' });
-    const keys = await listKeys(db);
+    const { keys } = await listKeys(db);
     expect(keys.map(({ key, taken, held }) => ({ key, taken, held }))).toEqual([
       { key: 'account:a', taken: 1, held: 1 },
       { key: 'account:b', taken: 1, held: 0 },
@@ -285,7 +285,7 @@ describe('concurrency keys', () => {
     expect(over.filter(({ key, peak }) => peak > limits[key]!)).toEqual([]);
     // Keys did run several jobs at once: the limits were reached, not merely never tested.
     expect(busiest).toBeGreaterThanOrEqual(2);
-    expect(await listKeys(setup)).toEqual([]);
+    expect((await listKeys(setup)).keys).toEqual([]);
   });
 });
 
@@ -328,7 +328,7 @@ describe('ordering keys', () => {
     );
     await failForGood(db, await claimAll(db));
     expect(await claimAll(db)).toEqual([]);
-    const [blocked] = await listKeys(db, { blocked: true });
+    const [blocked] = (await listKeys(db, { blocked: true })).keys;
     expect(blocked).toMatchObject({ key: 'o', ordered: true, blockedBy: head!.job.id, held: 2, taken: 0 });
     expect(blocked!.blockedAt).not.toBeNull();
     // A new job of the key waits behind the hold too.

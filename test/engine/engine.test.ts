@@ -95,7 +95,9 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     const kinds = (await getJobEvents(db, job.id)).map((e) => e.kind);
     expect(kinds).toEqual(['enqueued', 'claimed', 'lease_extended', 'completed']);
     const stats = await queueStats(db);
-    expect(stats).toEqual([{ queue: 'q', tenant: 'default', status: 'succeeded', count: 1, oldestWaitSeconds: null }]);
+    expect(stats).toEqual([
+      { queue: 'q', tenant: 'default', status: 'succeeded', count: 1, oldestWaitSeconds: null, held: 0 },
+    ]);
   });
 
   it('refuses a stale lease token everywhere and changes nothing', async () => {

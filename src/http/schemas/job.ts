@@ -64,14 +64,15 @@ export const JobStatusViewSchema = z
     ),
     waitingFor: z
       .object({
-        for: z.enum(['time', 'event', 'children', 'dependencies']),
+        for: z.enum(['time', 'event', 'children', 'dependencies', 'turn']),
         until: TimestampSchema.nullable().describe(
           'When it resumes at the latest (a sleep, an event wait timing out).',
         ),
       })
       .nullable()
       .describe(
-        'What a parked job (durable steps) waits for: the kind and time only, never the event name, key or job ids.',
+        "What a parked job (durable steps) or a held one (its key's turn) waits for: the kind and time only, never " +
+          'the event name, key or job ids.',
       ),
   })
   .openapi('JobStatusView');

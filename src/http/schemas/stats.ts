@@ -13,6 +13,7 @@ export const StatsRowSchema = z
     status: JobStatusSchema,
     count: z.int(),
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited (queued only).'),
+    held: z.int().describe("Of count, the jobs held for their concurrency or ordering key's turn."),
   })
   .openapi('StatsRow');
 
@@ -83,6 +84,7 @@ export const QueueSummarySchema = z
     queue: z.string(),
     counts: StatusCountsSchema.describe(FINISHED_WINDOW),
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited.'),
+    held: z.int().describe("Of the waiting jobs counted, those held for their concurrency or ordering key's turn."),
     concurrency: z.int().nullable().describe("The queue's cap on running jobs over all tenants; null for none."),
     weight: z.int().describe("The queue's share of each tenant's turns."),
     delivery: QueueDeliverySchema,

@@ -40,9 +40,15 @@ export const JobStepsSchema = z
           }),
           z.object({ kind: z.literal('child'), step: StepNameSchema, jobId: UuidSchema }),
           z.object({ kind: z.literal('dependency'), jobId: UuidSchema }),
+          z.object({
+            kind: z.literal('key'),
+            key: z.string(),
+            ordered: z.boolean(),
+            blockedBy: UuidSchema.nullable().describe('The failed head that holds an ordering key, if one does.'),
+          }),
         ]),
       )
-      .describe('What the parked job waits for now.'),
+      .describe("What the parked job waits for now, or the held job: its key's turn."),
     links: z
       .array(
         z.object({

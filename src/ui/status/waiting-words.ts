@@ -5,6 +5,7 @@ const WAITING_WORDS = {
   event: 'Waiting for an event',
   children: 'Waiting for its child jobs',
   dependencies: 'Waiting for the jobs it depends on',
+  turn: 'Waiting for its turn',
 } as const;
 
 /** What a parked job waits for, in words, its time written by `formatTime`. */

@@ -122,6 +122,10 @@ function waitText(wait: JobSteps['waitingFor'][number]): string {
       return `Waiting at step "${wait.step}" for child ${wait.jobId}`;
     case 'dependency':
       return `Waiting for job ${wait.jobId}`;
+    case 'key':
+      return wait.blockedBy === null
+        ? `Held for its turn of ${wait.ordered ? 'ordering' : 'concurrency'} key ${wait.key}`
+        : `Held: ordering key ${wait.key} waits for failed job ${wait.blockedBy} to be retried or the key unblocked`;
   }
 }
 

@@ -150,10 +150,12 @@ function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   if (queue.weight !== 1) said.push(`weight ${queue.weight}`);
   // Left out for a tenant-bound key: where a queue's jobs go is its operator's.
   if (queue.delivery !== null && queue.delivery !== undefined) said.push(`to ${deliveryTarget(queue.delivery)}`);
+  if (queue.held > 0) said.push(`${queue.held} held for a key's turn`);
   if (said.length === 0) return null;
   const title =
     "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
-    'To: where the drains deliver its jobs, instead of to handlers.';
+    'To: where the drains deliver its jobs, instead of to handlers. ' +
+    'Held: waiting jobs whose concurrency or ordering key has no free slot (counted as queued or scheduled).';
   return h('div', { class: 'muted queue-settings', 'data-settings': '', title }, said.join(', '));
 }
 
