@@ -52,8 +52,8 @@ export async function runHistory(db: Queryable): Promise<RunHistory> {
   return { runs, runTwiceAtOnce: [...twice] };
 }
 
-/** The most runs of each tenant at the same moment, from the run intervals. */
-export function peakConcurrency(runs: readonly Run[]): Map<string, number> {
+/** The most runs of each tenant (or any group named in its place) at the same moment, from the run intervals. */
+export function peakConcurrency(runs: readonly Pick<Run, 'tenant' | 'startMs' | 'endMs'>[]): Map<string, number> {
   const edges = runs.flatMap((run) => [
     { tenant: run.tenant, atMs: run.startMs, delta: 1 },
     { tenant: run.tenant, atMs: run.endMs, delta: -1 },

@@ -66,5 +66,8 @@ export function processes(logFile: string) {
     /** A pull worker (test/faults/support/pull-worker.ts). */
     pullWorker: (databaseUrl: string, workerId: string, env: Record<string, string> = {}) =>
       spawnEntry('test/faults/support/pull-worker.ts', [], workerId, { DATABASE_URL: databaseUrl, ...env }),
+    /** A drain loop or a pull worker running the key scenarios' job (test/faults/support/keyed-worker.ts). */
+    keyedWorker: (databaseUrl: string, workerId: string, mode: 'drain' | 'pull') =>
+      spawnEntry('test/faults/support/keyed-worker.ts', [], workerId, { DATABASE_URL: databaseUrl, KEYED_MODE: mode }),
   };
 }

@@ -7,8 +7,11 @@ export interface RunFacts {
   seconds: number;
 }
 
-/** Scenarios 1 to 8 of issue 7, 9 of issue 16, 10 of issue 37 and 11 to 13 (durable steps, events, child jobs): the report is written when all of them ran. */
-export const SCENARIOS = 13;
+/**
+ * Scenarios 1 to 8 of issue 7, 9 of issue 16, 10 of issue 37, 11 to 13 (durable steps, events, child jobs) and
+ * 14 and 15 of issue 40 (concurrency and ordering keys): the report is written when all of them ran.
+ */
+export const SCENARIOS = 15;
 
 function cell(text: string | number): string {
   return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -29,7 +32,9 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     "  (scenario 10: from the handlers' own record of when their work began and stopped, which a hand-back cannot end);",
     '- **limit violations**: tenant concurrency above its limit (sampled from the database every few',
     '  milliseconds and from the run intervals), jobs started beyond a rate limit, periodic ticks enqueued twice,',
-    "  hand-backs of a worker's jobs by anyone but that worker.",
+    "  hand-backs of a worker's jobs by anyone but that worker, jobs of a concurrency key above its limit,",
+    '  jobs of an ordering key started before an earlier one of it had succeeded or two of a key at once',
+    "  (scenarios 14 and 15: sampled, and from the handlers' own record of each attempt's work).",
     '',
     `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
     "Loads are scaled down from the issue's figures so the suite fits in a few minutes on 2 cores.",

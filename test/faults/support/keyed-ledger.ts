@@ -1,0 +1,301 @@
+/**
+ * The key scenarios' job (14 and 15), its side-effect ledger, and what the
+ * scenarios count from it. Each attempt of a `keyed` job writes a ledger row
+ * when its work begins and stamps it when the work ends, on the database's
+ * clock (`keyed_ledger`, which the scenario creates in its database), so the
+ * scenario sees every execution as its worker did: an attempt whose worker
+ * was SIGKILLed ran until the kill, whatever the job's row says after.
+ */
+import { z } from 'zod';
+import { pgDb } from '../../../src/db/pg';
+import type { Db, Queryable } from '../../../src/db/types';
+import { defineJob } from '../../../src/drain/define-job';
+import type { EnqueueInput } from '../../../src/engine';
+import { sleep } from '../../../src/engine/sleep';
+import { peakConcurrency, runHistory, untilAllSucceeded } from './history';
+import { enqueueMany } from './load';
+import type { processes, Spawned } from './processes';
+
+const KEYED_LEDGER_SQL = `CREATE TABLE keyed_ledger (
+  n bigserial PRIMARY KEY, job_id uuid NOT NULL, attempt integer NOT NULL, worker_id text NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT clock_timestamp(), ended_at timestamptz, outcome text)`;
+
+export const KEYED_TYPE = 'keyed';
+
+/**
+ * `seq`: the job's place among its key's jobs in enqueue order. `failFirst`:
+ * its first attempt fails (and retries). `doomed`: its first run fails, for
+ * good with maxAttempts 1; a run after it (a retry) succeeds.
+ */
+export const keyedPayload = z.object({
+  seq: z.number().int(),
+  workMs: z.number(),
+  failFirst: z.boolean().optional(),
+  doomed: z.boolean().optional(),
+});
+export type KeyedPayload = z.infer<typeof keyedPayload>;
+
+/** One attempt: its ledger row, `workMs` of work, the end stamped, then its outcome. */
+export async function runKeyedAttempt(
+  ledger: Queryable,
+  job: { id: string; attempt: number; workerId: string },
+  payload: KeyedPayload,
+): Promise<void> {
+  const [row] = await ledger.query<{ n: string; before: number }>({
+    text: `INSERT INTO keyed_ledger (job_id, attempt, worker_id) VALUES ($1, $2, $3)
+           RETURNING n::text, (SELECT count(*)::integer FROM keyed_ledger WHERE job_id = $1) AS before`,
+    params: [job.id, job.attempt, job.workerId],
+  });
+  await sleep(payload.workMs);
+  const fails = (payload.failFirst === true && job.attempt === 1) || (payload.doomed === true && row!.before === 0);
+  await ledger.query({
+    text: 'UPDATE keyed_ledger SET ended_at = clock_timestamp(), outcome = $2 WHERE n = $1::bigint',
+    params: [row!.n, fails ? 'failed' : 'done'],
+  });
+  if (fails) throw new Error(`${payload.doomed === true ? 'doomed' : 'first attempt'} fails`);
+}
+
+/** The job type as a drain runs it. */
+export const keyedJob = (ledger: Queryable, workerId: string) =>
+  defineJob(KEYED_TYPE, keyedPayload, (payload, ctx) =>
+    runKeyedAttempt(ledger, { id: ctx.job.id, attempt: ctx.attempt, workerId }, payload),
+  );
+
+/** A deterministic random source (mulberry32), so runs are alike. */
+export function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One execution of a keyed job, from the ledger. */
+export interface KeyedAttempt {
+  jobId: string;
+  tenant: string;
+  key: string;
+  limit: number;
+  seq: number;
+  attempt: number;
+  workerId: string;
+  startMs: number;
+  /** When its work ended; an attempt cut by a SIGKILL ends at the kill; Infinity: never ended. */
+  endMs: number;
+  outcome: string | null;
+}
+
+/** Every attempt in the ledger, with its key; an unended one of a killed worker ends when the kill landed. */
+async function keyedAttempts(db: Queryable, killedAtMs: ReadonlyMap<string, number>): Promise<KeyedAttempt[]> {
+  const rows = await db.query<Omit<KeyedAttempt, 'endMs'> & { endMs: number | null }>({
+    text: `SELECT l.job_id AS "jobId", kj.tenant, kj.key, kj.slots AS limit, (a.payload->>'seq')::integer AS seq,
+                  l.attempt, l.worker_id AS "workerId", l.outcome,
+                  extract(epoch FROM l.started_at)::float8 * 1000 AS "startMs",
+                  extract(epoch FROM l.ended_at)::float8 * 1000 AS "endMs"
+           FROM keyed_ledger l
+           JOIN skiplock.keyed_jobs kj ON kj.job_id = l.job_id
+           JOIN skiplock.all_jobs a ON a.id = l.job_id
+           ORDER BY l.started_at`,
+    params: [],
+  });
+  return rows.map((row) => ({
+    ...row,
+    endMs: row.endMs ?? killedAtMs.get(row.workerId) ?? Number.POSITIVE_INFINITY,
+  }));
+}
+
+/** The most attempts of each key (`tenant/key`) whose work overlapped, at any instant. */
+export function peakPerKey(attempts: readonly KeyedAttempt[]): Map<string, number> {
+  return peakConcurrency(
+    attempts.map((attempt) => ({
+      tenant: `${attempt.tenant}/${attempt.key}`,
+      startMs: attempt.startMs,
+      endMs: attempt.endMs,
+    })),
+  );
+}
+
+/** Jobs with two attempts whose work overlapped (the ledger's view of run twice at once). */
+function overlappingAttempts(attempts: readonly KeyedAttempt[]): string[] {
+  const byJob = new Map<string, KeyedAttempt[]>();
+  for (const attempt of attempts) byJob.set(attempt.jobId, [...(byJob.get(attempt.jobId) ?? []), attempt]);
+  const twice: string[] = [];
+  for (const [jobId, runs] of byJob) {
+    const sorted = [...runs].sort((a, b) => a.startMs - b.startMs);
+    if (sorted.some((run, i) => i > 0 && run.startMs < sorted[i - 1]!.endMs)) twice.push(jobId);
+  }
+  return twice;
+}
+
+/** Jobs that ended succeeded more than once. */
+async function succeededTwice(db: Queryable): Promise<string[]> {
+  const rows = await db.query<{ id: string }>({
+    text: "SELECT id FROM skiplock.finished_jobs WHERE state = 'succeeded' GROUP BY id HAVING count(*) > 1",
+    params: [],
+  });
+  return rows.map((row) => row.id);
+}
+
+export interface CrewKill {
+  workerId: string;
+  /** On the database's clock, once the process is gone. */
+  atMs: number;
+  /** Attempts whose work had begun and not ended when the kill landed. */
+  cutAttempts: number;
+}
+
+export const DRAINS = 8;
+export const PULL_WORKERS = 8;
+
+/**
+ * 8 drain processes and 8 pull-worker processes (support/keyed-worker.ts) on
+ * one database, all claiming at once; `kill` SIGKILLs one of a kind whose
+ * work is under way and starts another in its place.
+ */
+async function startCrew(spawn: ReturnType<typeof processes>, db: Db, url: string) {
+  let generation = 0;
+  const start = (mode: 'drain' | 'pull') => spawn.keyedWorker(url, `${mode}-${++generation}`, mode);
+  const live: Spawned[] = await Promise.all([
+    ...Array.from({ length: DRAINS }, () => start('drain')),
+    ...Array.from({ length: PULL_WORKERS }, () => start('pull')),
+  ]);
+  const first = live.map((child) => child.workerId);
+  const kills: CrewKill[] = [];
+  const unended = async (workerId: string) => {
+    const [row] = await db.query<{ open: number }>({
+      text: 'SELECT count(*)::integer AS open FROM keyed_ledger WHERE worker_id = $1 AND ended_at IS NULL',
+      params: [workerId],
+    });
+    return row!.open;
+  };
+  return {
+    kills,
+    /** Waits (up to `timeoutMs`) until every process is connected (each names its connections after itself); how many are. */
+    async untilAllConnected(timeoutMs: number): Promise<number> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const [row] = await db.query<{ connected: number }>({
+          text: `SELECT count(DISTINCT application_name)::integer AS connected FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = ANY($1::text[])`,
+          params: [live.map((child) => child.workerId)],
+        });
+        if (row!.connected >= live.length || Date.now() > deadline) return row!.connected;
+        await sleep(100);
+      }
+    },
+    /** The first 16 processes that began no attempt. */
+    firstIdle: async (): Promise<string[]> => {
+      const rows = await db.query<{ id: string }>({
+        text: `SELECT id FROM unnest($1::text[]) AS w(id)
+               WHERE NOT EXISTS (SELECT 1 FROM keyed_ledger l WHERE l.worker_id = w.id)`,
+        params: [first],
+      });
+      return rows.map((row) => row.id);
+    },
+    /** SIGKILLs a worker of this kind in the middle of an attempt (tries for up to 3 s); true if one was killed. */
+    async kill(mode: 'drain' | 'pull'): Promise<boolean> {
+      for (const deadline = Date.now() + 3000; Date.now() < deadline; await sleep(5)) {
+        for (const victim of live.filter((child) => child.workerId.startsWith(mode))) {
+          if ((await unended(victim.workerId)) === 0) continue;
+          await victim.kill();
+          const [row] = await db.query<{ atMs: number }>({
+            text: 'SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS "atMs"',
+            params: [],
+          });
+          kills.push({ workerId: victim.workerId, atMs: row!.atMs, cutAttempts: await unended(victim.workerId) });
+          live.splice(live.indexOf(victim), 1, await start(mode));
+          return true;
+        }
+      }
+      return false;
+    },
+    killedAt: () => new Map(kills.map((kill) => [kill.workerId, kill.atMs])),
+  };
+}
+
+export interface KeyScenarioRun<During> {
+  /** Processes connected before the jobs came (16 when all were). */
+  connected: number;
+  counts: { total: number; succeeded: number };
+  /** From the enqueue until every job had succeeded. */
+  tookMs: number;
+  samples: number;
+  /** What stopped the sampler, if anything did before the end. */
+  samplerError: unknown;
+  kills: CrewKill[];
+  /** Attempts cut by the kills. */
+  cut: number;
+  attempts: KeyedAttempt[];
+  /** Of the first 16 processes, those that ran no attempt. */
+  idle: string[];
+  /** Jobs run twice at once: from the job history, from the ledger, or succeeded twice. */
+  twice: string[];
+  during: During;
+}
+
+/**
+ * One run of a key scenario: the crew started, and once all 16 are
+ * connected the jobs enqueued (so all claim from the first job on); `during`
+ * runs alongside from then, and `kills` SIGKILLs alternate drains and pull
+ * workers, a second apart, each mid-attempt; then until every job has
+ * succeeded (60 s at most). `sample` runs again and again meanwhile on a
+ * connection of its own; a sample that fails stops the sampler (a failed
+ * scenario's database is dropped under it), which the run reports.
+ */
+export async function runKeyScenario<During>(
+  spawn: ReturnType<typeof processes>,
+  db: Db,
+  url: string,
+  options: { inputs: readonly EnqueueInput[]; kills: number; sample(db: Db): Promise<void>; during(): Promise<During> },
+): Promise<KeyScenarioRun<During>> {
+  await db.query({ text: KEYED_LEDGER_SQL, params: [] });
+  const sampler = pgDb(url, { max: 1 });
+  let done = false;
+  let samples = 0;
+  const sampling = (async () => {
+    while (!done) {
+      await options.sample(sampler);
+      samples += 1;
+      await sleep(3);
+    }
+  })().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+
+  const crew = await startCrew(spawn, db, url);
+  const connected = await crew.untilAllConnected(60_000);
+  const started = Date.now();
+  await enqueueMany(db, options.inputs);
+  const during = options.during();
+  for (let i = 0; i < options.kills; i++) {
+    await sleep(1000);
+    await crew.kill(i % 2 === 0 ? 'drain' : 'pull');
+  }
+  const duringResult = await during;
+  const counts = await untilAllSucceeded(db, 60_000);
+  const tookMs = Date.now() - started;
+  done = true;
+  const samplerError = await sampling;
+  await sampler.close();
+
+  const attempts = await keyedAttempts(db, crew.killedAt());
+  const history = await runHistory(db);
+  const twice = new Set([...history.runTwiceAtOnce, ...overlappingAttempts(attempts), ...(await succeededTwice(db))]);
+  return {
+    connected,
+    counts,
+    tookMs,
+    samples,
+    samplerError,
+    kills: crew.kills,
+    cut: crew.kills.reduce((sum, kill) => sum + kill.cutAttempts, 0),
+    attempts,
+    idle: await crew.firstIdle(),
+    twice: [...twice],
+    during: duringResult,
+  };
+}
