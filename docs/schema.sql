@@ -317,8 +317,8 @@ CREATE INDEX jobs_parked_idx ON skiplock.jobs USING btree (run_at) WHERE (state 
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
 CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- (priority)::smallint)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
 CREATE UNIQUE INDEX jobs_pkey ON skiplock.jobs USING btree (id);
-CREATE INDEX keyed_jobs_held_idx ON skiplock.keyed_jobs USING btree (tenant, key, job_id) WHERE (slot = 'waiting'::text);
 CREATE INDEX keyed_jobs_live_idx ON skiplock.keyed_jobs USING btree (job_id) WHERE (slot = ANY (ARRAY['taken'::text, 'waiting'::text]));
+CREATE INDEX keyed_jobs_turn_idx ON skiplock.keyed_jobs USING btree (tenant, key, job_id) WHERE ((slot IS NULL) OR (slot = 'waiting'::text));
 CREATE INDEX keyed_jobs_unsettled_idx ON skiplock.keyed_jobs USING btree (tenant, key) WHERE (slot IS NULL);
 CREATE UNIQUE INDEX keyed_jobs_pkey ON skiplock.keyed_jobs USING btree (job_id);
 CREATE UNIQUE INDEX migrations_pkey ON skiplock.migrations USING btree (name);
@@ -1334,65 +1334,70 @@ BEGIN
 END
 $$;
 
-FUNCTION fill_key_slots(for_tenant text, for_key text) RETURNS void LANGUAGE plpgsql VOLATILE SET enable_seqscan=off AS $$
+FUNCTION fill_key_slots(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  k skiplock.concurrency_keys;
-  granted uuid[];
+  turned integer;
 BEGIN
-  SELECT * INTO k FROM skiplock.concurrency_keys c WHERE c.tenant = for_tenant AND c.key = for_key;
-  IF k.blocked_by IS NULL AND k.taken < k.slots THEN
-    WITH turn AS MATERIALIZED (
-      SELECT t.job_id FROM (
-        (SELECT kj.job_id FROM skiplock.keyed_jobs kj
-         WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot = 'waiting'
-         ORDER BY kj.job_id LIMIT k.slots - k.taken)
-        UNION ALL
-        (SELECT kj.job_id FROM skiplock.keyed_jobs kj
-         WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot IS NULL
-         ORDER BY kj.job_id LIMIT k.slots - k.taken)) t
-      ORDER BY t.job_id LIMIT k.slots - k.taken
-    ),
-    locked AS MATERIALIZED (
-      SELECT j.id FROM skiplock.jobs j WHERE j.id IN (SELECT t.job_id FROM turn t) FOR UPDATE OF j SKIP LOCKED
-    )
-    SELECT array_agg(t.job_id ORDER BY t.job_id) INTO granted FROM turn t
+  WITH keys AS MATERIALIZED (
+    SELECT c.tenant, c.key, c.ordered, c.slots - c.taken AS free
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
+    WHERE c.blocked_by IS NULL AND c.taken < c.slots
+  ),
+  turn AS MATERIALIZED (
+    SELECT k.tenant, k.key, k.ordered, t.job_id FROM keys k CROSS JOIN LATERAL (
+      SELECT kj.job_id FROM skiplock.keyed_jobs kj
+      WHERE kj.tenant = k.tenant AND kj.key = k.key AND (kj.slot IS NULL OR kj.slot = 'waiting')
+      ORDER BY kj.job_id LIMIT k.free) t
+  ),
+  locked AS MATERIALIZED (
+    SELECT j.id FROM skiplock.jobs j WHERE j.id IN (SELECT t.job_id FROM turn t) FOR UPDATE OF j SKIP LOCKED
+  ),
+  granted AS MATERIALIZED (
+    SELECT t.tenant, t.key, t.job_id FROM turn t
     WHERE t.job_id IN (SELECT l.id FROM locked l)
-      AND NOT (k.ordered AND EXISTS (SELECT 1 FROM turn s WHERE s.job_id < t.job_id
-                                     AND s.job_id NOT IN (SELECT l.id FROM locked l)));
-    IF granted IS NOT NULL THEN
-      UPDATE skiplock.keyed_jobs kj SET slot = 'taken' WHERE kj.job_id = ANY (granted);
-      UPDATE skiplock.concurrency_keys c SET taken = c.taken + cardinality(granted)
-      WHERE c.tenant = for_tenant AND c.key = for_key;
-      WITH turned AS (
-        UPDATE skiplock.jobs j SET state = CASE WHEN j.run_at > now() THEN 'scheduled' ELSE 'queued' END
-        WHERE j.id = ANY (granted) AND j.state = 'held'
-        RETURNING j.id, j.attempts
-      )
-      INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-      SELECT t.id, 'resumed', t.attempts, jsonb_build_object('after', 'its key had a free slot', 'key', for_key)
-      FROM turned t;
-      IF FOUND AND skiplock.anyone_listening() THEN
-        PERFORM pg_notify('skiplock_jobs', '');
-      END IF;
-    END IF;
+      AND NOT (t.ordered AND EXISTS (SELECT 1 FROM turn s WHERE s.tenant = t.tenant AND s.key = t.key
+                                     AND s.job_id < t.job_id AND s.job_id NOT IN (SELECT l.id FROM locked l)))
+  ),
+  taken AS (
+    UPDATE skiplock.keyed_jobs kj SET slot = 'taken' FROM granted g WHERE kj.job_id = g.job_id
+  ),
+  counted AS (
+    UPDATE skiplock.concurrency_keys c SET taken = c.taken + g.n
+    FROM (SELECT g.tenant, g.key, count(*)::integer AS n FROM granted g GROUP BY 1, 2) g
+    WHERE c.tenant = g.tenant AND c.key = g.key
+  ),
+  woken AS (
+    UPDATE skiplock.jobs j SET state = CASE WHEN j.run_at > now() THEN 'scheduled' ELSE 'queued' END
+    FROM granted g WHERE j.id = g.job_id AND j.state = 'held'
+    RETURNING j.id, j.attempts, g.key
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT w.id, 'resumed', w.attempts, jsonb_build_object('after', 'its key had a free slot', 'key', w.key)
+  FROM woken w;
+  GET DIAGNOSTICS turned = ROW_COUNT;
+  IF turned > 0 AND skiplock.anyone_listening() THEN
+    PERFORM pg_notify('skiplock_jobs', '');
   END IF;
 
+  -- The just-inserted jobs without a turn wait for one, held.
   WITH held AS (
     UPDATE skiplock.keyed_jobs kj SET slot = 'waiting'
-    WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot IS NULL
-    RETURNING kj.job_id
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    WHERE kj.tenant = u.tenant AND kj.key = u.key AND kj.slot IS NULL
+    RETURNING kj.job_id, kj.tenant, kj.key
   ),
   moved AS (
     UPDATE skiplock.jobs j SET state = 'held' FROM held h WHERE j.id = h.job_id
-    RETURNING j.id, j.attempts
+    RETURNING j.id, j.attempts, h.tenant, h.key
   )
   INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
   SELECT m.id, 'held', m.attempts,
-         jsonb_build_object('key', for_key, 'blockedBy', k.blocked_by,
-                            'reason', CASE WHEN k.blocked_by IS NOT NULL THEN 'its key is held by a failed job'
-                                           WHEN k.ordered THEN 'behind its key''s earlier jobs'
+         jsonb_build_object('key', m.key, 'blockedBy', c.blocked_by,
+                            'reason', CASE WHEN c.blocked_by IS NOT NULL THEN 'its key is held by a failed job'
+                                           WHEN c.ordered THEN 'behind its key''s earlier jobs'
                                            ELSE 'its key has no free slot' END)
-  FROM moved m;
+  FROM moved m JOIN skiplock.concurrency_keys c ON c.tenant = m.tenant AND c.key = m.key;
 END
 $$;
 
@@ -1893,38 +1898,53 @@ $$;
 
 FUNCTION release_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE SET enable_nestloop=on SET enable_mergejoin=on SET enable_seqscan=on SET enable_bitmapscan=on AS $$
 DECLARE
-  k record;
+  key_tenants text[];
+  key_names text[];
+  freed integer[];
+  failed_heads uuid[];
+  ended uuid[];
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IN ('taken', 'waiting')) THEN
     RETURN NULL;
   END IF;
   -- A job's slot cannot change under this: giving it a turn locks its row,
   -- which the statement that ended it holds.
-  FOR k IN
-    SELECT kj.tenant, kj.key, count(*) FILTER (WHERE kj.slot = 'taken') AS freed,
-           (array_agg(f.id ORDER BY f.id) FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1]
-             AS failed_head,
-           array_agg(f.id) AS ended
+  SELECT array_agg(f.id) INTO ended
+  FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
+  WHERE kj.slot IN ('taken', 'waiting');
+  SELECT array_agg(e.tenant ORDER BY e.tenant, e.key), array_agg(e.key ORDER BY e.tenant, e.key),
+         array_agg(e.freed ORDER BY e.tenant, e.key), array_agg(e.failed_head ORDER BY e.tenant, e.key)
+  INTO key_tenants, key_names, freed, failed_heads
+  FROM (
+    SELECT kj.tenant, kj.key, count(*) FILTER (WHERE kj.slot = 'taken')::integer AS freed,
+           (array_agg(kj.job_id ORDER BY kj.job_id)
+              FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1] AS failed_head
     FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
     WHERE kj.slot IN ('taken', 'waiting')
     GROUP BY kj.tenant, kj.key
-    ORDER BY kj.tenant, kj.key
-  LOOP
-    UPDATE skiplock.concurrency_keys c
-    SET taken = c.taken - k.freed,
-        blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND k.failed_head IS NOT NULL
-                          THEN k.failed_head ELSE c.blocked_by END,
-        blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND k.failed_head IS NOT NULL
-                          THEN now() ELSE c.blocked_at END
-    WHERE c.tenant = k.tenant AND c.key = k.key;
-    UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (k.ended);
-    PERFORM skiplock.fill_key_slots(k.tenant, k.key);
-    -- A key with nothing left is dropped; its next job makes it again.
-    DELETE FROM skiplock.concurrency_keys c
-    WHERE c.tenant = k.tenant AND c.key = k.key AND c.taken = 0 AND c.blocked_by IS NULL
-      AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
-                      WHERE kj.tenant = k.tenant AND kj.key = k.key AND kj.slot = 'waiting');
-  END LOOP;
+  ) e;
+  IF key_tenants IS NULL THEN
+    RETURN NULL;
+  END IF;
+  PERFORM 1 FROM skiplock.concurrency_keys c
+  JOIN unnest(key_tenants, key_names) AS u(tenant, key) ON c.tenant = u.tenant AND c.key = u.key
+  ORDER BY c.tenant, c.key
+  FOR UPDATE OF c;
+  UPDATE skiplock.concurrency_keys c
+  SET taken = c.taken - u.freed,
+      blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                        THEN u.failed_head ELSE c.blocked_by END,
+      blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                        THEN now() ELSE c.blocked_at END
+  FROM unnest(key_tenants, key_names, freed, failed_heads) AS u(tenant, key, freed, failed_head)
+  WHERE c.tenant = u.tenant AND c.key = u.key;
+  UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (ended);
+  PERFORM skiplock.fill_key_slots(key_tenants, key_names);
+  DELETE FROM skiplock.concurrency_keys c
+  USING unnest(key_tenants, key_names) AS u(tenant, key)
+  WHERE c.tenant = u.tenant AND c.key = u.key AND c.taken = 0 AND c.blocked_by IS NULL
+    AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
+                    WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting');
   RETURN NULL;
 END
 $$;
@@ -2150,53 +2170,57 @@ $$;
 
 FUNCTION take_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  k record;
-  key_row skiplock.concurrency_keys;
+  key_tenants text[];
+  key_names text[];
+  mixed record;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IS NULL) THEN
     RETURN NULL;
   END IF;
-  FOR k IN
+  WITH latest AS (
     SELECT DISTINCT ON (kj.tenant, kj.key) kj.tenant, kj.key, kj.ordered, kj.slots, kj.on_failure
     FROM skiplock.keyed_jobs kj WHERE kj.slot IS NULL
     ORDER BY kj.tenant, kj.key, kj.job_id DESC
-  LOOP
-    -- The latest job's settings are the key's.
+  ),
+  made AS (
     INSERT INTO skiplock.concurrency_keys AS c (tenant, key, ordered, slots, on_failure)
-    VALUES (k.tenant, k.key, k.ordered, k.slots, k.on_failure)
+    SELECT l.tenant, l.key, l.ordered, l.slots, l.on_failure FROM latest l ORDER BY l.tenant, l.key
     ON CONFLICT (tenant, key) DO UPDATE SET slots = EXCLUDED.slots, on_failure = EXCLUDED.on_failure
-    RETURNING c.* INTO key_row;
-    IF key_row.ordered <> k.ordered THEN
-      PERFORM skiplock.refuse(CASE WHEN k.ordered THEN 'ordering_key' ELSE 'concurrency_key' END,
-        format('%s is in use as %s key of tenant %s; a key is one or the other', k.key,
-               CASE WHEN key_row.ordered THEN 'an ordering' ELSE 'a concurrency' END, k.tenant));
-    END IF;
-    -- The failed head that holds its key, run again, takes its turn back.
-    IF key_row.blocked_by IS NOT NULL
-       AND EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.job_id = key_row.blocked_by AND kj.slot IS NULL) THEN
-      UPDATE skiplock.concurrency_keys SET blocked_by = NULL, blocked_at = NULL
-      WHERE tenant = k.tenant AND key = k.key;
-    END IF;
-    PERFORM skiplock.fill_key_slots(k.tenant, k.key);
-  END LOOP;
+    RETURNING c.tenant, c.key
+  )
+  SELECT array_agg(m.tenant ORDER BY m.tenant, m.key), array_agg(m.key ORDER BY m.tenant, m.key)
+  INTO key_tenants, key_names FROM made m;
+
+  SELECT kj.tenant, kj.key, kj.ordered INTO mixed
+  FROM skiplock.keyed_jobs kj JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
+  WHERE kj.slot IS NULL AND c.ordered <> kj.ordered
+  LIMIT 1;
+  IF FOUND THEN
+    PERFORM skiplock.refuse(CASE WHEN mixed.ordered THEN 'ordering_key' ELSE 'concurrency_key' END,
+      format('%s is in use as %s key of tenant %s; a key is one or the other', mixed.key,
+             CASE WHEN mixed.ordered THEN 'a concurrency' ELSE 'an ordering' END, mixed.tenant));
+  END IF;
+
+  -- A failed head that holds its key, run again, takes its turn back.
+  UPDATE skiplock.concurrency_keys c SET blocked_by = NULL, blocked_at = NULL
+  FROM unnest(key_tenants, key_names) AS u(tenant, key)
+  WHERE c.tenant = u.tenant AND c.key = u.key AND c.blocked_by IS NOT NULL
+    AND EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.job_id = c.blocked_by AND kj.slot IS NULL);
+
+  PERFORM skiplock.fill_key_slots(key_tenants, key_names);
   RETURN NULL;
 END
 $$;
 
 FUNCTION unblock_key(tenant text, key text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
-DECLARE
-  was_blocked boolean;
 BEGIN
-  SELECT c.blocked_by IS NOT NULL INTO was_blocked FROM skiplock.concurrency_keys c
-  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key
-  FOR UPDATE;
-  IF NOT coalesce(was_blocked, false) THEN
+  UPDATE skiplock.concurrency_keys c SET blocked_by = NULL, blocked_at = NULL
+  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key AND c.blocked_by IS NOT NULL;
+  IF NOT FOUND THEN
     RETURN false;
   END IF;
-  UPDATE skiplock.concurrency_keys c SET blocked_by = NULL, blocked_at = NULL
-  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key;
-  PERFORM skiplock.fill_key_slots(unblock_key.tenant, unblock_key.key);
+  PERFORM skiplock.fill_key_slots(ARRAY[unblock_key.tenant], ARRAY[unblock_key.key]);
   DELETE FROM skiplock.concurrency_keys c
   WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key AND c.taken = 0
     AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj

@@ -114,116 +114,131 @@ CREATE TABLE skiplock.keyed_jobs (
 );
 -- Jobs just inserted, not settled yet: empty between statements.
 CREATE INDEX keyed_jobs_unsettled_idx ON skiplock.keyed_jobs (tenant, key) WHERE slot IS NULL;
--- A key's held jobs in turn order.
-CREATE INDEX keyed_jobs_held_idx ON skiplock.keyed_jobs (tenant, key, job_id) WHERE slot = 'waiting';
+-- A key's jobs without a slot (held, or just inserted) in turn order.
+CREATE INDEX keyed_jobs_turn_idx ON skiplock.keyed_jobs (tenant, key, job_id) WHERE slot IS NULL OR slot = 'waiting';
 -- Live keyed jobs, which an end looks up.
 CREATE INDEX keyed_jobs_live_idx ON skiplock.keyed_jobs (job_id) WHERE slot IN ('taken', 'waiting');
 
--- Gives a key's free slots to its oldest jobs without one (new or held),
--- and holds the new ones left over. The caller holds the key's row lock. A
+-- Gives the free slots of the keys named (by tenant and key, in pairs) to
+-- their oldest jobs without one (held, or just inserted), and holds the
+-- just-inserted ones left over. The caller holds the keys' row locks. A
 -- held job locked by another transaction (being cancelled, say) is passed
 -- over, and for an ordering key so is everything after it: that
--- transaction fills the key again when it ends the job.
-CREATE FUNCTION skiplock.fill_key_slots(for_tenant text, for_key text) RETURNS void
-LANGUAGE plpgsql
-SET enable_seqscan = off
-AS $$
+-- transaction fills the key again when it ends the job. Set-based: an
+-- enqueue or a completion touches many keys at once.
+CREATE FUNCTION skiplock.fill_key_slots(key_tenants text[], key_names text[]) RETURNS void
+LANGUAGE plpgsql AS $$
 DECLARE
-  k skiplock.concurrency_keys;
-  granted uuid[];
+  turned integer;
 BEGIN
-  SELECT * INTO k FROM skiplock.concurrency_keys c WHERE c.tenant = for_tenant AND c.key = for_key;
-  IF k.blocked_by IS NULL AND k.taken < k.slots THEN
-    WITH turn AS MATERIALIZED (
-      SELECT t.job_id FROM (
-        (SELECT kj.job_id FROM skiplock.keyed_jobs kj
-         WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot = 'waiting'
-         ORDER BY kj.job_id LIMIT k.slots - k.taken)
-        UNION ALL
-        (SELECT kj.job_id FROM skiplock.keyed_jobs kj
-         WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot IS NULL
-         ORDER BY kj.job_id LIMIT k.slots - k.taken)) t
-      ORDER BY t.job_id LIMIT k.slots - k.taken
-    ),
-    locked AS MATERIALIZED (
-      SELECT j.id FROM skiplock.jobs j WHERE j.id IN (SELECT t.job_id FROM turn t) FOR UPDATE OF j SKIP LOCKED
-    )
-    SELECT array_agg(t.job_id ORDER BY t.job_id) INTO granted FROM turn t
+  WITH keys AS MATERIALIZED (
+    SELECT c.tenant, c.key, c.ordered, c.slots - c.taken AS free
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
+    WHERE c.blocked_by IS NULL AND c.taken < c.slots
+  ),
+  turn AS MATERIALIZED (
+    SELECT k.tenant, k.key, k.ordered, t.job_id FROM keys k CROSS JOIN LATERAL (
+      SELECT kj.job_id FROM skiplock.keyed_jobs kj
+      WHERE kj.tenant = k.tenant AND kj.key = k.key AND (kj.slot IS NULL OR kj.slot = 'waiting')
+      ORDER BY kj.job_id LIMIT k.free) t
+  ),
+  locked AS MATERIALIZED (
+    SELECT j.id FROM skiplock.jobs j WHERE j.id IN (SELECT t.job_id FROM turn t) FOR UPDATE OF j SKIP LOCKED
+  ),
+  granted AS MATERIALIZED (
+    SELECT t.tenant, t.key, t.job_id FROM turn t
     WHERE t.job_id IN (SELECT l.id FROM locked l)
-      AND NOT (k.ordered AND EXISTS (SELECT 1 FROM turn s WHERE s.job_id < t.job_id
-                                     AND s.job_id NOT IN (SELECT l.id FROM locked l)));
-    IF granted IS NOT NULL THEN
-      UPDATE skiplock.keyed_jobs kj SET slot = 'taken' WHERE kj.job_id = ANY (granted);
-      UPDATE skiplock.concurrency_keys c SET taken = c.taken + cardinality(granted)
-      WHERE c.tenant = for_tenant AND c.key = for_key;
-      WITH turned AS (
-        UPDATE skiplock.jobs j SET state = CASE WHEN j.run_at > now() THEN 'scheduled' ELSE 'queued' END
-        WHERE j.id = ANY (granted) AND j.state = 'held'
-        RETURNING j.id, j.attempts
-      )
-      INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-      SELECT t.id, 'resumed', t.attempts, jsonb_build_object('after', 'its key had a free slot', 'key', for_key)
-      FROM turned t;
-      IF FOUND AND skiplock.anyone_listening() THEN
-        PERFORM pg_notify('skiplock_jobs', '');
-      END IF;
-    END IF;
+      AND NOT (t.ordered AND EXISTS (SELECT 1 FROM turn s WHERE s.tenant = t.tenant AND s.key = t.key
+                                     AND s.job_id < t.job_id AND s.job_id NOT IN (SELECT l.id FROM locked l)))
+  ),
+  taken AS (
+    UPDATE skiplock.keyed_jobs kj SET slot = 'taken' FROM granted g WHERE kj.job_id = g.job_id
+  ),
+  counted AS (
+    UPDATE skiplock.concurrency_keys c SET taken = c.taken + g.n
+    FROM (SELECT g.tenant, g.key, count(*)::integer AS n FROM granted g GROUP BY 1, 2) g
+    WHERE c.tenant = g.tenant AND c.key = g.key
+  ),
+  woken AS (
+    UPDATE skiplock.jobs j SET state = CASE WHEN j.run_at > now() THEN 'scheduled' ELSE 'queued' END
+    FROM granted g WHERE j.id = g.job_id AND j.state = 'held'
+    RETURNING j.id, j.attempts, g.key
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT w.id, 'resumed', w.attempts, jsonb_build_object('after', 'its key had a free slot', 'key', w.key)
+  FROM woken w;
+  GET DIAGNOSTICS turned = ROW_COUNT;
+  IF turned > 0 AND skiplock.anyone_listening() THEN
+    PERFORM pg_notify('skiplock_jobs', '');
   END IF;
 
+  -- The just-inserted jobs without a turn wait for one, held.
   WITH held AS (
     UPDATE skiplock.keyed_jobs kj SET slot = 'waiting'
-    WHERE kj.tenant = for_tenant AND kj.key = for_key AND kj.slot IS NULL
-    RETURNING kj.job_id
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    WHERE kj.tenant = u.tenant AND kj.key = u.key AND kj.slot IS NULL
+    RETURNING kj.job_id, kj.tenant, kj.key
   ),
   moved AS (
     UPDATE skiplock.jobs j SET state = 'held' FROM held h WHERE j.id = h.job_id
-    RETURNING j.id, j.attempts
+    RETURNING j.id, j.attempts, h.tenant, h.key
   )
   INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
   SELECT m.id, 'held', m.attempts,
-         jsonb_build_object('key', for_key, 'blockedBy', k.blocked_by,
-                            'reason', CASE WHEN k.blocked_by IS NOT NULL THEN 'its key is held by a failed job'
-                                           WHEN k.ordered THEN 'behind its key''s earlier jobs'
+         jsonb_build_object('key', m.key, 'blockedBy', c.blocked_by,
+                            'reason', CASE WHEN c.blocked_by IS NOT NULL THEN 'its key is held by a failed job'
+                                           WHEN c.ordered THEN 'behind its key''s earlier jobs'
                                            ELSE 'its key has no free slot' END)
-  FROM moved m;
+  FROM moved m JOIN skiplock.concurrency_keys c ON c.tenant = m.tenant AND c.key = m.key;
 END
 $$;
 
--- The insert trigger: settles the keyed jobs the statement inserted, one
--- key at a time in key order (so two enqueues lock keys in one order).
--- One index probe for a statement without keyed jobs.
+-- The insert trigger: settles the keyed jobs the statement inserted. Their
+-- keys' rows are made or locked in key order (so two enqueues lock keys in
+-- one order), with the latest job's settings. One index probe for a
+-- statement without keyed jobs.
 CREATE FUNCTION skiplock.take_key_slots() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-  k record;
-  key_row skiplock.concurrency_keys;
+  key_tenants text[];
+  key_names text[];
+  mixed record;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IS NULL) THEN
     RETURN NULL;
   END IF;
-  FOR k IN
+  WITH latest AS (
     SELECT DISTINCT ON (kj.tenant, kj.key) kj.tenant, kj.key, kj.ordered, kj.slots, kj.on_failure
     FROM skiplock.keyed_jobs kj WHERE kj.slot IS NULL
     ORDER BY kj.tenant, kj.key, kj.job_id DESC
-  LOOP
-    -- The latest job's settings are the key's.
+  ),
+  made AS (
     INSERT INTO skiplock.concurrency_keys AS c (tenant, key, ordered, slots, on_failure)
-    VALUES (k.tenant, k.key, k.ordered, k.slots, k.on_failure)
+    SELECT l.tenant, l.key, l.ordered, l.slots, l.on_failure FROM latest l ORDER BY l.tenant, l.key
     ON CONFLICT (tenant, key) DO UPDATE SET slots = EXCLUDED.slots, on_failure = EXCLUDED.on_failure
-    RETURNING c.* INTO key_row;
-    IF key_row.ordered <> k.ordered THEN
-      PERFORM skiplock.refuse(CASE WHEN k.ordered THEN 'ordering_key' ELSE 'concurrency_key' END,
-        format('%s is in use as %s key of tenant %s; a key is one or the other', k.key,
-               CASE WHEN key_row.ordered THEN 'an ordering' ELSE 'a concurrency' END, k.tenant));
-    END IF;
-    -- The failed head that holds its key, run again, takes its turn back.
-    IF key_row.blocked_by IS NOT NULL
-       AND EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.job_id = key_row.blocked_by AND kj.slot IS NULL) THEN
-      UPDATE skiplock.concurrency_keys SET blocked_by = NULL, blocked_at = NULL
-      WHERE tenant = k.tenant AND key = k.key;
-    END IF;
-    PERFORM skiplock.fill_key_slots(k.tenant, k.key);
-  END LOOP;
+    RETURNING c.tenant, c.key
+  )
+  SELECT array_agg(m.tenant ORDER BY m.tenant, m.key), array_agg(m.key ORDER BY m.tenant, m.key)
+  INTO key_tenants, key_names FROM made m;
+
+  SELECT kj.tenant, kj.key, kj.ordered INTO mixed
+  FROM skiplock.keyed_jobs kj JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
+  WHERE kj.slot IS NULL AND c.ordered <> kj.ordered
+  LIMIT 1;
+  IF FOUND THEN
+    PERFORM skiplock.refuse(CASE WHEN mixed.ordered THEN 'ordering_key' ELSE 'concurrency_key' END,
+      format('%s is in use as %s key of tenant %s; a key is one or the other', mixed.key,
+             CASE WHEN mixed.ordered THEN 'a concurrency' ELSE 'an ordering' END, mixed.tenant));
+  END IF;
+
+  -- A failed head that holds its key, run again, takes its turn back.
+  UPDATE skiplock.concurrency_keys c SET blocked_by = NULL, blocked_at = NULL
+  FROM unnest(key_tenants, key_names) AS u(tenant, key)
+  WHERE c.tenant = u.tenant AND c.key = u.key AND c.blocked_by IS NOT NULL
+    AND EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.job_id = c.blocked_by AND kj.slot IS NULL);
+
+  PERFORM skiplock.fill_key_slots(key_tenants, key_names);
   RETURN NULL;
 END
 $$;
@@ -233,9 +248,10 @@ CREATE TRIGGER jobs_inserted_take_key_slots
   FOR EACH STATEMENT EXECUTE FUNCTION skiplock.take_key_slots();
 
 -- The end trigger: the ended jobs' slots go back to their keys (a held job
--- that ends, cancelled, had none), and each key fills them again, unless
--- the ended job was an ordering key's head that failed for good and the key
--- says 'hold'. Under the callers' planner settings (complete_jobs turns
+-- that ends, cancelled, had none), and the keys fill them again, unless the
+-- ended job was an ordering key's head that failed for good (or expired)
+-- and the key says 'hold'. A key with nothing left is dropped; its next job
+-- makes it again. Under the callers' planner settings (complete_jobs turns
 -- nested loops off), so it sets its own.
 CREATE FUNCTION skiplock.release_key_slots() RETURNS trigger
 LANGUAGE plpgsql
@@ -245,38 +261,53 @@ SET enable_seqscan = on
 SET enable_bitmapscan = on
 AS $$
 DECLARE
-  k record;
+  key_tenants text[];
+  key_names text[];
+  freed integer[];
+  failed_heads uuid[];
+  ended uuid[];
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IN ('taken', 'waiting')) THEN
     RETURN NULL;
   END IF;
   -- A job's slot cannot change under this: giving it a turn locks its row,
   -- which the statement that ended it holds.
-  FOR k IN
-    SELECT kj.tenant, kj.key, count(*) FILTER (WHERE kj.slot = 'taken') AS freed,
-           (array_agg(f.id ORDER BY f.id) FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1]
-             AS failed_head,
-           array_agg(f.id) AS ended
+  SELECT array_agg(f.id) INTO ended
+  FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
+  WHERE kj.slot IN ('taken', 'waiting');
+  SELECT array_agg(e.tenant ORDER BY e.tenant, e.key), array_agg(e.key ORDER BY e.tenant, e.key),
+         array_agg(e.freed ORDER BY e.tenant, e.key), array_agg(e.failed_head ORDER BY e.tenant, e.key)
+  INTO key_tenants, key_names, freed, failed_heads
+  FROM (
+    SELECT kj.tenant, kj.key, count(*) FILTER (WHERE kj.slot = 'taken')::integer AS freed,
+           (array_agg(kj.job_id ORDER BY kj.job_id)
+              FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1] AS failed_head
     FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
     WHERE kj.slot IN ('taken', 'waiting')
     GROUP BY kj.tenant, kj.key
-    ORDER BY kj.tenant, kj.key
-  LOOP
-    UPDATE skiplock.concurrency_keys c
-    SET taken = c.taken - k.freed,
-        blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND k.failed_head IS NOT NULL
-                          THEN k.failed_head ELSE c.blocked_by END,
-        blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND k.failed_head IS NOT NULL
-                          THEN now() ELSE c.blocked_at END
-    WHERE c.tenant = k.tenant AND c.key = k.key;
-    UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (k.ended);
-    PERFORM skiplock.fill_key_slots(k.tenant, k.key);
-    -- A key with nothing left is dropped; its next job makes it again.
-    DELETE FROM skiplock.concurrency_keys c
-    WHERE c.tenant = k.tenant AND c.key = k.key AND c.taken = 0 AND c.blocked_by IS NULL
-      AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
-                      WHERE kj.tenant = k.tenant AND kj.key = k.key AND kj.slot = 'waiting');
-  END LOOP;
+  ) e;
+  IF key_tenants IS NULL THEN
+    RETURN NULL;
+  END IF;
+  PERFORM 1 FROM skiplock.concurrency_keys c
+  JOIN unnest(key_tenants, key_names) AS u(tenant, key) ON c.tenant = u.tenant AND c.key = u.key
+  ORDER BY c.tenant, c.key
+  FOR UPDATE OF c;
+  UPDATE skiplock.concurrency_keys c
+  SET taken = c.taken - u.freed,
+      blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                        THEN u.failed_head ELSE c.blocked_by END,
+      blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                        THEN now() ELSE c.blocked_at END
+  FROM unnest(key_tenants, key_names, freed, failed_heads) AS u(tenant, key, freed, failed_head)
+  WHERE c.tenant = u.tenant AND c.key = u.key;
+  UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (ended);
+  PERFORM skiplock.fill_key_slots(key_tenants, key_names);
+  DELETE FROM skiplock.concurrency_keys c
+  USING unnest(key_tenants, key_names) AS u(tenant, key)
+  WHERE c.tenant = u.tenant AND c.key = u.key AND c.taken = 0 AND c.blocked_by IS NULL
+    AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
+                    WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting');
   RETURN NULL;
 END
 $$;
@@ -292,18 +323,13 @@ CREATE TRIGGER finished_jobs_release_key_slots
 CREATE FUNCTION skiplock.unblock_key(tenant text, key text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
-DECLARE
-  was_blocked boolean;
 BEGIN
-  SELECT c.blocked_by IS NOT NULL INTO was_blocked FROM skiplock.concurrency_keys c
-  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key
-  FOR UPDATE;
-  IF NOT coalesce(was_blocked, false) THEN
+  UPDATE skiplock.concurrency_keys c SET blocked_by = NULL, blocked_at = NULL
+  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key AND c.blocked_by IS NOT NULL;
+  IF NOT FOUND THEN
     RETURN false;
   END IF;
-  UPDATE skiplock.concurrency_keys c SET blocked_by = NULL, blocked_at = NULL
-  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key;
-  PERFORM skiplock.fill_key_slots(unblock_key.tenant, unblock_key.key);
+  PERFORM skiplock.fill_key_slots(ARRAY[unblock_key.tenant], ARRAY[unblock_key.key]);
   DELETE FROM skiplock.concurrency_keys c
   WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key AND c.taken = 0
     AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj

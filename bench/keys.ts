@@ -1,0 +1,265 @@
+/**
+ * `npm run bench:keys`: what concurrency keys cost, on the benchmark's
+ * server (DATABASE_URL, else an embedded Postgres as `npm run bench` starts).
+ *
+ * - burn-down: JOBS jobs over 4 tenants, enqueued 1,000 a statement, then
+ *   drained by CLAIMERS connections (claims of 100, each completed), in A
+ *   without keys and in B with a concurrency key each, among KEYS distinct
+ *   keys of KEY_LIMIT slots; rounds alternate AB, BA. Jobs/s of the
+ *   enqueues and of the drain, B/A per round.
+ * - deep: one connection claims one job and completes it, SINGLE times, in
+ *   A with WAITING plain jobs waiting (replenished) and in B with
+ *   HELD_KEYS keys of one slot holding DEEP jobs between them (one waiting
+ *   per key, the rest held). The claim's and the completion's latency, B/A.
+ *
+ * Prints the figures and the spread over rounds; JSON to $TMPDIR/skiplock-keys.json.
+ */
+import { writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pgDb } from '../src/db/pg';
+import type { Db } from '../src/db/types';
+import { claimBatch } from '../src/engine/claim-batch';
+import { completeMany } from '../src/engine/complete';
+import { enqueue, enqueueBatch, type EnqueueInput } from '../src/engine/enqueue';
+import { loadMigrations } from '../src/migrate/load';
+import { migrate } from '../src/migrate/runner';
+import { createDatabase, startBenchServer, type BenchDatabase, type BenchServer } from './postgres';
+import { progress } from './progress';
+import { median, percentile } from './stats';
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const JOBS = env('JOBS', 20_000);
+const KEYS = env('KEYS', 1_000);
+const KEY_LIMIT = env('KEY_LIMIT', 2);
+const CLAIMERS = env('CLAIMERS', 4);
+const ROUNDS = env('ROUNDS', 4);
+const SINGLE = env('SINGLE', 1_000);
+const WAITING = env('WAITING', 1_000);
+const HELD_KEYS = env('HELD_KEYS', 10_000);
+const DEEP = env('DEEP', 1_000_000);
+const TENANTS = ['acme', 'globex', 'initech', 'umbrella'];
+
+async function migrated(server: BenchServer, label: string): Promise<BenchDatabase> {
+  const database = await createDatabase(server, label);
+  const db = pgDb(database.url, { max: 1 });
+  try {
+    await migrate(db, await loadMigrations());
+  } finally {
+    await db.close();
+  }
+  return database;
+}
+
+/** One burn-down round: enqueue JOBS (keyed or not), drain them; jobs/s of each phase. */
+async function burnDown(url: string, keyed: boolean, round: number): Promise<{ enqueue: number; drain: number }> {
+  const db = pgDb(url, { max: 1 });
+  const jobs: EnqueueInput[] = Array.from({ length: JOBS }, (_, n) => ({
+    queue: 'work',
+    tenant: TENANTS[n % TENANTS.length]!,
+    payload: n,
+    ...(keyed ? { concurrencyKey: `key-${(n * 7919 + round) % KEYS}`, concurrencyLimit: KEY_LIMIT } : {}),
+  }));
+  let started = performance.now();
+  for (let i = 0; i < jobs.length; i += 1000) await enqueueBatch(db, jobs.slice(i, i + 1000));
+  const enqueueSeconds = (performance.now() - started) / 1000;
+  await db.close();
+
+  const claimers: Db[] = Array.from({ length: CLAIMERS }, () => pgDb(url, { max: 1 }));
+  let done = 0;
+  started = performance.now();
+  await Promise.all(
+    claimers.map(async (claimer, index) => {
+      let empty = 0;
+      while (done < JOBS && empty < 1000) {
+        const claimed = await claimBatch(claimer, { max: 100, workerId: `bench-${index}`, leaseSeconds: 60 });
+        if (claimed.length === 0) {
+          empty += 1;
+          continue;
+        }
+        empty = 0;
+        // Read after the await: `done += await ...` would add to a stale value.
+        const { completed } = await completeMany(claimer, claimed);
+        done += completed.length;
+      }
+    }),
+  );
+  const drainSeconds = (performance.now() - started) / 1000;
+  await Promise.all(claimers.map((claimer) => claimer.close()));
+  if (done !== JOBS) throw new Error(`burn-down finished ${done} of ${JOBS} jobs`);
+  return { enqueue: JOBS / enqueueSeconds, drain: JOBS / drainSeconds };
+}
+
+/** B of the deep scenario: HELD_KEYS keys of one slot, DEEP jobs among them, one waiting per key, the rest held. */
+async function seedHeld(database: BenchDatabase): Promise<void> {
+  const perKey = Math.ceil(DEEP / HELD_KEYS);
+  await database.probe.query(
+    `INSERT INTO skiplock.concurrency_keys (tenant, key, ordered, slots, on_failure, taken)
+     SELECT 'acme', 'key-' || k, false, 1, 'continue', 1 FROM generate_series(1, $1::integer) k`,
+    [HELD_KEYS],
+  );
+  // Ids in (turn, key) order, so each key's first job is its oldest.
+  for (let turn = 1; turn <= perKey; turn += 10) {
+    await database.probe.query(
+      `WITH jobs AS (
+         SELECT skiplock.uuid_v7(timestamptz '2026-01-01' + make_interval(secs => n / 1000.0), k) AS id, k, n
+         FROM generate_series($1::integer, $2::integer) n, generate_series(1, $3::integer) k),
+       keyed AS (
+         INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure, slot)
+         SELECT id, 'acme', 'key-' || k, false, 1, 'continue', CASE WHEN n = 1 THEN 'taken' ELSE 'waiting' END FROM jobs)
+       INSERT INTO skiplock.jobs (id, queue, type, tenant, state, run_at, payload)
+       SELECT id, 'work', 'work', 'acme', CASE WHEN n = 1 THEN 'queued' ELSE 'held' END, now(), to_jsonb(n) FROM jobs`,
+      [turn, Math.min(perKey, turn + 9), HELD_KEYS],
+    );
+  }
+  await database.probe.query('VACUUM ANALYZE');
+}
+
+/** SINGLE claims of one job, each completed: their latencies (ms). A's queue is topped up to WAITING after each. */
+async function deep(url: string, topUp: boolean): Promise<{ claim: number[]; complete: number[] }> {
+  const db = pgDb(url, { max: 1, idleTimeoutMs: 0 });
+  const claim: number[] = [];
+  const complete: number[] = [];
+  try {
+    for (let i = 0; i < SINGLE; i++) {
+      let started = performance.now();
+      const jobs = await claimBatch(db, { max: 1, workerId: 'bench', leaseSeconds: 60 });
+      claim.push(performance.now() - started);
+      if (jobs.length !== 1) throw new Error('the deep queue ran dry');
+      started = performance.now();
+      await completeMany(db, jobs);
+      complete.push(performance.now() - started);
+      if (topUp) await enqueue(db, { queue: 'work', tenant: 'acme', payload: i });
+    }
+  } finally {
+    await db.close();
+  }
+  return { claim, complete };
+}
+
+const fixed = (value: number, digits = 2) => value.toFixed(digits);
+
+async function main(): Promise<void> {
+  const loadStart = loadavg();
+  const server = await startBenchServer(process.env.DATABASE_URL);
+  const databases: BenchDatabase[] = [];
+  try {
+    const a = await migrated(server, 'keys_a');
+    const b = await migrated(server, 'keys_b');
+    databases.push(a, b);
+    const version = (await a.probe.query<{ version: string }>('SELECT version()')).rows[0]!.version.split(' on ')[0];
+    progress(`${version} (${server.origin}); load ${loadStart.map((l) => fixed(l)).join(' ')}`);
+
+    const burn: Array<{ A: { enqueue: number; drain: number }; B: { enqueue: number; drain: number } }> = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const order: Array<['A' | 'B', BenchDatabase]> =
+        r % 2 === 0
+          ? [
+              ['A', a],
+              ['B', b],
+            ]
+          : [
+              ['B', b],
+              ['A', a],
+            ];
+      const result = {} as (typeof burn)[number];
+      for (const [label, database] of order) {
+        result[label] = await burnDown(database.url, label === 'B', r);
+        await database.probe.query('VACUUM ANALYZE skiplock.jobs');
+      }
+      burn.push(result);
+      progress(
+        `burn-down round ${r + 1}/${ROUNDS}: enqueue A ${fixed(result.A.enqueue, 0)} B ${fixed(result.B.enqueue, 0)} jobs/s, ` +
+          `drain A ${fixed(result.A.drain, 0)} B ${fixed(result.B.drain, 0)} jobs/s; load ${fixed(loadavg()[0]!)}`,
+      );
+    }
+
+    progress(`deep: A ${WAITING} waiting; B ${DEEP} jobs over ${HELD_KEYS} keys of one slot (seeding)`);
+    await enqueueBatch(
+      pgDb(a.url, { max: 1 }),
+      Array.from({ length: WAITING }, (_, n) => ({ queue: 'work', tenant: 'acme', payload: n })),
+    );
+    await a.probe.query('VACUUM ANALYZE');
+    await seedHeld(b);
+    const held = (
+      await b.probe.query<{ state: string; count: string }>(
+        'SELECT state, count(*) FROM skiplock.jobs GROUP BY 1 ORDER BY 1',
+      )
+    ).rows;
+    progress(`B holds ${held.map((row) => `${row.count} ${row.state}`).join(', ')}`);
+    const deepA: { claim: number[]; complete: number[] } = { claim: [], complete: [] };
+    const deepB: { claim: number[]; complete: number[] } = { claim: [], complete: [] };
+    const deepRounds: Array<{ claimA: number; claimB: number }> = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const runs =
+        r % 2 === 0
+          ? ([
+              ['A', a],
+              ['B', b],
+            ] as const)
+          : ([
+              ['B', b],
+              ['A', a],
+            ] as const);
+      const medians: Record<string, number> = {};
+      for (const [label, database] of runs) {
+        const samples = await deep(database.url, label === 'A');
+        const into = label === 'A' ? deepA : deepB;
+        into.claim.push(...samples.claim);
+        into.complete.push(...samples.complete);
+        medians[label] = median(samples.claim);
+      }
+      deepRounds.push({ claimA: medians.A!, claimB: medians.B! });
+      progress(`deep round ${r + 1}/${ROUNDS}: claim median A ${fixed(medians.A!, 3)} B ${fixed(medians.B!, 3)} ms`);
+    }
+    const loadEnd = loadavg();
+
+    const ratio = (pick: (row: (typeof burn)[number]) => [number, number]) =>
+      burn.map((row) => pick(row)[1] / pick(row)[0]);
+    const enqueueRatios = ratio((row) => [row.A.enqueue, row.B.enqueue]);
+    const drainRatios = ratio((row) => [row.A.drain, row.B.drain]);
+    const claimRatio = median(deepB.claim) / median(deepA.claim);
+    console.log(
+      `\nburn-down: ${JOBS} jobs, ${TENANTS.length} tenants, ${CLAIMERS} claimers; B: ${KEYS} keys of ${KEY_LIMIT} slots`,
+    );
+    console.log(
+      `  enqueue jobs/s  A ${fixed(median(burn.map((row) => row.A.enqueue)), 0)}  B ${fixed(median(burn.map((row) => row.B.enqueue)), 0)}  B/A per round ${enqueueRatios.map((x) => fixed(x)).join(' ')}`,
+    );
+    console.log(
+      `  drain jobs/s    A ${fixed(median(burn.map((row) => row.A.drain)), 0)}  B ${fixed(median(burn.map((row) => row.B.drain)), 0)}  B/A per round ${drainRatios.map((x) => fixed(x)).join(' ')}  (target >= 0.80: ${median(drainRatios) >= 0.8 ? 'met' : 'not met'})`,
+    );
+    console.log(`deep: A ${WAITING} waiting; B ${DEEP} jobs over ${HELD_KEYS} keys (one waiting each, the rest held)`);
+    console.log(
+      `  claim ms        A median ${fixed(median(deepA.claim), 3)} p99 ${fixed(percentile(deepA.claim, 0.99), 3)}  B median ${fixed(median(deepB.claim), 3)} p99 ${fixed(percentile(deepB.claim, 0.99), 3)}  B/A ${fixed(claimRatio)} (per round ${deepRounds.map((row) => fixed(row.claimB / row.claimA)).join(' ')}; target <= 1.50: ${claimRatio <= 1.5 ? 'met' : 'not met'})`,
+    );
+    console.log(
+      `  complete ms     A median ${fixed(median(deepA.complete), 3)}  B median ${fixed(median(deepB.complete), 3)} (B's gives the key's next job its turn)`,
+    );
+    console.log(
+      `load average: start ${loadStart.map((l) => fixed(l)).join(' ')}, end ${loadEnd.map((l) => fixed(l)).join(' ')}`,
+    );
+
+    const file = join(tmpdir(), 'skiplock-keys.json');
+    await writeFile(
+      file,
+      JSON.stringify(
+        {
+          postgres: version,
+          origin: server.origin,
+          sizes: { JOBS, KEYS, KEY_LIMIT, CLAIMERS, ROUNDS, SINGLE, WAITING, HELD_KEYS, DEEP },
+          loadAverage: { start: loadStart, end: loadEnd },
+          burn,
+          deep: { A: deepA, B: deepB, rounds: deepRounds },
+        },
+        null,
+        2,
+      ),
+    );
+    progress(`written ${file}`);
+  } finally {
+    for (const database of databases) await database.drop();
+    await server.stop();
+  }
+}
+
+await main();
