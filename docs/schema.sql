@@ -1973,7 +1973,8 @@ BEGIN
     UPDATE skiplock.jobs j
     SET priority = t.new_priority,
         run_at = t.new_run_at,
-        state = CASE WHEN (reschedule.run_at IS NULL AND reschedule.delay IS NULL) OR j.state = 'retrying' THEN j.state
+        state = CASE WHEN (reschedule.run_at IS NULL AND reschedule.delay IS NULL) OR j.state IN ('retrying', 'held')
+                     THEN j.state
                      WHEN t.new_run_at > now() THEN 'scheduled' ELSE 'queued' END
     FROM target t
     WHERE j.id = t.id AND t.state <> 'running' AND (t.expires_at IS NULL OR t.new_run_at < t.expires_at)

@@ -12,6 +12,7 @@ import {
   failMany,
   InvalidInputError,
   listKeys,
+  reschedule,
   retry,
   unblockKey,
   type ClaimedJob,
@@ -153,6 +154,9 @@ describe('concurrency keys', () => {
       db,
       ['a', 'b', 'c'].map((payload) => ({ queue: 'sync', payload, concurrencyKey: 'k' })),
     );
+    // Rescheduled, a held job keeps waiting for its turn.
+    expect((await reschedule(db, b!.job.id, { priority: 5, delaySeconds: 0 }))?.outcome).toBe('rescheduled');
+    expect((await states(db)).b).toBe('held');
     expect((await cancel(db, b!.job.id))?.outcome).toBe('cancelled');
     expect(await states(db)).toEqual({ a: 'queued', b: 'cancelled', c: 'held' });
     await cancel(db, a!.job.id);
@@ -247,7 +251,6 @@ describe('concurrency keys', () => {
     const sampler = pgDb(url, { max: 1 });
     let peakOver = 0;
     let samples = 0;
-    let busiest = 0;
     let draining = true;
     const sampling = (async () => {
       while (draining) {
@@ -257,10 +260,7 @@ describe('concurrency keys', () => {
           params: [],
         });
         samples += 1;
-        for (const { key, running } of rows) {
-          peakOver = Math.max(peakOver, running - limits[key]!);
-          busiest = Math.max(busiest, running);
-        }
+        for (const { key, running } of rows) peakOver = Math.max(peakOver, running - limits[key]!);
       }
     })();
     const completions = await race(url, (n) => n % 3 === 0);
@@ -284,7 +284,7 @@ describe('concurrency keys', () => {
     });
     expect(over.filter(({ key, peak }) => peak > limits[key]!)).toEqual([]);
     // Keys did run several jobs at once: the limits were reached, not merely never tested.
-    expect(busiest).toBeGreaterThanOrEqual(2);
+    expect(over.some(({ key, peak }) => limits[key]! > 1 && peak > 1)).toBe(true);
     expect((await listKeys(setup)).keys).toEqual([]);
   });
 });
