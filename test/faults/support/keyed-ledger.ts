@@ -195,20 +195,24 @@ async function startCrew(spawn: ReturnType<typeof processes>, db: Db, url: strin
       });
       return rows.map((row) => row.id);
     },
-    /** SIGKILLs a worker of this kind in the middle of an attempt (tries for up to 3 s); true if one was killed. */
+    /** SIGKILLs the worker of this kind with the most attempts under way (tries for up to 10 s); true if one was killed. */
     async kill(mode: 'drain' | 'pull'): Promise<boolean> {
-      for (const deadline = Date.now() + 3000; Date.now() < deadline; await sleep(5)) {
-        for (const victim of live.filter((child) => child.workerId.startsWith(mode))) {
-          if ((await unended(victim.workerId)) === 0) continue;
-          await victim.kill();
-          const [row] = await db.query<{ atMs: number }>({
-            text: 'SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS "atMs"',
-            params: [],
-          });
-          kills.push({ workerId: victim.workerId, atMs: row!.atMs, cutAttempts: await unended(victim.workerId) });
-          live.splice(live.indexOf(victim), 1, await start(mode));
-          return true;
-        }
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(5)) {
+        const [busiest] = await db.query<{ workerId: string }>({
+          text: `SELECT worker_id AS "workerId" FROM keyed_ledger WHERE ended_at IS NULL AND worker_id = ANY($1::text[])
+                 GROUP BY worker_id ORDER BY count(*) DESC LIMIT 1`,
+          params: [live.filter((child) => child.workerId.startsWith(mode)).map((child) => child.workerId)],
+        });
+        const victim = live.find((child) => child.workerId === busiest?.workerId);
+        if (victim === undefined) continue;
+        await victim.kill();
+        const [row] = await db.query<{ atMs: number }>({
+          text: 'SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS "atMs"',
+          params: [],
+        });
+        kills.push({ workerId: victim.workerId, atMs: row!.atMs, cutAttempts: await unended(victim.workerId) });
+        live.splice(live.indexOf(victim), 1, await start(mode));
+        return true;
       }
       return false;
     },
