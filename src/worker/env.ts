@@ -48,7 +48,7 @@ export const WORKER_BINDINGS: Readonly<Record<keyof SkiplockBindings, { declared
       "counts failed authentications per client address across a location's isolates; without it they are counted per isolate only",
   },
   LOCAL_NEON_PROXY: {
-    declared: 'a var, development only: `npm start` sets it',
-    description: '`host:port/<secret>` of the local Neon proxy that `npm start` runs; the secret is new on every start',
+    declared: 'a var, development only: `skiplock dev` (and `npm start`) sets it',
+    description: '`host:port/<secret>` of the local Neon proxy that `skiplock dev` runs; the secret is new on every start',
   },
 };

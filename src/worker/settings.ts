@@ -43,7 +43,7 @@ export const WORKER_SETTINGS = {
   adminToken: setting({
     variable: 'ADMIN_TOKEN',
     kind: text(`a random string, outside dev ${MIN_SECRET_LENGTH} characters or more`),
-    unset: 'required outside dev while the API is on (`npm start` generates one into `.data/admin-token`)',
+    unset: 'required outside dev while the API is on (`skiplock dev` generates one into its state folder)',
     secret: true,
     description:
       'the first admin API key (`Authorization: Bearer <ADMIN_TOKEN>`), which can create the others; shorter is refused at start',
@@ -100,7 +100,7 @@ export const WORKER_SETTINGS = {
     variable: 'WORKERS_PLAN',
     kind: oneOf(['free', 'paid']),
     default: 'free',
-    description: `the Workers plan, whose subrequest cap (${SUBREQUESTS_OF_PLAN.free} or ${SUBREQUESTS_OF_PLAN.paid} per invocation) a drain keeps under; \`npm start\` sets \`paid\``,
+    description: `the Workers plan, whose subrequest cap (${SUBREQUESTS_OF_PLAN.free} or ${SUBREQUESTS_OF_PLAN.paid} per invocation) a drain keeps under; \`skiplock dev\` sets \`paid\``,
   }),
   subrequestLimit: setting({
     variable: 'SUBREQUEST_LIMIT',
