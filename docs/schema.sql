@@ -1334,7 +1334,7 @@ BEGIN
 END
 $$;
 
-FUNCTION fill_key_slots(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION fill_key_slots(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
 DECLARE
   turned integer;
 BEGIN
@@ -1896,7 +1896,7 @@ BEGIN
 END
 $$;
 
-FUNCTION release_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE SET enable_nestloop=on SET enable_mergejoin=on SET enable_seqscan=on SET enable_bitmapscan=on AS $$
+FUNCTION release_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_nestloop=on SET enable_mergejoin=on SET enable_seqscan=off SET enable_bitmapscan=on AS $$
 DECLARE
   key_tenants text[];
   key_names text[];
@@ -2169,7 +2169,7 @@ BEGIN
 END
 $$;
 
-FUNCTION take_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION take_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
 DECLARE
   key_tenants text[];
   key_names text[];

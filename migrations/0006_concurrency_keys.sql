@@ -127,7 +127,11 @@ CREATE INDEX keyed_jobs_live_idx ON skiplock.keyed_jobs (job_id) WHERE slot IN (
 -- transaction fills the key again when it ends the job. Set-based: an
 -- enqueue or a completion touches many keys at once.
 CREATE FUNCTION skiplock.fill_key_slots(key_tenants text[], key_names text[]) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Planned once per connection: planning its statements afresh for each
+-- call's arrays cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
   turned integer;
 BEGIN
@@ -199,7 +203,9 @@ $$;
 -- one order), with the latest job's settings. One index probe for a
 -- statement without keyed jobs.
 CREATE FUNCTION skiplock.take_key_slots() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
   key_tenants text[];
   key_names text[];
@@ -251,13 +257,16 @@ CREATE TRIGGER jobs_inserted_take_key_slots
 -- that ends, cancelled, had none), and the keys fill them again, unless the
 -- ended job was an ordering key's head that failed for good (or expired)
 -- and the key says 'hold'. A key with nothing left is dropped; its next job
--- makes it again. Under the callers' planner settings (complete_jobs turns
--- nested loops off), so it sets its own.
+-- makes it again. It runs under its callers' planner settings
+-- (complete_jobs turns nested loops off) unless it sets its own.
 CREATE FUNCTION skiplock.release_key_slots() RETURNS trigger
 LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
 SET enable_nestloop = on
 SET enable_mergejoin = on
-SET enable_seqscan = on
+-- Off: keyed_jobs is mostly ended jobs' rows, and its live ones are found
+-- through their partial indexes, never by reading the table.
+SET enable_seqscan = off
 SET enable_bitmapscan = on
 AS $$
 DECLARE
