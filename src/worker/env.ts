@@ -49,6 +49,7 @@ export const WORKER_BINDINGS: Readonly<Record<keyof SkiplockBindings, { declared
   },
   LOCAL_NEON_PROXY: {
     declared: 'a var, development only: `skiplock dev` (and `npm start`) sets it',
-    description: '`host:port/<secret>` of the local Neon proxy that `skiplock dev` runs; the secret is new on every start',
+    description:
+      '`host:port/<secret>` of the local Neon proxy that `skiplock dev` runs; the secret is new on every start',
   },
 };
