@@ -1367,15 +1367,13 @@ BEGIN
     FROM (SELECT g.tenant, g.key, count(*)::integer AS n FROM granted g GROUP BY 1, 2) g
     WHERE c.tenant = g.tenant AND c.key = g.key
   ),
+  -- No event of its own: the job's next claim is what its history shows.
   woken AS (
     UPDATE skiplock.jobs j SET state = CASE WHEN j.run_at > now() THEN 'scheduled' ELSE 'queued' END
     FROM granted g WHERE j.id = g.job_id AND j.state = 'held'
-    RETURNING j.id, j.attempts, g.key
+    RETURNING j.id
   )
-  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-  SELECT w.id, 'resumed', w.attempts, jsonb_build_object('after', 'its key had a free slot', 'key', w.key)
-  FROM woken w;
-  GET DIAGNOSTICS turned = ROW_COUNT;
+  SELECT count(*) INTO turned FROM woken;
   IF turned > 0 AND skiplock.anyone_listening() THEN
     PERFORM pg_notify('skiplock_jobs', '');
   END IF;

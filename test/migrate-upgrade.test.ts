@@ -20,7 +20,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0003_api_keys_bound_to_a_worker.sql': '933432d29e8fa35196ffbb7b700ba0c876261a2b8ede1f0c46914ed8c4d6ed11',
   '0004_durable_steps.sql': 'b7f2ca047ea870d64d26a52a5178297456f5a0f4899990cb96f9c4287d17cdf0',
   '0005_parked_state.sql': '11d9cb28dccce2cf07bab128bb757f270d4d4c1a971bd042916e6dbfae8d0bca',
-  '0006_concurrency_keys.sql': '28a68d1fd3c895385d241f4de41d54fe8f368fb15447ed7b3edde366034dfa4a',
+  '0006_concurrency_keys.sql': '470b9d6f046ec9de273e5fa1e98dbc3c49410d90693df4d14c30d15e063b0b1c',
 };
 
 /**
