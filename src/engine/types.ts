@@ -134,6 +134,7 @@ export type JobEventKind =
   | 'callback_enqueued'
   | 'parked'
   | 'resumed'
+  | 'held'
   | 'callback_failed'
   | 'callback_cancelled'
   | 'callback_delivered';

@@ -21,6 +21,7 @@ const JOB_EVENT_KINDS = [
   'callback_delivered',
   'parked',
   'resumed',
+  'held',
 ] as const satisfies readonly JobEventKind[];
 
 export const JobEventSchema = z

@@ -30,6 +30,8 @@ describe('concurrency and ordering keys over HTTP', () => {
     const held = await enqueueKeyed(queue, { tenant, payload: 4, concurrencyKey: key, concurrencyLimit: 2 });
     expect(held.status).toBe('queued');
 
+    const history = await success(api.v1.jobs[':id'].history.$get({ param: { id: held.id } }));
+    expect(history.events.map((event) => event.kind)).toEqual(['enqueued', 'held']);
     const steps = await success(api.v1.jobs[':id'].steps.$get({ param: { id: held.id } }));
     expect(steps.waitingFor).toEqual([{ kind: 'key', key, ordered: false, blockedBy: null }]);
     const { stats } = await success(api.v1.stats.$get());
