@@ -307,7 +307,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
     const queues = await skiplock(['queues']);
     expect(queues.stdout).toMatch(
-      /^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +CAP +WEIGHT +DELIVERY +PAUSED\n/,
+      /^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +HELD +CAP +WEIGHT +DELIVERY +PAUSED\n/,
     );
     expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1 +- +-\n/);
     const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as {
@@ -323,6 +323,21 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       expect.objectContaining({ queue: 'cli-counts', tenant: 'initech', status: 'queued', count: 1 }),
     );
     expect(statsJson.health).toHaveProperty('expiredLeasesReaped');
+  });
+
+  it('concurrency-keys lists the keys in use and unblocks only a held one', async () => {
+    await enqueue('cli-keyed', { type: 'cli-idle', tenant: 'hooli', concurrencyKey: 'cli-account' });
+    await enqueue('cli-keyed', { type: 'cli-idle', tenant: 'hooli', concurrencyKey: 'cli-account' });
+    const listed = await skiplock(['concurrency-keys', 'list', '--tenant', 'hooli']);
+    expect(listed.stdout).toMatch(/^TENANT +KEY +KIND +TAKEN +HELD +BLOCKED\n/);
+    expect(listed.stdout).toMatch(/\nhooli +cli-account +concurrency +1\/1 +1 +-\n/);
+    expect((await skiplock(['queues'])).stdout).toMatch(/\ncli-keyed +0 +2 +.* +1 +- +1 +- +-\n/);
+    const unblock = await skiplock(['concurrency-keys', 'unblock', 'cli-account', '--tenant', 'hooli']);
+    expect(unblock).toMatchObject({ code: 0, stdout: 'cli-account: not held; nothing changed\n' });
+    expect((await skiplock(['concurrency-keys', 'list', '--blocked'])).stdout).toBe('no key is held by a failed job\n');
+    const missing = await skiplock(['concurrency-keys', 'unblock']);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr.trim().split('\n')).toHaveLength(1);
   });
 
   it('tenants set changes the settings given and keeps the others; tenants get shows them', async () => {
