@@ -246,7 +246,8 @@ export const dashboardScript = `"use strict";
     callback_cancelled: "Callback cancelled",
     callback_delivered: "Callback delivered",
     parked: "Parked at a step",
-    resumed: "Resumed"
+    resumed: "Resumed",
+    held: "Held for its key's turn"
   };
   var shownJobId = null;
   function jobPath(id) {

@@ -31,6 +31,7 @@ const EVENT_LABELS: Record<JobEvent['kind'], string> = {
   callback_delivered: 'Callback delivered',
   parked: 'Parked at a step',
   resumed: 'Resumed',
+  held: "Held for its key's turn",
 };
 let shownJobId: string | null = null;
 
