@@ -2,11 +2,11 @@
 import { definePeriodicJob } from 'skiplock/worker';
 import { totalInvoice } from '../src/jobs';
 
+// @ts-expect-error -- lines must be an array of { cents }: a wrong payload must fail to compile.
 export const wrongPayload = definePeriodicJob({
   name: 'wrong-payload',
   cron: '0 3 * * *',
   job: totalInvoice,
-  // @ts-expect-error -- lines must be an array of { cents }: a wrong payload must fail to compile.
   payload: { invoiceId: 'nightly', lines: 'none' },
 });
 
