@@ -8,6 +8,8 @@
 #                        and a Ctrl-C (SIGINT to its process group) stops every process it started
 #   a vitest file        its test setup starts the embedded Postgres from the same folder
 set -euo pipefail
+# shellcheck source=scripts/process-tree.sh
+source "$(dirname "${BASH_SOURCE[0]}")/process-tree.sh"
 cd "$(dirname "$0")/.."
 source_repo=$PWD
 export WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false
@@ -26,27 +28,13 @@ fail() {
 }
 
 cleanup() {
-  if [ -n "$leader" ] && kill -0 "$leader" 2>/dev/null; then
-    kill -TERM -- "-$leader" 2>/dev/null || true
-    sleep 5
-    kill -KILL -- "-$leader" 2>/dev/null || true
-  fi
+  stop_group "$leader"
   # The data folder npm start moved out of the closed folder belongs to this clone only.
   case $data_dir in /*/skiplock-data-*/postgres) rm -rf "$(dirname "$data_dir")" ;; esac
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# Every process below $1, found through parent ids.
-descendants() {
-  ps -eo pid=,ppid= | awk -v root="$1" '
-    { parent[$1] = $2 }
-    END {
-      found[root] = 1
-      do { grew = 0; for (p in parent) if (!(p in found) && (parent[p] in found)) { found[p] = 1; grew = 1 } } while (grew)
-      for (p in found) if (p != root) print p
-    }'
-}
 
 echo "== fresh clone in $work ($(stat -c %a "$work"), as $(id -un))"
 git clone --quiet "$source_repo" "$checkout"

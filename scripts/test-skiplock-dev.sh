@@ -13,6 +13,8 @@
 #                   --print-config's .dev.vars and Hyperdrive lines pasted in, skiplock migrate,
 #                   wrangler dev --test-scheduled, a curl enqueue run by a curl /__scheduled tick
 set -euo pipefail
+# shellcheck source=scripts/process-tree.sh
+source "$(dirname "${BASH_SOURCE[0]}")/process-tree.sh"
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false
 unset DATABASE_URL PORT POSTGRES_PORT PROXY_PORT ADMIN_TOKEN DRAIN_EVERY_SECONDS FAST_PATH
@@ -37,28 +39,12 @@ sql() { (cd "$project" && node -e "
   c.connect().then(() => c.query(process.argv[2])).then(() => c.end(), (e) => { console.error(e.message); process.exit(1); });
 " "$admin_url" "$1"); }
 cleanup() {
-  for leader in "${leaders[@]}"; do
-    if kill -0 "$leader" 2>/dev/null; then
-      kill -TERM -- "-$leader" 2>/dev/null || true
-      sleep 5
-      kill -KILL -- "-$leader" 2>/dev/null || true
-    fi
-  done
+  for leader in "${leaders[@]}"; do stop_group "$leader"; done
   [ -d "$project/node_modules" ] && sql "DROP DATABASE IF EXISTS $manual_db WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# Every process below $1, found through parent ids.
-descendants() {
-  ps -eo pid=,ppid= | awk -v root="$1" '
-    { parent[$1] = $2 }
-    END {
-      found[root] = 1
-      do { grew = 0; for (p in parent) if (!(p in found) && (parent[p] in found)) { found[p] = 1; grew = 1 } } while (grew)
-      for (p in found) if (p != root) print p
-    }'
-}
 free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })"; }
 json_field() { node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
 
