@@ -7,10 +7,15 @@ import { httpDatabase } from './support/databases';
 /** A database on the test server that no one migrated. */
 const UNMIGRATED = `skiplock_unmigrated_${crypto.randomUUID().replaceAll('-', '')}`;
 
-/** The Worker's variables with a Hyperdrive binding to that database, as a deploy that skipped `skiplock migrate` has. */
+/**
+ * The Worker's variables with a Hyperdrive binding to that database, as a deploy that skipped `skiplock migrate` has.
+ * The binding points at Postgres itself, not through Miniflare's Hyperdrive proxy: that proxy has no 'error'
+ * listener on workerd's sockets (cloudflare/workers-sdk#15768), and a socket workerd resets when the request
+ * ends crashes the test run's process there.
+ */
 function overUnmigratedHyperdrive() {
-  const { DATABASE_URL: _neon, ...rest } = env;
-  const url = new URL(env.TEST_HYPERDRIVE.connectionString);
+  const { DATABASE_URL, ...rest } = env;
+  const url = new URL(DATABASE_URL);
   url.pathname = `/${UNMIGRATED}`;
   return { ...rest, HYPERDRIVE: { connectionString: url.href } };
 }
