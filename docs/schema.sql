@@ -24,12 +24,17 @@ TABLE concurrency_keys (
   tenant text NOT NULL,
   key text NOT NULL,
   ordered boolean NOT NULL,
-  slots integer NOT NULL,
+  slots integer,
   on_failure text NOT NULL,
   taken integer NOT NULL DEFAULT 0,
   blocked_by uuid,
   blocked_at timestamp with time zone,
-  created_at timestamp with time zone NOT NULL DEFAULT now()
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  rate_limit integer,
+  rate_seconds integer,
+  rate_mode text,
+  starts timestamp with time zone[] NOT NULL DEFAULT '{}'::timestamp with time zone[],
+  refill_at timestamp with time zone
 );
 
 TABLE daily_attempt_stats (
@@ -171,9 +176,12 @@ TABLE keyed_jobs (
   tenant text NOT NULL,
   key text NOT NULL,
   ordered boolean NOT NULL,
-  slots integer NOT NULL,
+  slots integer,
   on_failure text NOT NULL,
-  slot text
+  slot text,
+  rate_limit integer,
+  rate_seconds integer,
+  rate_mode text
 );
 
 TABLE migrations (
@@ -244,6 +252,10 @@ attempt_stats_rollup attempt_stats_rollup_pkey: PRIMARY KEY (only_row);
 concurrency_keys concurrency_keys_on_failure_known: CHECK ((on_failure = ANY (ARRAY['hold'::text, 'continue'::text])));
 concurrency_keys concurrency_keys_ordered_one_slot: CHECK (((NOT ordered) OR (slots = 1)));
 concurrency_keys concurrency_keys_pkey: PRIMARY KEY (tenant, key);
+concurrency_keys concurrency_keys_rate_mode_known: CHECK ((rate_mode = ANY (ARRAY['throttle'::text, 'drop'::text])));
+concurrency_keys concurrency_keys_rate_range: CHECK ((((rate_limit >= 1) AND (rate_limit <= 10000)) AND ((rate_seconds >= 1) AND (rate_seconds <= 86400))));
+concurrency_keys concurrency_keys_rate_whole: CHECK ((((rate_limit IS NULL) = (rate_seconds IS NULL)) AND ((rate_limit IS NULL) = (rate_mode IS NULL))));
+concurrency_keys concurrency_keys_slots_or_rate: CHECK (((slots IS NULL) <> (rate_limit IS NULL)));
 concurrency_keys concurrency_keys_slots_range: CHECK (((slots >= 1) AND (slots <= 1000)));
 concurrency_keys concurrency_keys_taken_positive: CHECK ((taken >= 0));
 daily_attempt_stats daily_attempt_stats_pkey: PRIMARY KEY (day, queue, tenant);
@@ -267,7 +279,11 @@ keyed_jobs keyed_jobs_key_length: CHECK (((length(key) >= 1) AND (length(key) <=
 keyed_jobs keyed_jobs_on_failure_known: CHECK ((on_failure = ANY (ARRAY['hold'::text, 'continue'::text])));
 keyed_jobs keyed_jobs_ordered_one_slot: CHECK (((NOT ordered) OR (slots = 1)));
 keyed_jobs keyed_jobs_pkey: PRIMARY KEY (job_id);
-keyed_jobs keyed_jobs_slot_known: CHECK ((slot = ANY (ARRAY['taken'::text, 'waiting'::text, 'released'::text])));
+keyed_jobs keyed_jobs_rate_mode_known: CHECK ((rate_mode = ANY (ARRAY['throttle'::text, 'drop'::text])));
+keyed_jobs keyed_jobs_rate_range: CHECK ((((rate_limit >= 1) AND (rate_limit <= 10000)) AND ((rate_seconds >= 1) AND (rate_seconds <= 86400))));
+keyed_jobs keyed_jobs_rate_whole: CHECK ((((rate_limit IS NULL) = (rate_seconds IS NULL)) AND ((rate_limit IS NULL) = (rate_mode IS NULL))));
+keyed_jobs keyed_jobs_slot_known: CHECK ((slot = ANY (ARRAY['taken'::text, 'started'::text, 'waiting'::text, 'released'::text])));
+keyed_jobs keyed_jobs_slots_or_rate: CHECK (((slots IS NULL) <> (rate_limit IS NULL)));
 keyed_jobs keyed_jobs_slots_range: CHECK (((slots >= 1) AND (slots <= 1000)));
 migrations migrations_pkey: PRIMARY KEY (name);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
@@ -296,6 +312,8 @@ CREATE UNIQUE INDEX api_keys_pkey ON skiplock.api_keys USING btree (id);
 CREATE UNIQUE INDEX api_keys_secret_sha256_key ON skiplock.api_keys USING btree (secret_sha256);
 CREATE UNIQUE INDEX attempt_stats_rollup_pkey ON skiplock.attempt_stats_rollup USING btree (only_row);
 CREATE INDEX concurrency_keys_blocked_idx ON skiplock.concurrency_keys USING btree (blocked_at) WHERE (blocked_by IS NOT NULL);
+CREATE INDEX concurrency_keys_rate_idx ON skiplock.concurrency_keys USING btree (tenant, key) WHERE (rate_limit IS NOT NULL);
+CREATE INDEX concurrency_keys_refill_idx ON skiplock.concurrency_keys USING btree (refill_at) WHERE (refill_at IS NOT NULL);
 CREATE UNIQUE INDEX concurrency_keys_pkey ON skiplock.concurrency_keys USING btree (tenant, key);
 CREATE UNIQUE INDEX daily_attempt_stats_pkey ON skiplock.daily_attempt_stats USING btree (day, queue, tenant);
 CREATE INDEX dedup_keys_expiring_idx ON skiplock.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
@@ -317,7 +335,8 @@ CREATE INDEX jobs_parked_idx ON skiplock.jobs USING btree (run_at) WHERE (state 
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
 CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- (priority)::smallint)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
 CREATE UNIQUE INDEX jobs_pkey ON skiplock.jobs USING btree (id);
-CREATE INDEX keyed_jobs_live_idx ON skiplock.keyed_jobs USING btree (job_id) WHERE (slot = ANY (ARRAY['taken'::text, 'waiting'::text]));
+CREATE INDEX keyed_jobs_live_idx ON skiplock.keyed_jobs USING btree (job_id) WHERE (slot = ANY (ARRAY['taken'::text, 'started'::text, 'waiting'::text]));
+CREATE INDEX keyed_jobs_started_idx ON skiplock.keyed_jobs USING btree (tenant, key) WHERE (slot = 'started'::text);
 CREATE INDEX keyed_jobs_turn_idx ON skiplock.keyed_jobs USING btree (tenant, key, job_id) WHERE ((slot IS NULL) OR (slot = 'waiting'::text));
 CREATE INDEX keyed_jobs_unsettled_idx ON skiplock.keyed_jobs USING btree (tenant, key) WHERE (slot IS NULL);
 CREATE UNIQUE INDEX keyed_jobs_pkey ON skiplock.keyed_jobs USING btree (job_id);
@@ -518,6 +537,80 @@ TYPE job_shape AS (
 
 -- Functions
 
+FUNCTION admit_rate_limited(locked_rows tid[], OUT admitted tid[], OUT claimed_at timestamp with time zone) RETURNS record LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off AS $$
+DECLARE
+  key_tenants text[];
+  key_names text[];
+BEGIN
+  SELECT array_agg(k.tenant ORDER BY k.tenant, k.key), array_agg(k.key ORDER BY k.tenant, k.key)
+  INTO key_tenants, key_names
+  FROM (SELECT DISTINCT kj.tenant, kj.key
+        FROM unnest(locked_rows) AS r(address)
+        JOIN skiplock.jobs j ON j.ctid = r.address
+        JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
+        WHERE kj.rate_limit IS NOT NULL) k;
+  IF key_tenants IS NULL THEN
+    admitted := locked_rows;
+    claimed_at := clock_timestamp();
+    RETURN;
+  END IF;
+  PERFORM 1 FROM skiplock.concurrency_keys c
+  JOIN unnest(key_tenants, key_names) AS u(tenant, key) ON c.tenant = u.tenant AND c.key = u.key
+  ORDER BY c.tenant, c.key
+  FOR UPDATE OF c;
+  claimed_at := clock_timestamp();
+
+  WITH judged AS MATERIALIZED (
+    SELECT r.address, j.id, kj.tenant, kj.key, kj.slot, c.rate_limit, c.rate_seconds,
+           row_number() OVER (PARTITION BY kj.tenant, kj.key ORDER BY r.position)
+             <= c.rate_limit - skiplock.window_starts(c.starts, c.rate_seconds, claimed_at) AS admit
+    FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
+    JOIN skiplock.jobs j ON j.ctid = r.address
+    JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
+    JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
+    WHERE kj.rate_limit IS NOT NULL
+  ),
+  counted AS (
+    UPDATE skiplock.concurrency_keys c
+    SET starts = coalesce((SELECT array_agg(s ORDER BY s) FROM unnest(c.starts) s
+                           WHERE s > claimed_at - make_interval(secs => c.rate_seconds)), '{}')
+                 || array_fill(claimed_at, ARRAY[n.admitted]),
+        taken = c.taken - n.had_turns,
+        -- Held jobs, the ones just held among them, wait for the window's next room.
+        refill_at = CASE WHEN n.held > 0 OR EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
+                                                   WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting')
+                         THEN least(c.refill_at, skiplock.window_opens_at(
+                                c.starts || array_fill(claimed_at, ARRAY[n.admitted]), c.rate_seconds, claimed_at))
+                         ELSE c.refill_at END
+    FROM (SELECT d.tenant, d.key, count(*) FILTER (WHERE d.admit)::integer AS admitted,
+                 count(*) FILTER (WHERE NOT d.admit)::integer AS held,
+                 count(*) FILTER (WHERE d.slot = 'taken')::integer AS had_turns
+          FROM judged d GROUP BY d.tenant, d.key) n
+    WHERE c.tenant = n.tenant AND c.key = n.key
+  ),
+  started AS (
+    UPDATE skiplock.keyed_jobs kj SET slot = CASE WHEN d.admit THEN 'started' ELSE 'waiting' END
+    FROM judged d WHERE kj.job_id = d.id AND (NOT d.admit OR d.slot <> 'started')
+  ),
+  held AS (
+    UPDATE skiplock.jobs j SET state = 'held'
+    FROM judged d WHERE j.ctid = d.address AND NOT d.admit
+    RETURNING j.id, j.attempts, d.key, d.rate_limit, d.rate_seconds
+  ),
+  events AS (
+    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+    SELECT h.id, 'held', h.attempts,
+           jsonb_build_object('key', h.key, 'blockedBy', NULL,
+                              'reason', format('its key is at its rate limit (%s starts in %s s)', h.rate_limit,
+                                               h.rate_seconds))
+    FROM held h
+  )
+  SELECT array_agg(r.address ORDER BY r.position) INTO admitted
+  FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
+  WHERE r.address NOT IN (SELECT d.address FROM judged d WHERE NOT d.admit);
+END
+$$;
+
 FUNCTION anyone_listening() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   -- 't' or 'f', a space, and when it was seen (epoch seconds).
@@ -617,6 +710,8 @@ BEGIN
   -- Parked jobs whose time has come wait again first, so this claim can
   -- take them.
   PERFORM skiplock.wake_parked_jobs();
+  -- Rate keys whose window has room again give their held jobs turns.
+  PERFORM skiplock.refill_rate_keys();
 
   -- The first waiting job: one probe of the waiting index. From the
   -- session's hint when it has one: the counter, read after the probe's
@@ -923,7 +1018,16 @@ BEGIN
   -- Start the locked jobs, by the row's address: each is locked, so it stays
   -- where the lock found it, and no index is searched again. Each comes back
   -- with its place in the claim's order.
-  claimed_at := clock_timestamp();
+  -- Jobs of rate keys start only while their key's window has room: one
+  -- probe when no rate key is in use.
+  IF EXISTS (SELECT 1 FROM skiplock.concurrency_keys c WHERE c.rate_limit IS NOT NULL) THEN
+    SELECT a.admitted, a.claimed_at INTO locked_rows, claimed_at FROM skiplock.admit_rate_limited(locked_rows) a;
+    IF locked_rows IS NULL THEN
+      RETURN;
+    END IF;
+  ELSE
+    claimed_at := clock_timestamp();
+  END IF;
   claimed_at_json := to_json(claimed_at);
   RETURN QUERY
   UPDATE skiplock.jobs j
@@ -998,6 +1102,28 @@ BEGIN
 END
 $$;
 
+FUNCTION drop_idle_keys(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
+BEGIN
+  WITH idle AS MATERIALIZED (
+    SELECT c.tenant, c.key, skiplock.window_starts(c.starts, c.rate_seconds, now()) > 0 AS recent_starts
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
+    WHERE c.taken = 0 AND c.blocked_by IS NULL
+      AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
+                      WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting')
+      AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
+                      WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'started')
+  ),
+  dropped AS (
+    DELETE FROM skiplock.concurrency_keys c USING idle i
+    WHERE c.tenant = i.tenant AND c.key = i.key AND NOT coalesce(i.recent_starts, false)
+  )
+  UPDATE skiplock.concurrency_keys c SET refill_at = c.starts[cardinality(c.starts)] + make_interval(secs => c.rate_seconds)
+  FROM idle i
+  WHERE c.tenant = i.tenant AND c.key = i.key AND i.recent_starts AND c.refill_at IS NULL;
+END
+$$;
+
 FUNCTION ended_attempts(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(ended_at timestamp with time zone, queue text, tenant text, succeeded boolean, wait_ms bigint, run_ms bigint) LANGUAGE sql STABLE AS $$
   SELECT f.finished_at, f.queue, f.tenant, true,
          greatest(0, skiplock.ms_between(f.run_at, f.started_at)),
@@ -1011,7 +1137,7 @@ FUNCTION ended_attempts(since timestamp with time zone, until timestamp with tim
   WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
 $$;
 
-FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, concurrency_limit integer DEFAULT NULL::integer, ordering_key text DEFAULT NULL::text, ordering_on_failure text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, concurrency_limit integer DEFAULT NULL::integer, ordering_key text DEFAULT NULL::text, ordering_on_failure text DEFAULT NULL::text, rate_key text DEFAULT NULL::text, rate_limit integer DEFAULT NULL::integer, rate_period_seconds integer DEFAULT NULL::integer, rate_on_excess text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
   new_id uuid;
@@ -1045,8 +1171,9 @@ BEGIN
   ELSIF NOT (failure_callback_url ~* '^https?://[^\s/?#]' AND length(failure_callback_url) <= 2048) THEN
     PERFORM skiplock.refuse('failure_callback_url',
       format('an http or https URL of at most 2048 characters, not %s', left(failure_callback_url, 100)));
-  ELSIF concurrency_key IS NOT NULL AND ordering_key IS NOT NULL THEN
-    PERFORM skiplock.refuse('ordering_key', 'give concurrency_key or ordering_key, not both');
+  ELSIF (concurrency_key IS NOT NULL)::integer + (ordering_key IS NOT NULL)::integer + (rate_key IS NOT NULL)::integer > 1 THEN
+    PERFORM skiplock.refuse(CASE WHEN rate_key IS NOT NULL THEN 'rate_key' ELSE 'ordering_key' END,
+                            'give one of concurrency_key, ordering_key and rate_key');
   ELSIF length(concurrency_key) NOT BETWEEN 1 AND 256 THEN
     PERFORM skiplock.refuse('concurrency_key', 'a key of 1 to 256 characters, or null');
   ELSIF length(ordering_key) NOT BETWEEN 1 AND 256 THEN
@@ -1055,6 +1182,17 @@ BEGIN
     PERFORM skiplock.refuse('concurrency_limit', format('from 1 to 1000, with a concurrency_key, not %s', concurrency_limit));
   ELSIF ordering_on_failure NOT IN ('hold', 'continue') OR (ordering_on_failure IS NOT NULL AND ordering_key IS NULL) THEN
     PERFORM skiplock.refuse('ordering_on_failure', format('hold or continue, with an ordering_key, not %s', ordering_on_failure));
+  ELSIF length(rate_key) NOT BETWEEN 1 AND 256 THEN
+    PERFORM skiplock.refuse('rate_key', 'a key of 1 to 256 characters, or null');
+  ELSIF rate_key IS NOT NULL AND (rate_limit IS NULL OR rate_period_seconds IS NULL) THEN
+    PERFORM skiplock.refuse('rate_limit', 'a rate_key needs rate_limit and rate_period_seconds');
+  ELSIF rate_limit NOT BETWEEN 1 AND 10000 OR (rate_limit IS NOT NULL AND rate_key IS NULL) THEN
+    PERFORM skiplock.refuse('rate_limit', format('from 1 to 10000, with a rate_key, not %s', rate_limit));
+  ELSIF rate_period_seconds NOT BETWEEN 1 AND 86400 OR (rate_period_seconds IS NOT NULL AND rate_key IS NULL) THEN
+    PERFORM skiplock.refuse('rate_period_seconds',
+      format('from 1 to 86400 seconds, with a rate_key, not %s', rate_period_seconds));
+  ELSIF rate_on_excess NOT IN ('throttle', 'drop') OR (rate_on_excess IS NOT NULL AND rate_key IS NULL) THEN
+    PERFORM skiplock.refuse('rate_on_excess', format('throttle or drop, with a rate_key, not %s', rate_on_excess));
   END IF;
   start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
   LOOP
@@ -1072,11 +1210,13 @@ BEGIN
       -- jobs_inserted makes the tenant row, takes the dedup key and wakes
       -- workers; jobs_inserted_take_key_slots gives the job its turn or holds it.
       new_id := skiplock.uuid_v7(clock_timestamp());
-      IF coalesce(concurrency_key, ordering_key) IS NOT NULL THEN
-        INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure)
-        VALUES (new_id, tenant, coalesce(ordering_key, concurrency_key), ordering_key IS NOT NULL,
-                CASE WHEN ordering_key IS NOT NULL THEN 1 ELSE coalesce(concurrency_limit, 1) END,
-                coalesce(ordering_on_failure, CASE WHEN ordering_key IS NOT NULL THEN 'hold' ELSE 'continue' END));
+      IF coalesce(concurrency_key, ordering_key, rate_key) IS NOT NULL THEN
+        INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure, rate_limit, rate_seconds, rate_mode)
+        VALUES (new_id, tenant, coalesce(ordering_key, concurrency_key, rate_key), ordering_key IS NOT NULL,
+                CASE WHEN ordering_key IS NOT NULL THEN 1 WHEN rate_key IS NOT NULL THEN NULL
+                     ELSE coalesce(concurrency_limit, 1) END,
+                coalesce(ordering_on_failure, CASE WHEN ordering_key IS NOT NULL THEN 'hold' ELSE 'continue' END),
+                rate_limit, rate_period_seconds, CASE WHEN rate_key IS NOT NULL THEN coalesce(rate_on_excess, 'throttle') END);
       END IF;
       INSERT INTO skiplock.jobs AS j
         (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
@@ -1087,8 +1227,9 @@ BEGIN
               coalesce(lease_seconds, 60), coalesce(backoff_base_seconds, 1), coalesce(backoff_max_seconds, 3600),
               expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url)
       RETURNING j.id INTO new_id;
-      -- Read after the insert trigger has settled the job's turn.
-      SELECT skiplock.job_json(j) INTO enqueued FROM skiplock.jobs j WHERE j.id = new_id;
+      -- Read after the insert trigger has settled the job's turn (a dropped
+      -- job is in the history already).
+      SELECT skiplock.job_json(a) INTO enqueued FROM skiplock.all_jobs a WHERE a.id = new_id;
       RETURN enqueued;
     EXCEPTION WHEN unique_violation THEN
       -- A concurrent enqueue took the key first: return its job. Once: under
@@ -1106,8 +1247,8 @@ FUNCTION enqueue_flow(jobs jsonb, dependencies jsonb) RETURNS SETOF json LANGUAG
 DECLARE
   ids uuid[];
 BEGIN
-  IF jobs @? '$[*] ? (@.concurrencyKey != null || @.orderingKey != null)' THEN
-    PERFORM skiplock.refuse('jobs', 'a job of a flow cannot name a concurrency key or an ordering key');
+  IF jobs @? '$[*] ? (@.concurrencyKey != null || @.orderingKey != null || @.rateKey != null)' THEN
+    PERFORM skiplock.refuse('jobs', 'a job of a flow cannot name a concurrency key, an ordering key or a rate key');
   END IF;
   WITH input AS (
     SELECT i.job, i.ordinal FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
@@ -1163,7 +1304,7 @@ $$;
 FUNCTION enqueue_jobs(jobs jsonb) RETURNS TABLE(id uuid, queue text, type text, tenant text, status text, priority integer, payload jsonb, "maxAttempts" integer, "leaseSeconds" integer, "runAt" json, "expiresAt" json, "dedupKey" text, "createdAt" json, "callbackUrl" text, "failureCallbackUrl" text, deduplicated boolean, "heldBy" uuid, "heldJob" json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
 BEGIN
-  IF NOT jobs @? '$[*] ? (@.dedupKey != null || @.concurrencyKey != null || @.orderingKey != null)' THEN
+  IF NOT jobs @? '$[*] ? (@.dedupKey != null || @.concurrencyKey != null || @.orderingKey != null || @.rateKey != null)' THEN
     -- Ids ascend in input order, so they put the results back in it.
     RETURN QUERY
     WITH written AS (
@@ -1208,13 +1349,17 @@ BEGIN
   ),
   -- Settled by jobs_inserted_take_key_slots at the end of this statement.
   keyed AS (
-    INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure)
-    SELECT i.id, i.tenant, coalesce(e.job->>'orderingKey', e.job->>'concurrencyKey'), e.job ? 'orderingKey',
-           CASE WHEN e.job ? 'orderingKey' THEN 1 ELSE coalesce((e.job->>'concurrencyLimit')::integer, 1) END,
-           coalesce(e.job->>'orderingOnFailure', CASE WHEN e.job ? 'orderingKey' THEN 'hold' ELSE 'continue' END)
+    INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure, rate_limit, rate_seconds, rate_mode)
+    SELECT i.id, i.tenant, coalesce(e.job->>'orderingKey', e.job->>'concurrencyKey', e.job->>'rateKey'),
+           e.job ? 'orderingKey',
+           CASE WHEN e.job ? 'orderingKey' THEN 1 WHEN e.job ? 'rateKey' THEN NULL
+                ELSE coalesce((e.job->>'concurrencyLimit')::integer, 1) END,
+           coalesce(e.job->>'orderingOnFailure', CASE WHEN e.job ? 'orderingKey' THEN 'hold' ELSE 'continue' END),
+           (e.job->>'rateLimit')::integer, (e.job->>'ratePeriodSeconds')::integer,
+           CASE WHEN e.job ? 'rateKey' THEN coalesce(e.job->>'rateOnExcess', 'throttle') END
     FROM input i
     JOIN jsonb_array_elements(jobs) WITH ORDINALITY AS e(job, ordinal) ON e.ordinal = i.ordinal
-    WHERE coalesce(e.job->>'orderingKey', e.job->>'concurrencyKey') IS NOT NULL
+    WHERE coalesce(e.job->>'orderingKey', e.job->>'concurrencyKey', e.job->>'rateKey') IS NOT NULL
       AND i.id IN (SELECT (w.job).id FROM written w)
   )
   -- Each input finds its new row by the id it was given, or else (deduplicated)
@@ -1339,16 +1484,19 @@ DECLARE
   turned integer;
 BEGIN
   WITH keys AS MATERIALIZED (
-    SELECT c.tenant, c.key, c.ordered, c.slots - c.taken AS free
+    SELECT c.tenant, c.key, c.ordered,
+           CASE WHEN c.rate_limit IS NULL THEN c.slots - c.taken
+                ELSE c.rate_limit - c.taken - skiplock.window_starts(c.starts, c.rate_seconds, now()) END AS free
     FROM unnest(key_tenants, key_names) AS u(tenant, key)
     JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
-    WHERE c.blocked_by IS NULL AND c.taken < c.slots
+    WHERE c.blocked_by IS NULL
   ),
   turn AS MATERIALIZED (
     SELECT k.tenant, k.key, k.ordered, t.job_id FROM keys k CROSS JOIN LATERAL (
       SELECT kj.job_id FROM skiplock.keyed_jobs kj
       WHERE kj.tenant = k.tenant AND kj.key = k.key AND (kj.slot IS NULL OR kj.slot = 'waiting')
       ORDER BY kj.job_id LIMIT k.free) t
+    WHERE k.free > 0
   ),
   locked AS MATERIALIZED (
     SELECT j.id FROM skiplock.jobs j WHERE j.id IN (SELECT t.job_id FROM turn t) FOR UPDATE OF j SKIP LOCKED
@@ -1378,6 +1526,27 @@ BEGIN
     PERFORM pg_notify('skiplock_jobs', '');
   END IF;
 
+  -- The just-inserted jobs of a 'drop' key without a turn end cancelled,
+  -- saying why, as a cancel would end them.
+  WITH dropped AS (
+    UPDATE skiplock.keyed_jobs kj SET slot = 'released'
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
+    WHERE kj.tenant = u.tenant AND kj.key = u.key AND kj.slot IS NULL AND c.rate_mode = 'drop'
+    RETURNING kj.job_id, format('its key %s was at its rate limit (%s starts in %s s)', c.key, c.rate_limit,
+                                c.rate_seconds) AS reason
+  ),
+  ended AS (
+    DELETE FROM skiplock.jobs j USING dropped d WHERE j.id = d.job_id
+    RETURNING skiplock.as_finished(j, 'cancelled', NULL,
+                jsonb_build_object('name', 'RateLimitedError', 'message', d.reason)) AS finished, d.reason
+  ),
+  finished AS (
+    INSERT INTO skiplock.finished_jobs SELECT (e.finished).* FROM ended e
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT (e.finished).id, 'cancelled', 0, jsonb_build_object('reason', e.reason) FROM ended e;
+
   -- The just-inserted jobs without a turn wait for one, held.
   WITH held AS (
     UPDATE skiplock.keyed_jobs kj SET slot = 'waiting'
@@ -1394,8 +1563,19 @@ BEGIN
          jsonb_build_object('key', m.key, 'blockedBy', c.blocked_by,
                             'reason', CASE WHEN c.blocked_by IS NOT NULL THEN 'its key is held by a failed job'
                                            WHEN c.ordered THEN 'behind its key''s earlier jobs'
+                                           WHEN c.rate_limit IS NOT NULL
+                                             THEN format('its key is at its rate limit (%s starts in %s s)',
+                                                         c.rate_limit, c.rate_seconds)
                                            ELSE 'its key has no free slot' END)
   FROM moved m JOIN skiplock.concurrency_keys c ON c.tenant = m.tenant AND c.key = m.key;
+
+  -- A rate key with jobs held comes due when its window next has room.
+  UPDATE skiplock.concurrency_keys c
+  SET refill_at = skiplock.window_opens_at(c.starts, c.rate_seconds, now())
+  FROM unnest(key_tenants, key_names) AS u(tenant, key)
+  WHERE c.tenant = u.tenant AND c.key = u.key AND c.rate_limit IS NOT NULL AND c.blocked_by IS NULL
+    AND EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting')
+    AND c.refill_at IS DISTINCT FROM skiplock.window_opens_at(c.starts, c.rate_seconds, now());
 END
 $$;
 
@@ -1475,7 +1655,7 @@ BEGIN
     ('running', 'scheduled'), ('running', 'queued'), ('running', 'retrying'),
     ('scheduled', 'queued'), ('queued', 'scheduled'), ('retrying', 'queued'), ('retrying', 'scheduled'),
     ('running', 'parked'), ('scheduled', 'parked'), ('parked', 'scheduled'), ('parked', 'queued'),
-    ('queued', 'held'), ('scheduled', 'held'), ('held', 'queued'), ('held', 'scheduled'));
+    ('queued', 'held'), ('scheduled', 'held'), ('retrying', 'held'), ('held', 'queued'), ('held', 'scheduled'));
 END
 $$;
 
@@ -1849,6 +2029,35 @@ BEGIN
 END
 $$;
 
+FUNCTION refill_rate_keys(max_keys integer DEFAULT 1000) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
+DECLARE
+  key_tenants text[];
+  key_names text[];
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM skiplock.concurrency_keys c WHERE c.refill_at <= now()) THEN
+    RETURN;
+  END IF;
+  WITH due AS MATERIALIZED (
+    SELECT c.tenant, c.key FROM skiplock.concurrency_keys c
+    WHERE c.refill_at <= now()
+    ORDER BY c.refill_at LIMIT max_keys
+    FOR UPDATE SKIP LOCKED
+  ),
+  cleared AS (
+    UPDATE skiplock.concurrency_keys c SET refill_at = NULL
+    FROM due d WHERE c.tenant = d.tenant AND c.key = d.key
+    RETURNING c.tenant, c.key
+  )
+  SELECT array_agg(r.tenant ORDER BY r.tenant, r.key), array_agg(r.key ORDER BY r.tenant, r.key)
+  INTO key_tenants, key_names FROM cleared r;
+  IF key_tenants IS NULL THEN
+    RETURN;
+  END IF;
+  PERFORM skiplock.fill_key_slots(key_tenants, key_names);
+  PERFORM skiplock.drop_idle_keys(key_tenants, key_names);
+END
+$$;
+
 FUNCTION refresh_statistics() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   stale boolean;
@@ -1902,14 +2111,14 @@ DECLARE
   failed_heads uuid[];
   ended uuid[];
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IN ('taken', 'waiting')) THEN
+  IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IN ('taken', 'started', 'waiting')) THEN
     RETURN NULL;
   END IF;
   -- A job's slot cannot change under this: giving it a turn locks its row,
   -- which the statement that ended it holds.
   SELECT array_agg(f.id) INTO ended
   FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
-  WHERE kj.slot IN ('taken', 'waiting');
+  WHERE kj.slot IN ('taken', 'started', 'waiting');
   SELECT array_agg(e.tenant ORDER BY e.tenant, e.key), array_agg(e.key ORDER BY e.tenant, e.key),
          array_agg(e.freed ORDER BY e.tenant, e.key), array_agg(e.failed_head ORDER BY e.tenant, e.key)
   INTO key_tenants, key_names, freed, failed_heads
@@ -1918,7 +2127,7 @@ BEGIN
            (array_agg(kj.job_id ORDER BY kj.job_id)
               FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1] AS failed_head
     FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
-    WHERE kj.slot IN ('taken', 'waiting')
+    WHERE kj.slot IN ('taken', 'started', 'waiting')
     GROUP BY kj.tenant, kj.key
   ) e;
   IF key_tenants IS NULL THEN
@@ -1938,11 +2147,7 @@ BEGIN
   WHERE c.tenant = u.tenant AND c.key = u.key;
   UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (ended);
   PERFORM skiplock.fill_key_slots(key_tenants, key_names);
-  DELETE FROM skiplock.concurrency_keys c
-  USING unnest(key_tenants, key_names) AS u(tenant, key)
-  WHERE c.tenant = u.tenant AND c.key = u.key AND c.taken = 0 AND c.blocked_by IS NULL
-    AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
-                    WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting');
+  PERFORM skiplock.drop_idle_keys(key_tenants, key_names);
   RETURN NULL;
 END
 $$;
@@ -2177,27 +2382,36 @@ BEGIN
     RETURN NULL;
   END IF;
   WITH latest AS (
-    SELECT DISTINCT ON (kj.tenant, kj.key) kj.tenant, kj.key, kj.ordered, kj.slots, kj.on_failure
+    SELECT DISTINCT ON (kj.tenant, kj.key) kj.tenant, kj.key, kj.ordered, kj.slots, kj.on_failure,
+           kj.rate_limit, kj.rate_seconds, kj.rate_mode
     FROM skiplock.keyed_jobs kj WHERE kj.slot IS NULL
     ORDER BY kj.tenant, kj.key, kj.job_id DESC
   ),
   made AS (
-    INSERT INTO skiplock.concurrency_keys AS c (tenant, key, ordered, slots, on_failure)
-    SELECT l.tenant, l.key, l.ordered, l.slots, l.on_failure FROM latest l ORDER BY l.tenant, l.key
-    ON CONFLICT (tenant, key) DO UPDATE SET slots = EXCLUDED.slots, on_failure = EXCLUDED.on_failure
+    INSERT INTO skiplock.concurrency_keys AS c
+      (tenant, key, ordered, slots, on_failure, rate_limit, rate_seconds, rate_mode)
+    SELECT l.tenant, l.key, l.ordered, l.slots, l.on_failure, l.rate_limit, l.rate_seconds, l.rate_mode
+    FROM latest l ORDER BY l.tenant, l.key
+    ON CONFLICT (tenant, key) DO UPDATE
+      SET slots = EXCLUDED.slots, on_failure = EXCLUDED.on_failure,
+          rate_limit = EXCLUDED.rate_limit, rate_seconds = EXCLUDED.rate_seconds, rate_mode = EXCLUDED.rate_mode
+      -- A key of another kind keeps its settings; the check below refuses the job.
+      WHERE c.ordered = EXCLUDED.ordered AND (c.rate_limit IS NULL) = (EXCLUDED.rate_limit IS NULL)
     RETURNING c.tenant, c.key
   )
   SELECT array_agg(m.tenant ORDER BY m.tenant, m.key), array_agg(m.key ORDER BY m.tenant, m.key)
   INTO key_tenants, key_names FROM made m;
 
-  SELECT kj.tenant, kj.key, kj.ordered INTO mixed
+  SELECT kj.tenant, kj.key,
+         CASE WHEN kj.ordered THEN 'ordering' WHEN kj.rate_limit IS NOT NULL THEN 'rate' ELSE 'concurrency' END AS asked,
+         CASE WHEN c.ordered THEN 'an ordering' WHEN c.rate_limit IS NOT NULL THEN 'a rate' ELSE 'a concurrency' END AS in_use
+  INTO mixed
   FROM skiplock.keyed_jobs kj JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
-  WHERE kj.slot IS NULL AND c.ordered <> kj.ordered
+  WHERE kj.slot IS NULL AND (c.ordered <> kj.ordered OR (c.rate_limit IS NULL) <> (kj.rate_limit IS NULL))
   LIMIT 1;
   IF FOUND THEN
-    PERFORM skiplock.refuse(CASE WHEN mixed.ordered THEN 'ordering_key' ELSE 'concurrency_key' END,
-      format('%s is in use as %s key of tenant %s; a key is one or the other', mixed.key,
-             CASE WHEN mixed.ordered THEN 'a concurrency' ELSE 'an ordering' END, mixed.tenant));
+    PERFORM skiplock.refuse(mixed.asked || '_key',
+      format('%s is in use as %s key of tenant %s; a key is of one kind', mixed.key, mixed.in_use, mixed.tenant));
   END IF;
 
   -- A failed head that holds its key, run again, takes its turn back.
@@ -2220,10 +2434,7 @@ BEGIN
     RETURN false;
   END IF;
   PERFORM skiplock.fill_key_slots(ARRAY[unblock_key.tenant], ARRAY[unblock_key.key]);
-  DELETE FROM skiplock.concurrency_keys c
-  WHERE c.tenant = unblock_key.tenant AND c.key = unblock_key.key AND c.taken = 0
-    AND NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj
-                    WHERE kj.tenant = unblock_key.tenant AND kj.key = unblock_key.key AND kj.slot = 'waiting');
+  PERFORM skiplock.drop_idle_keys(ARRAY[unblock_key.tenant], ARRAY[unblock_key.key]);
   RETURN true;
 END
 $$;
@@ -2300,6 +2511,14 @@ BEGIN
   END IF;
   RETURN woken;
 END
+$$;
+
+FUNCTION window_opens_at(starts timestamp with time zone[], seconds integer, at timestamp with time zone) RETURNS timestamp with time zone LANGUAGE sql IMMUTABLE AS $$
+  SELECT min(s) + make_interval(secs => seconds) FROM unnest(starts) s WHERE s > at - make_interval(secs => seconds)
+$$;
+
+FUNCTION window_starts(starts timestamp with time zone[], seconds integer, at timestamp with time zone) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+  SELECT count(*)::integer FROM unnest(starts) s WHERE s > at - make_interval(secs => seconds)
 $$;
 
 -- Triggers

@@ -2,7 +2,7 @@ import { successBody } from '../http/client.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
 import { table } from './table.js';
 
-/** `skiplock concurrency-keys list`: the keys in use, with their slots, held jobs and failed heads. */
+/** `skiplock concurrency-keys list`: the keys in use, with their slots or rate, held jobs and failed heads. */
 const list = operatorCommand({
   usage: 'skiplock concurrency-keys list [--tenant T] [--blocked] [--cursor C]',
   options: { tenant: { type: 'string' }, blocked: { type: 'boolean' }, cursor: { type: 'string' } },
@@ -18,8 +18,10 @@ const list = operatorCommand({
     const rows = page.keys.map((key) => [
       key.tenant,
       key.key,
-      key.ordered ? 'ordering' : 'concurrency',
-      `${key.taken}/${key.slots}`,
+      key.ordered ? 'ordering' : key.rate === null ? 'concurrency' : 'rate',
+      key.rate === null
+        ? `${key.taken}/${key.slots}`
+        : `${key.rate.startsInWindow}/${key.rate.limit} per ${key.rate.periodSeconds} s`,
       String(key.held),
       key.blockedBy === null ? '-' : `by ${key.blockedBy} since ${key.blockedAt}`,
     ]);

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import type { JobKeys, OrderingOnFailure } from '../engine/enqueue.js';
+import {
+  type JobKeys,
+  MAX_RATE_LIMIT,
+  MAX_RATE_PERIOD_SECONDS,
+  type OrderingOnFailure,
+  type RateOnExcess,
+} from '../engine/enqueue.js';
 import type { JobType, PayloadIssue } from '../engine/job-type.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { InvalidPayloadError } from './job-errors.js';
@@ -58,6 +64,15 @@ export interface JobOptions<Result = unknown, Payload = unknown> {
    * (the default: until it is retried or the key unblocked) or `continue`.
    */
   ordering?: { key(payload: Payload): string; onFailure?: OrderingOnFailure };
+  /**
+   * A rate limit per key, e.g. `{ key: (p) => `store:${p.storeId}`, limit: 10,
+   * periodSeconds: 1 }`: at most `limit` of a tenant's jobs with one key
+   * start in any `periodSeconds`, every attempt counted. Without `key`, the
+   * job type is the key. `onExcess`: `throttle` (the default) holds the
+   * excess until the window has room; `drop` ends it cancelled at enqueue.
+   * Exclusive with concurrency and ordering.
+   */
+  rateLimit?: { key?(payload: Payload): string; limit: number; periodSeconds: number; onExcess?: RateOnExcess };
 }
 
 /** What a handler gets beside its payload. */
@@ -125,7 +140,7 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
   checkType(type);
   checkOptions(type, options);
   const { publicResult, publicProgress } = options;
-  const keysOf = definitionKeys(options);
+  const keysOf = definitionKeys(type, options);
   return {
     type,
     options: { ...options },
@@ -177,8 +192,11 @@ function checkType(type: string): void {
 }
 
 /** The key fields a definition gives each job, from its payload. */
-function definitionKeys<Payload>(options: JobOptions<unknown, Payload>): ((payload: unknown) => JobKeys) | undefined {
-  const { concurrency, ordering } = options;
+function definitionKeys<Payload>(
+  type: string,
+  options: JobOptions<unknown, Payload>,
+): ((payload: unknown) => JobKeys) | undefined {
+  const { concurrency, ordering, rateLimit } = options;
   if (concurrency !== undefined) {
     return (payload) => ({
       concurrencyKey: concurrency.key(payload as Payload),
@@ -189,6 +207,14 @@ function definitionKeys<Payload>(options: JobOptions<unknown, Payload>): ((paylo
     return (payload) => ({
       orderingKey: ordering.key(payload as Payload),
       ...(ordering.onFailure === undefined ? {} : { orderingOnFailure: ordering.onFailure }),
+    });
+  }
+  if (rateLimit !== undefined) {
+    return (payload) => ({
+      rateKey: rateLimit.key === undefined ? type : rateLimit.key(payload as Payload),
+      rateLimit: rateLimit.limit,
+      ratePeriodSeconds: rateLimit.periodSeconds,
+      ...(rateLimit.onExcess === undefined ? {} : { rateOnExcess: rateLimit.onExcess }),
     });
   }
   return undefined;
@@ -216,7 +242,8 @@ function checkOptions<Result, Payload>(type: string, options: JobOptions<Result,
     options.publicProgress !== undefined &&
       typeof options.publicProgress !== 'function' &&
       'publicProgress must be a function',
-    options.concurrency !== undefined && options.ordering !== undefined && 'give concurrency or ordering, not both',
+    [options.concurrency, options.ordering, options.rateLimit].filter((given) => given !== undefined).length > 1 &&
+      'give one of concurrency, ordering and rateLimit',
     options.concurrency !== undefined &&
       typeof options.concurrency.key !== 'function' &&
       'concurrency.key must be a function of the payload',
@@ -234,6 +261,24 @@ function checkOptions<Result, Payload>(type: string, options: JobOptions<Result,
       options.ordering.onFailure !== 'hold' &&
       options.ordering.onFailure !== 'continue' &&
       'ordering.onFailure must be hold or continue',
+    ...rateLimitProblems(options.rateLimit),
   ].filter((problem) => problem !== false);
   if (problems.length > 0) throw new RangeError(`job type "${type}": ${problems.join('; ')}`);
+}
+
+function rateLimitProblems(rateLimit: JobOptions['rateLimit']): (string | false)[] {
+  if (rateLimit === undefined) return [];
+  const whole = (value: number, max: number) => Number.isInteger(value) && value >= 1 && value <= max;
+  return [
+    rateLimit.key !== undefined &&
+      typeof rateLimit.key !== 'function' &&
+      'rateLimit.key must be a function of the payload',
+    !whole(rateLimit.limit, MAX_RATE_LIMIT) && `rateLimit.limit must be an integer from 1 to ${MAX_RATE_LIMIT}`,
+    !whole(rateLimit.periodSeconds, MAX_RATE_PERIOD_SECONDS) &&
+      `rateLimit.periodSeconds must be a whole number from 1 to ${MAX_RATE_PERIOD_SECONDS}`,
+    rateLimit.onExcess !== undefined &&
+      rateLimit.onExcess !== 'throttle' &&
+      rateLimit.onExcess !== 'drop' &&
+      'rateLimit.onExcess must be throttle or drop',
+  ];
 }

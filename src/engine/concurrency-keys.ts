@@ -1,21 +1,30 @@
 import type { Queryable } from '../db/types.js';
-import type { OrderingOnFailure } from './enqueue.js';
+import type { OrderingOnFailure, RateOnExcess } from './enqueue.js';
 import { InvalidInputError } from './errors.js';
 
 /**
- * A concurrency or ordering key in use: one with a job waiting, running or
- * held, or held itself by a failed head. Keys are per tenant
- * (skiplock.concurrency_keys; migrations/0006_concurrency_keys.sql).
+ * A concurrency, ordering or rate key in use: one with a job waiting,
+ * running or held, held itself by a failed head, or (a rate key) with
+ * starts in its window. Keys are per tenant (skiplock.concurrency_keys;
+ * migrations/0006_concurrency_keys.sql, 0008_rate_limited_keys.sql).
  */
 export interface ConcurrencyKey {
   tenant: string;
   key: string;
   /** An ordering key: one slot, turns in enqueue order. */
   ordered: boolean;
-  /** Jobs of the key past their turn at most (the latest job's concurrencyLimit). */
-  slots: number;
-  /** Slots taken now: jobs waiting to start, running, retrying or parked. */
+  /** Jobs of the key past their turn at most (the latest job's concurrencyLimit); null for a rate key. */
+  slots: number | null;
+  /** Slots taken now: jobs waiting to start, running, retrying or parked (a rate key: turns given, not yet started). */
   taken: number;
+  /** A rate key's limit (its latest job's), its starts in the window now, and when the window next has room for held jobs. */
+  rate: {
+    limit: number;
+    periodSeconds: number;
+    onExcess: RateOnExcess;
+    startsInWindow: number;
+    nextRoomAt: string | null;
+  } | null;
   /** Jobs held for a turn. */
   held: number;
   onFailure: OrderingOnFailure;
@@ -42,6 +51,10 @@ export interface ConcurrencyKeyPage {
 
 const listKeysSql = /* sql */ `
 SELECT c.tenant, c.key, c.ordered, c.slots, c.taken, c.on_failure AS "onFailure",
+       CASE WHEN c.rate_limit IS NOT NULL THEN json_build_object(
+         'limit', c.rate_limit, 'periodSeconds', c.rate_seconds, 'onExcess', c.rate_mode,
+         'startsInWindow', skiplock.window_starts(c.starts, c.rate_seconds, now()),
+         'nextRoomAt', skiplock.iso(c.refill_at)) END AS rate,
        (SELECT count(*)::integer FROM skiplock.keyed_jobs kj
         WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting') AS held,
        c.blocked_by AS "blockedBy", skiplock.iso(c.blocked_at) AS "blockedAt"
@@ -52,7 +65,7 @@ WHERE ($1::text IS NULL OR c.tenant = $1)
 ORDER BY c.tenant, c.key
 LIMIT $5`;
 
-/** The keys in use, in (tenant, key) order, with their slots and held jobs. */
+/** The keys in use, in (tenant, key) order, with their slots or rate and held jobs. */
 export async function listKeys(db: Queryable, options: ListKeysOptions = {}): Promise<ConcurrencyKeyPage> {
   const limit = options.limit ?? 50;
   const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);

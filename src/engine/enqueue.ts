@@ -57,15 +57,55 @@ export interface EnqueueInput {
    * (`unblockKey`); `continue` lets the next one run.
    */
   orderingOnFailure?: OrderingOnFailure;
+  /**
+   * At most `rateLimit` of the tenant's jobs with this key start in any
+   * `ratePeriodSeconds` seconds, every attempt counted, however many
+   * workers claim at once. Exclusive with concurrencyKey and orderingKey.
+   */
+  rateKey?: string;
+  /** Starts per period, 1 to 10,000; with a rateKey, required. The latest job's numbers are the key's. */
+  rateLimit?: number;
+  /** The period, 1 to 86,400 seconds; with a rateKey, required. */
+  ratePeriodSeconds?: number;
+  /**
+   * A job beyond the limit: `throttle` (the default) holds it until the
+   * window has room; `drop` ends it cancelled at enqueue, saying why.
+   */
+  rateOnExcess?: RateOnExcess;
 }
 
 /** What an ordering key's later jobs do when its head fails for good. */
 export type OrderingOnFailure = 'hold' | 'continue';
 
-/** The key fields of an enqueue, as a job definition derives them from a payload. */
-export type JobKeys = Pick<EnqueueInput, 'concurrencyKey' | 'concurrencyLimit' | 'orderingKey' | 'orderingOnFailure'>;
+/** What a rate key does with a job beyond its limit. */
+export type RateOnExcess = 'throttle' | 'drop';
 
-/** The longest concurrency or ordering key. */
+/** The key fields of an enqueue, as a job definition derives them from a payload. */
+export type JobKeys = Pick<
+  EnqueueInput,
+  | 'concurrencyKey'
+  | 'concurrencyLimit'
+  | 'orderingKey'
+  | 'orderingOnFailure'
+  | 'rateKey'
+  | 'rateLimit'
+  | 'ratePeriodSeconds'
+  | 'rateOnExcess'
+>;
+
+/** Every key field of an enqueue. */
+export const JOB_KEY_FIELDS = [
+  'concurrencyKey',
+  'concurrencyLimit',
+  'orderingKey',
+  'orderingOnFailure',
+  'rateKey',
+  'rateLimit',
+  'ratePeriodSeconds',
+  'rateOnExcess',
+] as const satisfies readonly (keyof JobKeys)[];
+
+/** The longest concurrency, ordering or rate key. */
 export const MAX_KEY_LENGTH = 256;
 
 export interface EnqueueResult {
@@ -185,11 +225,12 @@ async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Prom
     throw keyKindConflict(error) ?? error;
   });
   return Promise.all(
-    rows.map(async (row) =>
-      row.deduplicated
-        ? { job: toJob(row.heldJob ?? (await readHeldJob(db, row))), deduplicated: true }
-        : { job: enqueuedJob(row), deduplicated: false },
-    ),
+    rows.map(async (row, index) => {
+      if (row.deduplicated) return { job: toJob(row.heldJob ?? (await readJob(db, row.heldBy!))), deduplicated: true };
+      // A drop key's job may have ended cancelled in the statement's own trigger, after its row came back.
+      if (jobs[index]!.rateOnExcess === 'drop') return { job: toJob(await readJob(db, row.id)), deduplicated: false };
+      return { job: enqueuedJob(row), deduplicated: false };
+    }),
   );
 }
 
@@ -227,28 +268,32 @@ function enqueuedJob(row: EnqueuedColumns): Job {
 }
 
 /**
- * The job a dedup hit matched, when the enqueue's own snapshot could not see
- * it (a concurrent enqueue committed it meanwhile): a later statement can.
+ * A job as a statement after the enqueue sees it: the job a dedup hit
+ * matched, when the enqueue's own snapshot could not see it (a concurrent
+ * enqueue committed it meanwhile), or a job the enqueue's trigger changed.
  */
-async function readHeldJob(db: Queryable, row: EnqueueRow): Promise<Job> {
-  const [held] = await db.query<{ job: Job }>({
+async function readJob(db: Queryable, id: string): Promise<Job> {
+  const [read] = await db.query<{ job: Job }>({
     name: 'skiplock_get_job',
     text: getJobSql,
-    params: [row.heldBy, null],
+    params: [id, null],
   });
-  if (held === undefined) throw new Error(`the job holding a dedup key vanished: ${row.heldBy}`);
-  return held.job;
+  if (read === undefined) throw new Error(`a job just enqueued or matched vanished: ${id}`);
+  return read.job;
 }
 
+/** The database's field names of the keys, by kind. */
+const KEY_FIELDS = { concurrency_key: 'concurrencyKey', ordering_key: 'orderingKey', rate_key: 'rateKey' } as const;
+
 /**
- * The database's refusal of a key named as the other kind (a concurrency
- * key in use as an ordering key, or the reverse), as the input error it is.
+ * The database's refusal of a key named as another kind (a concurrency key
+ * in use as an ordering or rate key, say), as the input error it is.
  */
 function keyKindConflict(error: unknown): InvalidInputError | undefined {
   if (!(error instanceof DatabaseError) || error.code !== '22023') return undefined;
-  const refused = /^(concurrency_key|ordering_key): (.*)$/s.exec(error.message);
+  const refused = /^(concurrency_key|ordering_key|rate_key): (.*)$/s.exec(error.message);
   if (refused === null) return undefined;
-  const field = refused[1] === 'ordering_key' ? 'orderingKey' : 'concurrencyKey';
+  const field = KEY_FIELDS[refused[1] as keyof typeof KEY_FIELDS];
   return new InvalidInputError(`${field}: ${refused[2]}`, field);
 }
 
@@ -283,13 +328,16 @@ export function checkBatch(jobs: readonly EnqueueInput[]): void {
 
 /** Refuses key fields that mean nothing together or out of range, naming the field. */
 export function checkKeys(job: JobKeys, at: string): void {
-  const refuse = (field: keyof JobKeys, problem: string) => {
+  const refuse = (field: keyof JobKeys, problem: string): never => {
     throw new InvalidInputError(`${field} ${problem}`, `${at}.${field}`);
   };
   if (job.concurrencyKey !== undefined && job.orderingKey !== undefined) {
     refuse('orderingKey', 'and concurrencyKey cannot both be given: an ordering key is a key of one slot');
   }
-  for (const field of ['concurrencyKey', 'orderingKey'] as const) {
+  if (job.rateKey !== undefined && (job.concurrencyKey !== undefined || job.orderingKey !== undefined)) {
+    refuse('rateKey', 'cannot be given with a concurrencyKey or an orderingKey: a job names one key');
+  }
+  for (const field of ['concurrencyKey', 'orderingKey', 'rateKey'] as const) {
     const key = job[field];
     if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > MAX_KEY_LENGTH)) {
       refuse(field, `must be a string of 1 to ${MAX_KEY_LENGTH} characters`);
@@ -305,6 +353,36 @@ export function checkKeys(job: JobKeys, at: string): void {
   if (onFailure !== undefined) {
     if (onFailure !== 'hold' && onFailure !== 'continue') refuse('orderingOnFailure', 'must be hold or continue');
     if (job.orderingKey === undefined) refuse('orderingOnFailure', 'needs an orderingKey');
+  }
+  checkRate(job, refuse);
+}
+
+/** The longest rate period: a day. */
+export const MAX_RATE_PERIOD_SECONDS = 86_400;
+/** The most starts a rate key allows per period. */
+export const MAX_RATE_LIMIT = 10_000;
+
+function checkRate(job: JobKeys, refuse: (field: keyof JobKeys, problem: string) => never): void {
+  const { rateKey, rateLimit, ratePeriodSeconds, rateOnExcess } = job;
+  if (rateLimit !== undefined && !(Number.isInteger(rateLimit) && rateLimit >= 1 && rateLimit <= MAX_RATE_LIMIT)) {
+    refuse('rateLimit', `must be an integer from 1 to ${MAX_RATE_LIMIT}`);
+  }
+  if (
+    ratePeriodSeconds !== undefined &&
+    !(Number.isInteger(ratePeriodSeconds) && ratePeriodSeconds >= 1 && ratePeriodSeconds <= MAX_RATE_PERIOD_SECONDS)
+  ) {
+    refuse('ratePeriodSeconds', `must be a whole number of seconds from 1 to ${MAX_RATE_PERIOD_SECONDS}`);
+  }
+  if (rateOnExcess !== undefined && rateOnExcess !== 'throttle' && rateOnExcess !== 'drop') {
+    refuse('rateOnExcess', 'must be throttle or drop');
+  }
+  if (rateKey === undefined) {
+    for (const field of ['rateLimit', 'ratePeriodSeconds', 'rateOnExcess'] as const) {
+      if (job[field] !== undefined) refuse(field, 'needs a rateKey');
+    }
+  } else {
+    if (rateLimit === undefined) refuse('rateLimit', 'is required with a rateKey');
+    if (ratePeriodSeconds === undefined) refuse('ratePeriodSeconds', 'is required with a rateKey');
   }
 }
 

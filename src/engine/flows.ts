@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { checkBatch, type EnqueueInput, type JobKeys, MAX_BATCH } from './enqueue.js';
+import { checkBatch, type EnqueueInput, JOB_KEY_FIELDS, type JobKeys, MAX_BATCH } from './enqueue.js';
 import { InvalidInputError } from './errors.js';
 import { toJob } from './job-json.js';
 import type { Job } from './types.js';
@@ -72,7 +72,7 @@ function checkFlow(flow: FlowInput): { jobs: EnqueueInput[]; edges: Edge[] } {
       }
     }
     // A flow parks its dependents from the start, which a job held for its key's turn cannot be.
-    for (const field of ['concurrencyKey', 'concurrencyLimit', 'orderingKey', 'orderingOnFailure'] as const) {
+    for (const field of JOB_KEY_FIELDS) {
       if (extra[field] !== undefined) {
         throw new InvalidInputError(`a flow's job takes no ${field}`, `jobs.${position}.${field}`);
       }

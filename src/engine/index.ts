@@ -26,9 +26,12 @@ export {
   MAX_BATCH,
   MAX_CALLBACK_URL_LENGTH,
   MAX_KEY_LENGTH,
+  MAX_RATE_LIMIT,
+  MAX_RATE_PERIOD_SECONDS,
   type EnqueueInput,
   type JobKeys,
   type OrderingOnFailure,
+  type RateOnExcess,
   type EnqueueResult,
   type TypedEnqueueOptions,
 } from './enqueue.js';

@@ -6,7 +6,7 @@ import type { Queryable } from '../db/types.js';
  * queue is in: a waiting job of one of the drain's types (or of a queue it
  * delivers) coming due, in a queue not paused, a parked job's time (its sleep's end, its wait's
  * timeout), a lease running out (reaping), a waiting job or a
- * dedup window expiring, a periodic schedule's tick, an event or a day of
+ * dedup window expiring, a rate key's window having room for held jobs, a periodic schedule's tick, an event or a day of
  * history past the retention (and summed by the statistics' rollup, which
  * reads an hour five minutes after it ends), and tomorrow's partition to
  * make. Read once at the end of a drain, so a scheduler can let the queue
@@ -25,6 +25,8 @@ SELECT least(
   (SELECT min(expires_at) FROM skiplock.jobs
     WHERE expires_at IS NOT NULL AND ${WAITING_STATE}),
   (SELECT min(expires_at) FROM skiplock.dedup_keys WHERE expires_at IS NOT NULL),
+  -- A rate key's window having room for its held jobs: a claim of any type gives them turns.
+  (SELECT min(refill_at) FROM skiplock.concurrency_keys WHERE refill_at IS NOT NULL),
   (SELECT min(next_run_at) FROM skiplock.schedules WHERE enabled),
   (SELECT greatest(at + make_interval(secs => $2::float8), date_trunc('hour', at, 'UTC') + interval '65 minutes')
     FROM skiplock.job_events ORDER BY id LIMIT 1),

@@ -224,7 +224,7 @@ describe('concurrency keys', () => {
     );
     expect(() =>
       defineJob('both', z.object({}), () => null, { concurrency: { key: () => 'a' }, ordering: { key: () => 'b' } }),
-    ).toThrow('give concurrency or ordering, not both');
+    ).toThrow('give one of concurrency, ordering and rateLimit');
   });
 
   it('holds every key to its limit with 10 claimers racing over real connections, retries and all', async () => {

@@ -7,8 +7,27 @@ export const ConcurrencyKeySchema = z
     tenant: z.string(),
     key: z.string(),
     ordered: z.boolean().describe('An ordering key: one slot, turns in enqueue order.'),
-    slots: z.number().int().describe("Jobs of the key past their turn at most (its latest job's concurrencyLimit)."),
-    taken: z.number().int().describe('Slots taken now: jobs waiting to start, running, retrying or parked.'),
+    slots: z
+      .number()
+      .int()
+      .nullable()
+      .describe("Jobs of the key past their turn at most (its latest job's concurrencyLimit); null for a rate key."),
+    taken: z
+      .number()
+      .int()
+      .describe(
+        'Slots taken now: jobs waiting to start, running, retrying or parked (a rate key: turns given, not started yet).',
+      ),
+    rate: z
+      .object({
+        limit: z.number().int().describe("Starts per period (its latest job's rateLimit)."),
+        periodSeconds: z.number().int(),
+        onExcess: z.enum(['throttle', 'drop']),
+        startsInWindow: z.number().int().describe('Starts in the window that ends now.'),
+        nextRoomAt: z.string().nullable().describe('When the window next has room for the held jobs.'),
+      })
+      .nullable()
+      .describe('A rate key: its limit and window; null for a concurrency or ordering key.'),
     held: z.number().int().describe('Jobs held for a turn.'),
     onFailure: z.enum(['hold', 'continue']),
     blockedBy: z

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { MAX_CALLBACK_URL_LENGTH } from '../../engine/index.js';
+import { MAX_CALLBACK_URL_LENGTH, MAX_RATE_LIMIT, MAX_RATE_PERIOD_SECONDS } from '../../engine/index.js';
 import { LIMITS } from '../limits.js';
 import {
   DateTimeInputSchema,
@@ -115,6 +115,23 @@ export const EnqueueBodySchema = z
         "When the key's head fails for good or expires: hold (the default) keeps the others waiting until the head " +
           'is retried or the key unblocked; continue lets the next one run.',
       ),
+    rateKey: KeyTextSchema.optional().describe(
+      "At most rateLimit of the tenant's jobs with this key start in any ratePeriodSeconds, every attempt counted, " +
+        'however many workers claim at once. Exclusive with concurrencyKey and orderingKey.',
+    ),
+    rateLimit: intSchema(1, MAX_RATE_LIMIT)
+      .optional()
+      .describe("Starts per period; required with a rateKey. The latest job's numbers are the key's."),
+    ratePeriodSeconds: intSchema(1, MAX_RATE_PERIOD_SECONDS)
+      .optional()
+      .describe('The period in seconds; required with a rateKey.'),
+    rateOnExcess: z
+      .enum(['throttle', 'drop'])
+      .optional()
+      .describe(
+        'A job beyond the limit: throttle (the default) holds it until the window has room; drop ends it ' +
+          'cancelled at enqueue, its lastError saying why.',
+      ),
   })
   .refine((job) => job.runAt === undefined || job.delaySeconds === undefined, {
     message: 'give runAt or delaySeconds, not both',
@@ -135,6 +152,21 @@ export const EnqueueBodySchema = z
   .refine((job) => job.orderingOnFailure === undefined || job.orderingKey !== undefined, {
     message: 'an orderingOnFailure needs an orderingKey',
     path: ['orderingOnFailure'],
+  })
+  .refine((job) => job.rateKey === undefined || (job.concurrencyKey === undefined && job.orderingKey === undefined), {
+    message: 'a rateKey cannot be given with a concurrencyKey or an orderingKey: a job names one key',
+    path: ['rateKey'],
+  })
+  .refine(
+    (job) =>
+      job.rateKey === undefined
+        ? job.rateLimit === undefined && job.ratePeriodSeconds === undefined
+        : job.rateLimit !== undefined && job.ratePeriodSeconds !== undefined,
+    { message: 'a rateKey needs rateLimit and ratePeriodSeconds, and they need a rateKey', path: ['rateLimit'] },
+  )
+  .refine((job) => job.rateOnExcess === undefined || job.rateKey !== undefined, {
+    message: 'a rateOnExcess needs a rateKey',
+    path: ['rateOnExcess'],
   })
   .openapi('EnqueueRequest');
 

@@ -47,6 +47,7 @@ describe('concurrency and ordering keys over HTTP', () => {
           ordered: false,
           slots: 2,
           taken: 2,
+          rate: null,
           held: 2,
           onFailure: 'continue',
           blockedBy: null,
