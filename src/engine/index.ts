@@ -63,7 +63,7 @@ export {
   type ListJobsOptions,
   type TenantScope,
 } from './read-jobs.js';
-export { queueStats, type QueueStatsRow } from './stats.js';
+export { queueStats, type HeldCounts, type QueueStatsRow } from './stats.js';
 export {
   attemptTimings,
   TIMING_WINDOWS,

@@ -1,10 +1,11 @@
-import type { JobStatus, QueueSettings, QueueStatsRow } from '../engine/index.js';
+import type { HeldCounts, JobStatus, QueueSettings, QueueStatsRow } from '../engine/index.js';
 
 export interface QueueSummary extends QueueSettings {
   queue: string;
   counts: Record<JobStatus, number>;
   oldestWaitSeconds: number | null;
   held: number;
+  heldBy: HeldCounts;
 }
 
 function noJobs(): Record<JobStatus, number> {
@@ -25,11 +26,15 @@ export function summarizeQueues(
     let summary = byQueue.get(row.queue);
     if (summary === undefined) {
       const own = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1, delivery: null, pausedAt: null };
-      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, held: 0, ...own };
+      const heldBy = { concurrency: 0, order: 0, failedHead: 0, rate: 0 };
+      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, held: 0, heldBy, ...own };
       byQueue.set(row.queue, summary);
     }
     summary.counts[row.status] += row.count;
     summary.held += row.held;
+    for (const reason of Object.keys(summary.heldBy) as (keyof HeldCounts)[]) {
+      summary.heldBy[reason] += row.heldBy[reason];
+    }
     if (row.oldestWaitSeconds !== null) {
       summary.oldestWaitSeconds = Math.max(summary.oldestWaitSeconds ?? 0, row.oldestWaitSeconds);
     }

@@ -96,7 +96,15 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(kinds).toEqual(['enqueued', 'claimed', 'lease_extended', 'completed']);
     const stats = await queueStats(db);
     expect(stats).toEqual([
-      { queue: 'q', tenant: 'default', status: 'succeeded', count: 1, oldestWaitSeconds: null, held: 0 },
+      {
+        queue: 'q',
+        tenant: 'default',
+        status: 'succeeded',
+        count: 1,
+        oldestWaitSeconds: null,
+        held: 0,
+        heldBy: { concurrency: 0, order: 0, failedHead: 0, rate: 0 },
+      },
     ]);
   });
 

@@ -6,6 +6,16 @@ import { PausedAtSchema, QueueDeliverySchema } from './queue.js';
 const FINISHED_WINDOW =
   'Final statuses (succeeded, failed, cancelled, expired) count the jobs that finished in the last hour.';
 
+export const HeldCountsSchema = z
+  .object({
+    concurrency: z.int().describe('Their concurrency key has no free slot.'),
+    order: z.int().describe("Behind their ordering key's earlier jobs."),
+    failedHead: z.int().describe('Their ordering key is held by a failed job (retry it, or unblock the key).'),
+    rate: z.int().describe("Their rate key's window is full."),
+  })
+  .describe('The held jobs by why they wait.')
+  .openapi('HeldCounts');
+
 export const StatsRowSchema = z
   .object({
     queue: z.string(),
@@ -13,7 +23,8 @@ export const StatsRowSchema = z
     status: JobStatusSchema,
     count: z.int(),
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited (queued only).'),
-    held: z.int().describe("Of count, the jobs held for their concurrency or ordering key's turn."),
+    held: z.int().describe("Of count, the jobs held for their key's turn."),
+    heldBy: HeldCountsSchema,
   })
   .openapi('StatsRow');
 
@@ -84,7 +95,8 @@ export const QueueSummarySchema = z
     queue: z.string(),
     counts: StatusCountsSchema.describe(FINISHED_WINDOW),
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited.'),
-    held: z.int().describe("Of the waiting jobs counted, those held for their concurrency or ordering key's turn."),
+    held: z.int().describe("Of the waiting jobs counted, those held for their key's turn."),
+    heldBy: HeldCountsSchema,
     concurrency: z.int().nullable().describe("The queue's cap on running jobs over all tenants; null for none."),
     weight: z.int().describe("The queue's share of each tenant's turns."),
     delivery: QueueDeliverySchema,

@@ -35,7 +35,11 @@ describe('concurrency and ordering keys over HTTP', () => {
     const steps = await success(api.v1.jobs[':id'].steps.$get({ param: { id: held.id } }));
     expect(steps.waitingFor).toEqual([{ kind: 'key', key, ordered: false, blockedBy: null }]);
     const { stats } = await success(api.v1.stats.$get());
-    expect(stats.find((row) => row.queue === queue && row.status === 'queued')).toMatchObject({ count: 4, held: 2 });
+    expect(stats.find((row) => row.queue === queue && row.status === 'queued')).toMatchObject({
+      count: 4,
+      held: 2,
+      heldBy: { concurrency: 2, order: 0, failedHead: 0, rate: 0 },
+    });
     const { queues } = await success(api.v1.queues.$get());
     expect(queues.find((summary) => summary.queue === queue)?.held).toBe(2);
     const page = await success(api.v1['concurrency-keys'].$get({ query: { tenant } }));
@@ -79,6 +83,13 @@ describe('concurrency and ordering keys over HTTP', () => {
     expect(await claim(queue)).toEqual([]);
     const blocked = await success(api.v1['concurrency-keys'].$get({ query: { blocked: 'true' } }));
     expect(blocked.keys.find((k) => k.key === key)).toMatchObject({ blockedBy: head!.id, held: 2, ordered: true });
+    const { queues } = await success(api.v1.queues.$get());
+    expect(queues.find((summary) => summary.queue === queue)?.heldBy).toEqual({
+      concurrency: 0,
+      order: 0,
+      failedHead: 2,
+      rate: 0,
+    });
 
     // Not for a read key.
     const reader = await createKey(['read']);

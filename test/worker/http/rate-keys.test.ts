@@ -30,6 +30,13 @@ describe('rate keys over HTTP', () => {
     const history = await success(api.v1.jobs[':id'].history.$get({ param: { id: held.id } }));
     expect(history.events.map((event) => event.kind)).toEqual(['enqueued', 'held']);
     expect(history.events[1]!.detail).toMatchObject({ reason: 'its key is at its rate limit (2 starts in 60 s)' });
+    const { stats } = await success(api.v1.stats.$get());
+    expect(stats.find((row) => row.queue === queue && row.status === 'queued')?.heldBy).toEqual({
+      concurrency: 0,
+      order: 0,
+      failedHead: 0,
+      rate: 1,
+    });
     const page = await success(api.v1['concurrency-keys'].$get({ query: { tenant } }));
     expect(page.keys).toEqual([
       expect.objectContaining({
