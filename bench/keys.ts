@@ -1,12 +1,15 @@
 /**
- * `npm run bench:keys`: what concurrency keys cost, on the benchmark's
- * server (DATABASE_URL, else an embedded Postgres as `npm run bench` starts).
+ * `npm run bench:keys`: what concurrency and rate keys cost, on the
+ * benchmark's server (DATABASE_URL, else an embedded Postgres as `npm run
+ * bench` starts).
  *
  * - burn-down: JOBS jobs over 4 tenants, enqueued 1,000 a statement, then
  *   drained by CLAIMERS connections (claims of 100, each completed), in A
- *   without keys and in B with a concurrency key each, among KEYS distinct
- *   keys of KEY_LIMIT slots; rounds alternate AB, BA. Jobs/s of the
- *   enqueues and of the drain, B/A per round.
+ *   without keys, in B with a concurrency key each, among KEYS distinct
+ *   keys of KEY_LIMIT slots, and in C with a rate key each, among KEYS keys
+ *   of RATE_LIMIT starts a second (high enough not to slow the drain: what
+ *   is measured is the counting); the order turns each round. Jobs/s of
+ *   the enqueues and of the drain, B/A and C/A per round.
  * - deep: one connection claims one job and completes it, SINGLE times, in
  *   A with WAITING plain jobs waiting (replenished) and in B with
  *   HELD_KEYS keys of one slot holding DEEP jobs between them (one waiting
@@ -37,6 +40,7 @@ const ROUNDS = env('ROUNDS', 4);
 const SINGLE = env('SINGLE', 1_000);
 const WAITING = env('WAITING', 1_000);
 const HELD_KEYS = env('HELD_KEYS', 10_000);
+const RATE_LIMIT = env('RATE_LIMIT', 10_000);
 const DEEP = env('DEEP', 1_000_000);
 const TENANTS = ['acme', 'globex', 'initech', 'umbrella'];
 
@@ -51,14 +55,24 @@ async function migrated(server: BenchServer, label: string): Promise<BenchDataba
   return database;
 }
 
+type Variant = 'A' | 'B' | 'C';
+
+/** The key fields of job n in a variant: none (A), a concurrency key (B), a rate key (C). */
+function keysOf(variant: Variant, n: number, round: number): Partial<EnqueueInput> {
+  const key = `key-${(n * 7919 + round) % KEYS}`;
+  if (variant === 'B') return { concurrencyKey: key, concurrencyLimit: KEY_LIMIT };
+  if (variant === 'C') return { rateKey: key, rateLimit: RATE_LIMIT, ratePeriodSeconds: 1 };
+  return {};
+}
+
 /** One burn-down round: enqueue JOBS (keyed or not), drain them; jobs/s of each phase. */
-async function burnDown(url: string, keyed: boolean, round: number): Promise<{ enqueue: number; drain: number }> {
+async function burnDown(url: string, variant: Variant, round: number): Promise<{ enqueue: number; drain: number }> {
   const db = pgDb(url, { max: 1 });
   const jobs: EnqueueInput[] = Array.from({ length: JOBS }, (_, n) => ({
     queue: 'work',
     tenant: TENANTS[n % TENANTS.length]!,
     payload: n,
-    ...(keyed ? { concurrencyKey: `key-${(n * 7919 + round) % KEYS}`, concurrencyLimit: KEY_LIMIT } : {}),
+    ...keysOf(variant, n, round),
   }));
   let started = performance.now();
   for (let i = 0; i < jobs.length; i += 1000) await enqueueBatch(db, jobs.slice(i, i + 1000));
@@ -146,31 +160,30 @@ async function main(): Promise<void> {
   try {
     const a = await migrated(server, 'keys_a');
     const b = await migrated(server, 'keys_b');
-    databases.push(a, b);
+    const c = await migrated(server, 'keys_c');
+    databases.push(a, b, c);
     const version = (await a.probe.query<{ version: string }>('SELECT version()')).rows[0]!.version.split(' on ')[0];
     progress(`${version} (${server.origin}); load ${loadStart.map((l) => fixed(l)).join(' ')}`);
 
-    const burn: Array<{ A: { enqueue: number; drain: number }; B: { enqueue: number; drain: number } }> = [];
+    const burn: Array<Record<Variant, { enqueue: number; drain: number }>> = [];
+    const variants: Array<[Variant, BenchDatabase]> = [
+      ['A', a],
+      ['B', b],
+      ['C', c],
+    ];
     for (let r = 0; r < ROUNDS; r++) {
-      const order: Array<['A' | 'B', BenchDatabase]> =
-        r % 2 === 0
-          ? [
-              ['A', a],
-              ['B', b],
-            ]
-          : [
-              ['B', b],
-              ['A', a],
-            ];
+      // Each variant goes first, second and third in turn.
+      const order = [...variants.slice(r % 3), ...variants.slice(0, r % 3)];
       const result = {} as (typeof burn)[number];
       for (const [label, database] of order) {
-        result[label] = await burnDown(database.url, label === 'B', r);
+        result[label] = await burnDown(database.url, label, r);
         await database.probe.query('VACUUM ANALYZE skiplock.jobs');
       }
       burn.push(result);
       progress(
-        `burn-down round ${r + 1}/${ROUNDS}: enqueue A ${fixed(result.A.enqueue, 0)} B ${fixed(result.B.enqueue, 0)} jobs/s, ` +
-          `drain A ${fixed(result.A.drain, 0)} B ${fixed(result.B.drain, 0)} jobs/s; load ${fixed(loadavg()[0]!)}`,
+        `burn-down round ${r + 1}/${ROUNDS}: enqueue A ${fixed(result.A.enqueue, 0)} B ${fixed(result.B.enqueue, 0)} ` +
+          `C ${fixed(result.C.enqueue, 0)} jobs/s, drain A ${fixed(result.A.drain, 0)} B ${fixed(result.B.drain, 0)} ` +
+          `C ${fixed(result.C.drain, 0)} jobs/s; load ${fixed(loadavg()[0]!)}`,
       );
     }
 
@@ -218,15 +231,21 @@ async function main(): Promise<void> {
       burn.map((row) => pick(row)[1] / pick(row)[0]);
     const enqueueRatios = ratio((row) => [row.A.enqueue, row.B.enqueue]);
     const drainRatios = ratio((row) => [row.A.drain, row.B.drain]);
+    const rateEnqueueRatios = ratio((row) => [row.A.enqueue, row.C.enqueue]);
+    const rateDrainRatios = ratio((row) => [row.A.drain, row.C.drain]);
     const claimRatio = median(deepB.claim) / median(deepA.claim);
     console.log(
-      `\nburn-down: ${JOBS} jobs, ${TENANTS.length} tenants, ${CLAIMERS} claimers; B: ${KEYS} keys of ${KEY_LIMIT} slots`,
+      `\nburn-down: ${JOBS} jobs, ${TENANTS.length} tenants, ${CLAIMERS} claimers; B: ${KEYS} keys of ${KEY_LIMIT} slots; ` +
+        `C: ${KEYS} rate keys of ${RATE_LIMIT} starts/s`,
     );
     console.log(
       `  enqueue jobs/s  A ${fixed(median(burn.map((row) => row.A.enqueue)), 0)}  B ${fixed(median(burn.map((row) => row.B.enqueue)), 0)}  B/A per round ${enqueueRatios.map((x) => fixed(x)).join(' ')}`,
     );
     console.log(
       `  drain jobs/s    A ${fixed(median(burn.map((row) => row.A.drain)), 0)}  B ${fixed(median(burn.map((row) => row.B.drain)), 0)}  B/A per round ${drainRatios.map((x) => fixed(x)).join(' ')}  (target >= 0.80: ${median(drainRatios) >= 0.8 ? 'met' : 'not met'})`,
+    );
+    console.log(
+      `  rate keys: enqueue C ${fixed(median(burn.map((row) => row.C.enqueue)), 0)} jobs/s, C/A per round ${rateEnqueueRatios.map((x) => fixed(x)).join(' ')}; drain C ${fixed(median(burn.map((row) => row.C.drain)), 0)} jobs/s, C/A per round ${rateDrainRatios.map((x) => fixed(x)).join(' ')}  (target >= 0.80: ${median(rateDrainRatios) >= 0.8 ? 'met' : 'not met'})`,
     );
     console.log(`deep: A ${WAITING} waiting; B ${DEEP} jobs over ${HELD_KEYS} keys (one waiting each, the rest held)`);
     console.log(
@@ -246,7 +265,7 @@ async function main(): Promise<void> {
         {
           postgres: version,
           origin: server.origin,
-          sizes: { JOBS, KEYS, KEY_LIMIT, CLAIMERS, ROUNDS, SINGLE, WAITING, HELD_KEYS, DEEP },
+          sizes: { JOBS, KEYS, KEY_LIMIT, RATE_LIMIT, CLAIMERS, ROUNDS, SINGLE, WAITING, HELD_KEYS, DEEP },
           loadAverage: { start: loadStart, end: loadEnd },
           burn,
           deep: { A: deepA, B: deepB, rounds: deepRounds },
