@@ -18,7 +18,7 @@ export {
   type Lease,
   type WebhookTarget,
 } from './types.js';
-export { EngineError, InvalidInputError, StaleLeaseError } from './errors.js';
+export { DedupConflictError, EngineError, InvalidInputError, StaleLeaseError } from './errors.js';
 export {
   enqueue,
   enqueueBatch,
@@ -26,6 +26,8 @@ export {
   MAX_BATCH,
   MAX_CALLBACK_URL_LENGTH,
   MAX_KEY_LENGTH,
+  type DedupOnConflict,
+  type DedupScope,
   type EnqueueInput,
   type JobKeys,
   type OrderingOnFailure,
@@ -35,6 +37,7 @@ export {
 export type { JobType, PayloadIssue, PayloadOf, ResultOf } from './job-type.js';
 export {
   jobHandle,
+  type EnqueueOutcome,
   JobGoneError,
   JobNotSucceededError,
   JobWaitTimeoutError,
