@@ -310,6 +310,38 @@ describe('dedup key conflicts', () => {
   });
 });
 
+describe('in SQL', () => {
+  it('skiplock.enqueue debounces and refuses by argument name; enqueue_jobs says what each enqueue did', async () => {
+    const { db } = await open('pg');
+    const sql = (text: string, params: unknown[] = []) => db.query<Record<string, unknown>>({ text, params });
+    const debounceSql = `SELECT skiplock.enqueue('reindex', $1::jsonb, debounce_key => 'a', debounce_period_seconds => 30)->>'id' AS id`;
+    const [first] = await sql(debounceSql, ['1']);
+    const [second] = await sql(debounceSql, ['2']);
+    expect(second!.id).toBe(first!.id);
+    const [answer] = await sql(
+      `SELECT "heldBy", deduplicated, debounced, replaced, "heldJob"->'payload' AS payload FROM skiplock.enqueue_jobs($1)`,
+      [JSON.stringify([{ queue: 'reindex', payload: 3, debounceKey: 'a', debouncePeriodSeconds: 30 }])],
+    );
+    expect(answer).toEqual({ heldBy: first!.id, deduplicated: true, debounced: true, replaced: false, payload: 3 });
+    for (const [args, field] of [
+      [`debounce_key => 'b', debounce_period_seconds => 0`, 'debounce_period_seconds'],
+      [
+        `debounce_key => 'b', debounce_period_seconds => 5, debounce_max_delay_seconds => 4`,
+        'debounce_max_delay_seconds',
+      ],
+      [`debounce_key => 'b', debounce_period_seconds => 5, ordering_key => 'o'`, 'debounce_key'],
+      [`dedup_on_conflict => 'refuse'`, 'dedup_on_conflict'],
+    ]) {
+      await expect(sql(`SELECT skiplock.enqueue('q', ${args})`), field).rejects.toThrow(new RegExp(`^${field}: `));
+    }
+    await sql(`SELECT skiplock.enqueue('q', dedup_key => 'r')`);
+    await expect(sql(`SELECT skiplock.enqueue('q', dedup_key => 'r', dedup_on_conflict => 'refuse')`)).rejects.toThrow(
+      /^dedup_key: job \S+ holds the key r/,
+    );
+    expect(await count(db)).toBe(2);
+  });
+});
+
 describe('definitions', () => {
   const schema = z.object({ accountId: z.string(), n: z.number() });
 
