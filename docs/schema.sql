@@ -263,7 +263,7 @@ dedup_keys dedup_keys_pkey: PRIMARY KEY (tenant, queue, dedup_key);
 event_waits event_waits_pkey: PRIMARY KEY (job_id, step_name);
 events events_pkey: PRIMARY KEY (tenant, name, key);
 finished_jobs finished_jobs_state_final: CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'expired'::text])));
-job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text, 'parked'::text, 'resumed'::text, 'held'::text])));
+job_events job_events_kind_known: CHECK ((kind = ANY (ARRAY['lease_extended'::text, 'failed'::text, 'retried'::text, 'released'::text, 'cancel_requested'::text, 'cancelled'::text, 'expired'::text, 'lease_expired'::text, 'rescheduled'::text, 'callback_enqueued'::text, 'parked'::text, 'resumed'::text, 'held'::text, 'debounced'::text, 'replaced'::text])));
 job_events job_events_pkey: PRIMARY KEY (id);
 job_links job_links_child_step: CHECK (((kind = 'child'::text) = (step_name IS NOT NULL)));
 job_links job_links_kind_known: CHECK ((kind = ANY (ARRAY['child'::text, 'dependency'::text])));
@@ -485,6 +485,29 @@ TYPE claimed_job AS (
   runMs double precision,
   delivery jsonb,
   position integer
+);
+
+TYPE enqueue_answer AS (
+  id uuid,
+  queue text,
+  type text,
+  tenant text,
+  status text,
+  priority integer,
+  payload jsonb,
+  maxAttempts integer,
+  leaseSeconds integer,
+  runAt json,
+  expiresAt json,
+  dedupKey text,
+  createdAt json,
+  callbackUrl text,
+  failureCallbackUrl text,
+  deduplicated boolean,
+  heldBy uuid,
+  heldJob json,
+  debounced boolean,
+  replaced boolean
 );
 
 TYPE enqueued_job AS (
@@ -1137,7 +1160,7 @@ FUNCTION ended_attempts(since timestamp with time zone, until timestamp with tim
   WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
 $$;
 
-FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, concurrency_limit integer DEFAULT NULL::integer, ordering_key text DEFAULT NULL::text, ordering_on_failure text DEFAULT NULL::text, rate_key text DEFAULT NULL::text, rate_limit integer DEFAULT NULL::integer, rate_period_seconds integer DEFAULT NULL::integer, rate_on_excess text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, concurrency_limit integer DEFAULT NULL::integer, ordering_key text DEFAULT NULL::text, ordering_on_failure text DEFAULT NULL::text, dedup_on_conflict text DEFAULT NULL::text, dedup_scope text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_period_seconds integer DEFAULT NULL::integer, debounce_max_delay_seconds integer DEFAULT NULL::integer, rate_key text DEFAULT NULL::text, rate_limit integer DEFAULT NULL::integer, rate_period_seconds integer DEFAULT NULL::integer, rate_on_excess text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
   new_id uuid;
@@ -1182,6 +1205,23 @@ BEGIN
     PERFORM skiplock.refuse('concurrency_limit', format('from 1 to 1000, with a concurrency_key, not %s', concurrency_limit));
   ELSIF ordering_on_failure NOT IN ('hold', 'continue') OR (ordering_on_failure IS NOT NULL AND ordering_key IS NULL) THEN
     PERFORM skiplock.refuse('ordering_on_failure', format('hold or continue, with an ordering_key, not %s', ordering_on_failure));
+  ELSIF dedup_on_conflict NOT IN ('return', 'replace', 'refuse') OR (dedup_on_conflict IS NOT NULL AND dedup_key IS NULL) THEN
+    PERFORM skiplock.refuse('dedup_on_conflict', format('return, replace or refuse, with a dedup_key, not %s', dedup_on_conflict));
+  ELSIF dedup_scope NOT IN ('waiting', 'waitingOrRunning') OR (dedup_scope IS NOT NULL AND dedup_key IS NULL) THEN
+    PERFORM skiplock.refuse('dedup_scope', format('waiting or waitingOrRunning, with a dedup_key, not %s', dedup_scope));
+  ELSIF dedup_scope = 'waiting' AND dedup_window_seconds > 0 THEN
+    PERFORM skiplock.refuse('dedup_window_seconds', 'a key of the waiting scope never counts an ended job: give no window');
+  ELSIF debounce_key IS NOT NULL AND (dedup_key IS NOT NULL OR ordering_key IS NOT NULL OR run_at IS NOT NULL OR delay IS NOT NULL) THEN
+    PERFORM skiplock.refuse('debounce_key', 'cannot combine with a dedup_key, an ordering_key, run_at or delay');
+  ELSIF length(debounce_key) NOT BETWEEN 1 AND 256 THEN
+    PERFORM skiplock.refuse('debounce_key', 'a key of 1 to 256 characters, or null');
+  ELSIF debounce_period_seconds NOT BETWEEN 1 AND 315360000 OR ((debounce_period_seconds IS NULL) <> (debounce_key IS NULL)) THEN
+    PERFORM skiplock.refuse('debounce_period_seconds',
+      format('from 1 to 315360000, with a debounce_key, not %s', coalesce(debounce_period_seconds::text, 'none')));
+  ELSIF debounce_max_delay_seconds NOT BETWEEN debounce_period_seconds AND 315360000
+        OR (debounce_max_delay_seconds IS NOT NULL AND debounce_key IS NULL) THEN
+    PERFORM skiplock.refuse('debounce_max_delay_seconds',
+      format('from the period to 315360000, with a debounce_key, not %s', debounce_max_delay_seconds));
   ELSIF length(rate_key) NOT BETWEEN 1 AND 256 THEN
     PERFORM skiplock.refuse('rate_key', 'a key of 1 to 256 characters, or null');
   ELSIF rate_key IS NOT NULL AND (rate_limit IS NULL OR rate_period_seconds IS NULL) THEN
@@ -1195,6 +1235,27 @@ BEGIN
     PERFORM skiplock.refuse('rate_on_excess', format('throttle or drop, with a rate_key, not %s', rate_on_excess));
   END IF;
   start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
+  IF coalesce(dedup_on_conflict, dedup_scope, debounce_key) IS NOT NULL THEN
+    SELECT e.id, e."heldJob" INTO new_id, enqueued
+    -- Without the nulls (stripped before the payload goes in, which may hold some).
+    FROM skiplock.enqueue_singleton(jsonb_strip_nulls(jsonb_build_object(
+      'queue', queue, 'tenant', tenant, 'type', type, 'priority', priority,
+      'runAt', CASE WHEN run_at IS NOT NULL OR delay IS NOT NULL THEN start_at END, 'maxAttempts', max_attempts,
+      'leaseSeconds', lease_seconds, 'expiresAt', expires_at, 'dedupKey', dedup_key,
+      'dedupWindowSeconds', dedup_window_seconds, 'backoffBaseSeconds', backoff_base_seconds,
+      'backoffMaxSeconds', backoff_max_seconds, 'callbackUrl', callback_url, 'failureCallbackUrl', failure_callback_url,
+      'concurrencyKey', concurrency_key, 'concurrencyLimit', concurrency_limit, 'orderingKey', ordering_key,
+      'orderingOnFailure', ordering_on_failure, 'rateKey', rate_key, 'rateLimit', rate_limit,
+      'ratePeriodSeconds', rate_period_seconds, 'rateOnExcess', rate_on_excess, 'dedupOnConflict', dedup_on_conflict,
+      'dedupScope', dedup_scope, 'debounceKey', debounce_key, 'debouncePeriodSeconds', debounce_period_seconds,
+      'debounceMaxDelaySeconds', debounce_max_delay_seconds)) || jsonb_build_object('payload', coalesce(payload, 'null'))) e;
+    IF enqueued IS NULL THEN
+      -- A new job, read after the insert trigger has settled its turn (a
+      -- dropped one is in the history already).
+      SELECT skiplock.job_json(a) INTO enqueued FROM skiplock.all_jobs a WHERE a.id = new_id;
+    END IF;
+    RETURN enqueued;
+  END IF;
   LOOP
     -- A key in force returns its job (a finished job's key lapses after its dedup window).
     IF dedup_key IS NOT NULL THEN
@@ -1249,6 +1310,8 @@ DECLARE
 BEGIN
   IF jobs @? '$[*] ? (@.concurrencyKey != null || @.orderingKey != null || @.rateKey != null)' THEN
     PERFORM skiplock.refuse('jobs', 'a job of a flow cannot name a concurrency key, an ordering key or a rate key');
+  ELSIF jobs @? '$[*] ? (@.debounceKey != null || @.dedupOnConflict != null || @.dedupScope != null)' THEN
+    PERFORM skiplock.refuse('jobs', 'a job of a flow cannot name a debounce key, a dedupOnConflict or a dedupScope');
   END IF;
   WITH input AS (
     SELECT i.job, i.ordinal FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
@@ -1301,10 +1364,14 @@ BEGIN
 END
 $$;
 
-FUNCTION enqueue_jobs(jobs jsonb) RETURNS TABLE(id uuid, queue text, type text, tenant text, status text, priority integer, payload jsonb, "maxAttempts" integer, "leaseSeconds" integer, "runAt" json, "expiresAt" json, "dedupKey" text, "createdAt" json, "callbackUrl" text, "failureCallbackUrl" text, deduplicated boolean, "heldBy" uuid, "heldJob" json) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+FUNCTION enqueue_jobs(jobs jsonb) RETURNS SETOF skiplock.enqueue_answer LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
+DECLARE
+  one jsonb;
 BEGIN
-  IF NOT jobs @? '$[*] ? (@.dedupKey != null || @.concurrencyKey != null || @.orderingKey != null || @.rateKey != null)' THEN
+  IF NOT jobs @? '$[*] ? (@.dedupKey != null || @.concurrencyKey != null || @.orderingKey != null || @.rateKey != null
+                          || @.debounceKey != null || @.debouncePeriodSeconds != null
+                          || @.debounceMaxDelaySeconds != null || @.dedupOnConflict != null || @.dedupScope != null)' THEN
     -- Ids ascend in input order, so they put the results back in it.
     RETURN QUERY
     WITH written AS (
@@ -1319,7 +1386,19 @@ BEGIN
       FROM skiplock.enqueue_rows(jobs) i
       RETURNING skiplock.enqueued_job(j) AS job
     )
-    SELECT (w.job).*, false, NULL::uuid, NULL::json FROM written w ORDER BY (w.job).id;
+    SELECT (w.job).*, false, NULL::uuid, NULL::json, false, false FROM written w ORDER BY (w.job).id;
+    RETURN;
+  END IF;
+  IF jobs @? '$[*] ? (@.debounceKey != null || @.debouncePeriodSeconds != null || @.debounceMaxDelaySeconds != null
+                      || @.dedupOnConflict != null || @.dedupScope != null)' THEN
+    FOR one IN SELECT e.job FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(job, ordinal) ORDER BY e.ordinal LOOP
+      IF one @? '$ ? (@.debounceKey != null || @.debouncePeriodSeconds != null || @.debounceMaxDelaySeconds != null
+                      || @.dedupOnConflict != null || @.dedupScope != null)' THEN
+        RETURN QUERY SELECT * FROM skiplock.enqueue_singleton(one);
+      ELSE
+        RETURN QUERY SELECT * FROM skiplock.enqueue_jobs(jsonb_build_array(one));
+      END IF;
+    END LOOP;
     RETURN;
   END IF;
   RETURN QUERY
@@ -1367,7 +1446,8 @@ BEGIN
   -- lookup by id for each dedup hit only.
   SELECT (inserted.job).*, inserted.job IS NULL AS deduplicated, key.job_id AS "heldBy",
          CASE WHEN inserted.job IS NULL AND key.job_id IS NOT NULL THEN
-           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END AS "heldJob"
+           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END AS "heldJob",
+         false, false
   FROM input i
   LEFT JOIN written inserted ON (inserted.job).id = i.id
   LEFT JOIN keys key
@@ -1402,6 +1482,139 @@ BEGIN
   -- OFFSET 0 keeps the planner from copying clock_timestamp() (and the
   -- draw of the ids' seed) into every use of at.
   CROSS JOIN (SELECT clock_timestamp() AS at, uuid_send(gen_random_uuid()) AS seed OFFSET 0) clock;
+END
+$$;
+
+FUNCTION enqueue_singleton(job jsonb) RETURNS SETOF skiplock.enqueue_answer LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  debouncing boolean := job->>'debounceKey' IS NOT NULL;
+  key text := coalesce(job->>'debounceKey', job->>'dedupKey');
+  key_tenant text := coalesce(job->>'tenant', 'default');
+  key_queue text := job->>'queue';
+  on_conflict text := CASE WHEN job->>'debounceKey' IS NOT NULL THEN 'replace'
+                            ELSE coalesce(job->>'dedupOnConflict', 'return') END;
+  scope text := CASE WHEN job->>'debounceKey' IS NOT NULL THEN 'waiting'
+                      ELSE coalesce(job->>'dedupScope', 'waitingOrRunning') END;
+  period integer := (job->>'debouncePeriodSeconds')::integer;
+  max_delay integer := (job->>'debounceMaxDelaySeconds')::integer;
+  held_id uuid;
+  held_until timestamptz;
+  again_id uuid;
+  again_until timestamptz;
+  holder skiplock.jobs;
+  unstarted boolean;
+  start_at timestamptz;
+  enqueues integer;
+  answer skiplock.enqueue_answer;
+  races integer := 0;
+BEGIN
+  IF debouncing THEN
+    IF job @? '$ ? (@.dedupKey != null || @.dedupOnConflict != null || @.dedupScope != null
+                    || @.dedupWindowSeconds != null)' THEN
+      PERFORM skiplock.refuse('debounceKey', 'a debounce key is the job''s dedup key: give no dedupKey, dedupOnConflict, dedupScope or dedupWindowSeconds');
+    ELSIF job->>'orderingKey' IS NOT NULL THEN
+      PERFORM skiplock.refuse('debounceKey', 'cannot combine with an orderingKey: debounce folds jobs into one, an ordering key runs each in turn');
+    ELSIF job @? '$ ? (@.runAt != null || @.delaySeconds != null)' THEN
+      PERFORM skiplock.refuse('debounceKey', 'the debounce period sets the start: give no runAt or delaySeconds');
+    ELSIF key IS NULL OR length(key) NOT BETWEEN 1 AND 256 THEN
+      PERFORM skiplock.refuse('debounceKey', 'a key of 1 to 256 characters');
+    ELSIF period IS NULL OR period NOT BETWEEN 1 AND 315360000 THEN
+      PERFORM skiplock.refuse('debouncePeriodSeconds', format('from 1 to 315360000 seconds, not %s', coalesce(period::text, 'none')));
+    ELSIF max_delay < period OR max_delay > 315360000 THEN
+      PERFORM skiplock.refuse('debounceMaxDelaySeconds', format('from the period (%s) to 315360000 seconds, not %s', period, max_delay));
+    END IF;
+  ELSIF period IS NOT NULL OR max_delay IS NOT NULL THEN
+    PERFORM skiplock.refuse(CASE WHEN period IS NOT NULL THEN 'debouncePeriodSeconds' ELSE 'debounceMaxDelaySeconds' END,
+                            'needs a debounceKey');
+  ELSIF key IS NULL THEN
+    PERFORM skiplock.refuse(CASE WHEN job->>'dedupOnConflict' IS NOT NULL THEN 'dedupOnConflict' ELSE 'dedupScope' END,
+                            'needs a dedupKey');
+  ELSIF on_conflict NOT IN ('return', 'replace', 'refuse') THEN
+    PERFORM skiplock.refuse('dedupOnConflict', format('return, replace or refuse, not %s', on_conflict));
+  ELSIF scope NOT IN ('waiting', 'waitingOrRunning') THEN
+    PERFORM skiplock.refuse('dedupScope', format('waiting or waitingOrRunning, not %s', scope));
+  ELSIF scope = 'waiting' AND coalesce((job->>'dedupWindowSeconds')::integer, 0) > 0 THEN
+    PERFORM skiplock.refuse('dedupWindowSeconds', 'a key of the waiting scope never counts an ended job: give no window');
+  END IF;
+
+  PERFORM pg_advisory_xact_lock(hashtextextended(jsonb_build_array('dedup', key_tenant, key_queue, key)::text, 0));
+  LOOP
+    SELECT k.job_id, k.expires_at INTO held_id, held_until FROM skiplock.dedup_keys k
+    WHERE (k.tenant, k.queue, k.dedup_key) = (key_tenant, key_queue, key) AND (k.expires_at IS NULL OR k.expires_at > now());
+    IF FOUND THEN
+      -- Waits for a claim or an end of the job under way; a job that ended is no longer here.
+      SELECT j.* INTO holder FROM skiplock.jobs j WHERE j.id = held_id FOR UPDATE;
+      SELECT k.job_id, k.expires_at INTO again_id, again_until FROM skiplock.dedup_keys k
+      WHERE (k.tenant, k.queue, k.dedup_key) = (key_tenant, key_queue, key) AND (k.expires_at IS NULL OR k.expires_at > now());
+      -- It ended meanwhile, and its end changed the key: look again.
+      CONTINUE WHEN again_id IS DISTINCT FROM held_id OR again_until IS DISTINCT FROM held_until;
+      unstarted := coalesce(holder.state IN ('scheduled', 'queued', 'held') AND holder.first_started_at IS NULL, false);
+      IF scope = 'waiting' AND NOT unstarted THEN
+        -- Its job started (or ended): the key passes to a new one.
+        DELETE FROM skiplock.dedup_keys k
+        WHERE (k.tenant, k.queue, k.dedup_key) = (key_tenant, key_queue, key) AND k.job_id = held_id;
+      ELSIF on_conflict = 'return' THEN
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+               true, a.id, skiplock.job_json(a), false, false INTO answer
+        FROM skiplock.all_jobs a WHERE a.id = held_id;
+        RETURN NEXT answer;
+        RETURN;
+      ELSIF on_conflict = 'refuse' OR NOT unstarted THEN
+        RAISE EXCEPTION '%', format('dedup_key: job %s holds the key %s in queue %s of tenant %s%s',
+          held_id, key, key_queue, key_tenant,
+          CASE WHEN on_conflict = 'refuse' THEN ''
+               ELSE format(' and has %s, so it cannot be replaced', CASE WHEN holder.id IS NULL THEN 'ended' ELSE 'started' END) END)
+          USING ERRCODE = 'unique_violation', SCHEMA = 'skiplock', TABLE = 'dedup_keys',
+                CONSTRAINT = 'dedup_keys_pkey', COLUMN = 'dedup_key', DETAIL = held_id::text;
+      ELSE
+        start_at := CASE
+          WHEN debouncing THEN least(now() + make_interval(secs => period),
+                                     holder.created_at + make_interval(secs => max_delay))
+          WHEN job->>'runAt' IS NOT NULL THEN (job->>'runAt')::timestamptz
+          WHEN job->>'delaySeconds' IS NOT NULL THEN now() + make_interval(secs => (job->>'delaySeconds')::float8)
+          ELSE holder.run_at END;
+        UPDATE skiplock.jobs j
+        SET payload = coalesce(job->'payload', 'null'), run_at = start_at,
+            state = CASE WHEN j.state = 'held' THEN 'held' WHEN start_at > now() THEN 'scheduled' ELSE 'queued' END
+        WHERE j.id = held_id
+        RETURNING j.* INTO holder;
+        SELECT count(*)::integer + 1 INTO enqueues
+        FROM skiplock.job_events e WHERE e.job_id = held_id AND e.kind = 'debounced';
+        INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+        VALUES (held_id, CASE WHEN debouncing THEN 'debounced' ELSE 'replaced' END, holder.attempts,
+                jsonb_strip_nulls(jsonb_build_object(
+                  'key', key, 'runAt', skiplock.iso(start_at),
+                  'enqueues', CASE WHEN debouncing THEN enqueues END,
+                  'latestRunAt', skiplock.iso(holder.created_at + make_interval(secs => max_delay)))));
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+               true, holder.id, skiplock.job_json(holder), debouncing, NOT debouncing INTO answer;
+        RETURN NEXT answer;
+        RETURN;
+      END IF;
+    END IF;
+
+    SELECT * INTO answer FROM skiplock.enqueue_jobs(jsonb_build_array(
+      job - 'debounceKey' - 'debouncePeriodSeconds' - 'debounceMaxDelaySeconds' - 'dedupOnConflict' - 'dedupScope'
+        || jsonb_build_object('dedupKey', key)
+        || CASE WHEN debouncing THEN jsonb_build_object('delaySeconds', period) ELSE '{}' END));
+    IF NOT answer.deduplicated THEN
+      IF debouncing THEN
+        INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+        VALUES (answer.id, 'debounced', 0, jsonb_strip_nulls(jsonb_build_object(
+                  'key', key, 'runAt', skiplock.iso((answer."runAt" #>> '{}')::timestamptz), 'enqueues', 1,
+                  'latestRunAt', skiplock.iso(now() + make_interval(secs => max_delay)))));
+      END IF;
+      RETURN NEXT answer;
+      RETURN;
+    END IF;
+    -- An enqueue without a rule took the key meanwhile: settle with its job.
+    -- Twice means this transaction's snapshot cannot see that job.
+    races := races + 1;
+    IF races > 1 THEN
+      RAISE EXCEPTION 'dedup_key: the key % changed under this transaction''s snapshot; retry it', key
+        USING ERRCODE = 'serialization_failure';
+    END IF;
+  END LOOP;
 END
 $$;
 

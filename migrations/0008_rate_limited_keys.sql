@@ -898,24 +898,22 @@ $$;
 -- Enqueueing with a rate key
 -- ---------------------------------------------------------------------------
 
--- 0006's enqueue_jobs, taking `rateKey` (with `rateLimit`,
+-- 0007's enqueue_jobs, taking `rateKey` (with `rateLimit`,
 -- `ratePeriodSeconds` and `rateOnExcess`, 'throttle' or 'drop', default
 -- 'throttle') beside the other keys.
 CREATE OR REPLACE FUNCTION skiplock.enqueue_jobs(jobs jsonb)
-RETURNS TABLE (
-  id uuid, queue text, type text, tenant text, status text, priority integer, payload jsonb,
-  "maxAttempts" integer, "leaseSeconds" integer, "runAt" json, "expiresAt" json, "dedupKey" text,
-  "createdAt" json, "callbackUrl" text, "failureCallbackUrl" text,
-  -- A dedup hit: no job was inserted, and this job holds the key (heldJob
-  -- is null when it committed after this statement began: read it again).
-  deduplicated boolean, "heldBy" uuid, "heldJob" json)
+RETURNS SETOF skiplock.enqueue_answer
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
 #variable_conflict use_column
+DECLARE
+  one jsonb;
 BEGIN
-  IF NOT jobs @? '$[*] ? (@.dedupKey != null || @.concurrencyKey != null || @.orderingKey != null || @.rateKey != null)' THEN
+  IF NOT jobs @? '$[*] ? (@.dedupKey != null || @.concurrencyKey != null || @.orderingKey != null || @.rateKey != null
+                          || @.debounceKey != null || @.debouncePeriodSeconds != null
+                          || @.debounceMaxDelaySeconds != null || @.dedupOnConflict != null || @.dedupScope != null)' THEN
     -- Ids ascend in input order, so they put the results back in it.
     RETURN QUERY
     WITH written AS (
@@ -930,7 +928,19 @@ BEGIN
       FROM skiplock.enqueue_rows(jobs) i
       RETURNING skiplock.enqueued_job(j) AS job
     )
-    SELECT (w.job).*, false, NULL::uuid, NULL::json FROM written w ORDER BY (w.job).id;
+    SELECT (w.job).*, false, NULL::uuid, NULL::json, false, false FROM written w ORDER BY (w.job).id;
+    RETURN;
+  END IF;
+  IF jobs @? '$[*] ? (@.debounceKey != null || @.debouncePeriodSeconds != null || @.debounceMaxDelaySeconds != null
+                      || @.dedupOnConflict != null || @.dedupScope != null)' THEN
+    FOR one IN SELECT e.job FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(job, ordinal) ORDER BY e.ordinal LOOP
+      IF one @? '$ ? (@.debounceKey != null || @.debouncePeriodSeconds != null || @.debounceMaxDelaySeconds != null
+                      || @.dedupOnConflict != null || @.dedupScope != null)' THEN
+        RETURN QUERY SELECT * FROM skiplock.enqueue_singleton(one);
+      ELSE
+        RETURN QUERY SELECT * FROM skiplock.enqueue_jobs(jsonb_build_array(one));
+      END IF;
+    END LOOP;
     RETURN;
   END IF;
   RETURN QUERY
@@ -978,7 +988,8 @@ BEGIN
   -- lookup by id for each dedup hit only.
   SELECT (inserted.job).*, inserted.job IS NULL AS deduplicated, key.job_id AS "heldBy",
          CASE WHEN inserted.job IS NULL AND key.job_id IS NOT NULL THEN
-           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END AS "heldJob"
+           (SELECT skiplock.job_json(a) FROM skiplock.all_jobs a WHERE a.id = key.job_id) END AS "heldJob",
+         false, false
   FROM input i
   LEFT JOIN written inserted ON (inserted.job).id = i.id
   LEFT JOIN keys key
@@ -987,39 +998,45 @@ BEGIN
 END
 $$;
 
--- 0006's enqueue with a rate key: rate_key, rate_limit, rate_period_seconds
+-- 0007's enqueue with a rate key: rate_key, rate_limit, rate_period_seconds
 -- and rate_on_excess ('throttle' or 'drop', default 'throttle'). A dropped
 -- job comes back cancelled, its lastError saying why.
 --
 --   SELECT skiplock.enqueue('shopify-call', '{"store": "acme"}', tenant => 'acme',
 --                           rate_key => 'store:acme', rate_limit => 10, rate_period_seconds => 1)->>'id';
 DROP FUNCTION skiplock.enqueue(text, jsonb, text, text, integer, timestamptz, interval, integer, integer, timestamptz,
-                               text, integer, real, real, text, text, text, integer, text, text);
+                               text, integer, real, real, text, text, text, integer, text, text, text, text, text,
+                               integer, integer);
 CREATE FUNCTION skiplock.enqueue(
-  queue                text,
-  payload              jsonb       DEFAULT 'null',
-  tenant               text        DEFAULT 'default',
-  type                 text        DEFAULT NULL,
-  priority             integer     DEFAULT NULL,
-  run_at               timestamptz DEFAULT NULL,
-  delay                interval    DEFAULT NULL,
-  max_attempts         integer     DEFAULT NULL,
-  lease_seconds        integer     DEFAULT NULL,
-  expires_at           timestamptz DEFAULT NULL,
-  dedup_key            text        DEFAULT NULL,
-  dedup_window_seconds integer     DEFAULT NULL,
-  backoff_base_seconds real        DEFAULT NULL,
-  backoff_max_seconds  real        DEFAULT NULL,
-  callback_url         text        DEFAULT NULL,
-  failure_callback_url text        DEFAULT NULL,
-  concurrency_key      text        DEFAULT NULL,
-  concurrency_limit    integer     DEFAULT NULL,
-  ordering_key         text        DEFAULT NULL,
-  ordering_on_failure  text        DEFAULT NULL,
-  rate_key             text        DEFAULT NULL,
-  rate_limit           integer     DEFAULT NULL,
-  rate_period_seconds  integer     DEFAULT NULL,
-  rate_on_excess       text        DEFAULT NULL)
+  queue                      text,
+  payload                    jsonb       DEFAULT 'null',
+  tenant                     text        DEFAULT 'default',
+  type                       text        DEFAULT NULL,
+  priority                   integer     DEFAULT NULL,
+  run_at                     timestamptz DEFAULT NULL,
+  delay                      interval    DEFAULT NULL,
+  max_attempts               integer     DEFAULT NULL,
+  lease_seconds              integer     DEFAULT NULL,
+  expires_at                 timestamptz DEFAULT NULL,
+  dedup_key                  text        DEFAULT NULL,
+  dedup_window_seconds       integer     DEFAULT NULL,
+  backoff_base_seconds       real        DEFAULT NULL,
+  backoff_max_seconds        real        DEFAULT NULL,
+  callback_url               text        DEFAULT NULL,
+  failure_callback_url       text        DEFAULT NULL,
+  concurrency_key            text        DEFAULT NULL,
+  concurrency_limit          integer     DEFAULT NULL,
+  ordering_key               text        DEFAULT NULL,
+  ordering_on_failure        text        DEFAULT NULL,
+  dedup_on_conflict          text        DEFAULT NULL,
+  dedup_scope                text        DEFAULT NULL,
+  debounce_key               text        DEFAULT NULL,
+  debounce_period_seconds    integer     DEFAULT NULL,
+  debounce_max_delay_seconds integer     DEFAULT NULL,
+  rate_key                   text        DEFAULT NULL,
+  rate_limit                 integer     DEFAULT NULL,
+  rate_period_seconds        integer     DEFAULT NULL,
+  rate_on_excess             text        DEFAULT NULL)
 RETURNS json
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1066,6 +1083,23 @@ BEGIN
     PERFORM skiplock.refuse('concurrency_limit', format('from 1 to 1000, with a concurrency_key, not %s', concurrency_limit));
   ELSIF ordering_on_failure NOT IN ('hold', 'continue') OR (ordering_on_failure IS NOT NULL AND ordering_key IS NULL) THEN
     PERFORM skiplock.refuse('ordering_on_failure', format('hold or continue, with an ordering_key, not %s', ordering_on_failure));
+  ELSIF dedup_on_conflict NOT IN ('return', 'replace', 'refuse') OR (dedup_on_conflict IS NOT NULL AND dedup_key IS NULL) THEN
+    PERFORM skiplock.refuse('dedup_on_conflict', format('return, replace or refuse, with a dedup_key, not %s', dedup_on_conflict));
+  ELSIF dedup_scope NOT IN ('waiting', 'waitingOrRunning') OR (dedup_scope IS NOT NULL AND dedup_key IS NULL) THEN
+    PERFORM skiplock.refuse('dedup_scope', format('waiting or waitingOrRunning, with a dedup_key, not %s', dedup_scope));
+  ELSIF dedup_scope = 'waiting' AND dedup_window_seconds > 0 THEN
+    PERFORM skiplock.refuse('dedup_window_seconds', 'a key of the waiting scope never counts an ended job: give no window');
+  ELSIF debounce_key IS NOT NULL AND (dedup_key IS NOT NULL OR ordering_key IS NOT NULL OR run_at IS NOT NULL OR delay IS NOT NULL) THEN
+    PERFORM skiplock.refuse('debounce_key', 'cannot combine with a dedup_key, an ordering_key, run_at or delay');
+  ELSIF length(debounce_key) NOT BETWEEN 1 AND 256 THEN
+    PERFORM skiplock.refuse('debounce_key', 'a key of 1 to 256 characters, or null');
+  ELSIF debounce_period_seconds NOT BETWEEN 1 AND 315360000 OR ((debounce_period_seconds IS NULL) <> (debounce_key IS NULL)) THEN
+    PERFORM skiplock.refuse('debounce_period_seconds',
+      format('from 1 to 315360000, with a debounce_key, not %s', coalesce(debounce_period_seconds::text, 'none')));
+  ELSIF debounce_max_delay_seconds NOT BETWEEN debounce_period_seconds AND 315360000
+        OR (debounce_max_delay_seconds IS NOT NULL AND debounce_key IS NULL) THEN
+    PERFORM skiplock.refuse('debounce_max_delay_seconds',
+      format('from the period to 315360000, with a debounce_key, not %s', debounce_max_delay_seconds));
   ELSIF length(rate_key) NOT BETWEEN 1 AND 256 THEN
     PERFORM skiplock.refuse('rate_key', 'a key of 1 to 256 characters, or null');
   ELSIF rate_key IS NOT NULL AND (rate_limit IS NULL OR rate_period_seconds IS NULL) THEN
@@ -1079,6 +1113,27 @@ BEGIN
     PERFORM skiplock.refuse('rate_on_excess', format('throttle or drop, with a rate_key, not %s', rate_on_excess));
   END IF;
   start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
+  IF coalesce(dedup_on_conflict, dedup_scope, debounce_key) IS NOT NULL THEN
+    SELECT e.id, e."heldJob" INTO new_id, enqueued
+    -- Without the nulls (stripped before the payload goes in, which may hold some).
+    FROM skiplock.enqueue_singleton(jsonb_strip_nulls(jsonb_build_object(
+      'queue', queue, 'tenant', tenant, 'type', type, 'priority', priority,
+      'runAt', CASE WHEN run_at IS NOT NULL OR delay IS NOT NULL THEN start_at END, 'maxAttempts', max_attempts,
+      'leaseSeconds', lease_seconds, 'expiresAt', expires_at, 'dedupKey', dedup_key,
+      'dedupWindowSeconds', dedup_window_seconds, 'backoffBaseSeconds', backoff_base_seconds,
+      'backoffMaxSeconds', backoff_max_seconds, 'callbackUrl', callback_url, 'failureCallbackUrl', failure_callback_url,
+      'concurrencyKey', concurrency_key, 'concurrencyLimit', concurrency_limit, 'orderingKey', ordering_key,
+      'orderingOnFailure', ordering_on_failure, 'rateKey', rate_key, 'rateLimit', rate_limit,
+      'ratePeriodSeconds', rate_period_seconds, 'rateOnExcess', rate_on_excess, 'dedupOnConflict', dedup_on_conflict,
+      'dedupScope', dedup_scope, 'debounceKey', debounce_key, 'debouncePeriodSeconds', debounce_period_seconds,
+      'debounceMaxDelaySeconds', debounce_max_delay_seconds)) || jsonb_build_object('payload', coalesce(payload, 'null'))) e;
+    IF enqueued IS NULL THEN
+      -- A new job, read after the insert trigger has settled its turn (a
+      -- dropped one is in the history already).
+      SELECT skiplock.job_json(a) INTO enqueued FROM skiplock.all_jobs a WHERE a.id = new_id;
+    END IF;
+    RETURN enqueued;
+  END IF;
   LOOP
     -- A key in force returns its job (a finished job's key lapses after its dedup window).
     IF dedup_key IS NOT NULL THEN
@@ -1127,7 +1182,7 @@ BEGIN
 END
 $$;
 
--- 0006's enqueue_flow, refusing rate keys too.
+-- 0007's enqueue_flow, refusing rate keys too.
 CREATE OR REPLACE FUNCTION skiplock.enqueue_flow(jobs jsonb, dependencies jsonb)
 RETURNS SETOF json
 LANGUAGE plpgsql AS $$
@@ -1136,6 +1191,8 @@ DECLARE
 BEGIN
   IF jobs @? '$[*] ? (@.concurrencyKey != null || @.orderingKey != null || @.rateKey != null)' THEN
     PERFORM skiplock.refuse('jobs', 'a job of a flow cannot name a concurrency key, an ordering key or a rate key');
+  ELSIF jobs @? '$[*] ? (@.debounceKey != null || @.dedupOnConflict != null || @.dedupScope != null)' THEN
+    PERFORM skiplock.refuse('jobs', 'a job of a flow cannot name a debounce key, a dedupOnConflict or a dedupScope');
   END IF;
   WITH input AS (
     SELECT i.job, i.ordinal FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import {
+  type DedupOnConflict,
+  type DedupScope,
   type JobKeys,
   MAX_RATE_LIMIT,
   MAX_RATE_PERIOD_SECONDS,
@@ -73,6 +75,26 @@ export interface JobOptions<Result = unknown, Payload = unknown> {
    * Exclusive with concurrency and ordering.
    */
   rateLimit?: { key?(payload: Payload): string; limit: number; periodSeconds: number; onExcess?: RateOnExcess };
+  /**
+   * Debounce, e.g. `{ key: (p) => `account:${p.accountId}`, periodSeconds: 30, maxDelaySeconds: 300 }`:
+   * while a job of the key (per tenant and queue) has not started, an enqueue
+   * with the key replaces its payload and moves its start to `periodSeconds`
+   * from now, never past its first enqueue plus `maxDelaySeconds`; one job
+   * runs per burst. Exclusive with ordering and dedup.
+   */
+  debounce?: { key(payload: Payload): string; periodSeconds: number; maxDelaySeconds?: number };
+  /**
+   * A dedup key from each job's payload and what an enqueue does when a job
+   * holds it: `onConflict` `return` (the default), `replace` or `refuse`;
+   * `scope` `waitingOrRunning` (the default) or `waiting`; `windowSeconds`
+   * after the job ends. See docs/keys.md.
+   */
+  dedup?: {
+    key(payload: Payload): string;
+    onConflict?: DedupOnConflict;
+    scope?: DedupScope;
+    windowSeconds?: number;
+  };
 }
 
 /** What a handler gets beside its payload. */
@@ -191,33 +213,50 @@ function checkType(type: string): void {
   }
 }
 
-/** The key fields a definition gives each job, from its payload. */
+/** The key fields a definition gives each job, from its payload: those of each of its key options. */
 function definitionKeys<Payload>(
   type: string,
   options: JobOptions<unknown, Payload>,
 ): ((payload: unknown) => JobKeys) | undefined {
-  const { concurrency, ordering, rateLimit } = options;
+  const { concurrency, ordering, rateLimit, debounce, dedup } = options;
+  const parts: Array<(payload: Payload) => JobKeys> = [];
   if (concurrency !== undefined) {
-    return (payload) => ({
-      concurrencyKey: concurrency.key(payload as Payload),
+    parts.push((payload) => ({
+      concurrencyKey: concurrency.key(payload),
       ...(concurrency.limit === undefined ? {} : { concurrencyLimit: concurrency.limit }),
-    });
+    }));
   }
   if (ordering !== undefined) {
-    return (payload) => ({
-      orderingKey: ordering.key(payload as Payload),
+    parts.push((payload) => ({
+      orderingKey: ordering.key(payload),
       ...(ordering.onFailure === undefined ? {} : { orderingOnFailure: ordering.onFailure }),
-    });
+    }));
   }
   if (rateLimit !== undefined) {
-    return (payload) => ({
-      rateKey: rateLimit.key === undefined ? type : rateLimit.key(payload as Payload),
+    parts.push((payload) => ({
+      rateKey: rateLimit.key === undefined ? type : rateLimit.key(payload),
       rateLimit: rateLimit.limit,
       ratePeriodSeconds: rateLimit.periodSeconds,
       ...(rateLimit.onExcess === undefined ? {} : { rateOnExcess: rateLimit.onExcess }),
-    });
+    }));
   }
-  return undefined;
+  if (debounce !== undefined) {
+    parts.push((payload) => ({
+      debounceKey: debounce.key(payload),
+      debouncePeriodSeconds: debounce.periodSeconds,
+      ...(debounce.maxDelaySeconds === undefined ? {} : { debounceMaxDelaySeconds: debounce.maxDelaySeconds }),
+    }));
+  }
+  if (dedup !== undefined) {
+    parts.push((payload) => ({
+      dedupKey: dedup.key(payload),
+      ...(dedup.onConflict === undefined ? {} : { dedupOnConflict: dedup.onConflict }),
+      ...(dedup.scope === undefined ? {} : { dedupScope: dedup.scope }),
+      ...(dedup.windowSeconds === undefined ? {} : { dedupWindowSeconds: dedup.windowSeconds }),
+    }));
+  }
+  if (parts.length === 0) return undefined;
+  return (payload) => Object.assign({}, ...parts.map((part) => part(payload as Payload)));
 }
 
 function checkOptions<Result, Payload>(type: string, options: JobOptions<Result, Payload>): void {
@@ -262,6 +301,7 @@ function checkOptions<Result, Payload>(type: string, options: JobOptions<Result,
       options.ordering.onFailure !== 'continue' &&
       'ordering.onFailure must be hold or continue',
     ...rateLimitProblems(options.rateLimit),
+    ...debounceProblems(options),
   ].filter((problem) => problem !== false);
   if (problems.length > 0) throw new RangeError(`job type "${type}": ${problems.join('; ')}`);
 }
@@ -280,5 +320,35 @@ function rateLimitProblems(rateLimit: JobOptions['rateLimit']): (string | false)
       rateLimit.onExcess !== 'throttle' &&
       rateLimit.onExcess !== 'drop' &&
       'rateLimit.onExcess must be throttle or drop',
+  ];
+}
+
+/** The debounce and dedup options' problems, as enqueue would refuse each job they make. */
+function debounceProblems<Result, Payload>(options: JobOptions<Result, Payload>): Array<string | false> {
+  const { debounce, dedup } = options;
+  const wholeSeconds = (value: number | undefined, from: number) =>
+    value === undefined || (Number.isInteger(value) && value >= from);
+  return [
+    debounce !== undefined && typeof debounce.key !== 'function' && 'debounce.key must be a function of the payload',
+    debounce !== undefined &&
+      !(debounce.periodSeconds !== undefined && wholeSeconds(debounce.periodSeconds, 1)) &&
+      'debounce.periodSeconds must be a whole number from 1',
+    debounce !== undefined &&
+      !wholeSeconds(debounce.maxDelaySeconds, debounce.periodSeconds) &&
+      'debounce.maxDelaySeconds must be a whole number of seconds from periodSeconds',
+    debounce !== undefined &&
+      (options.ordering !== undefined || dedup !== undefined) &&
+      'debounce cannot combine with ordering (debounce folds jobs into one, ordering runs each) or dedup (the debounce key is the dedup key)',
+    dedup !== undefined && typeof dedup.key !== 'function' && 'dedup.key must be a function of the payload',
+    dedup?.onConflict !== undefined &&
+      !['return', 'replace', 'refuse'].includes(dedup.onConflict) &&
+      'dedup.onConflict must be return, replace or refuse',
+    dedup?.scope !== undefined &&
+      dedup.scope !== 'waiting' &&
+      dedup.scope !== 'waitingOrRunning' &&
+      'dedup.scope must be waiting or waitingOrRunning',
+    dedup?.scope === 'waiting' &&
+      (dedup.windowSeconds ?? 0) > 0 &&
+      'dedup.windowSeconds must be 0 with the waiting scope, which never counts an ended job',
   ];
 }

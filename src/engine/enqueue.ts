@@ -1,6 +1,6 @@
 import { DatabaseError } from '../db/errors.js';
 import type { Query, Queryable } from '../db/types.js';
-import { InvalidInputError } from './errors.js';
+import { DedupConflictError, InvalidInputError } from './errors.js';
 import { jobHandle, type JobHandle } from './job-handle.js';
 import { toJob } from './job-json.js';
 import { getJobSql } from './read-jobs.js';
@@ -27,6 +27,33 @@ export interface EnqueueInput {
   dedupKey?: string;
   /** How long after the job finishes its dedup key still matches. Default 0. */
   dedupWindowSeconds?: number;
+  /**
+   * What this enqueue does when a job holds its dedupKey: `return` that job
+   * (the default), `replace` its payload (and its run time, when runAt or
+   * delaySeconds is given) while it has not started, or `refuse`
+   * (DedupConflictError). A job that has started cannot be replaced: the
+   * enqueue is refused, unless the scope is `waiting`, where it does not count.
+   */
+  dedupOnConflict?: DedupOnConflict;
+  /**
+   * Which job holds a dedup key: `waitingOrRunning` (the default) while it
+   * waits, runs, and for its dedup window after it ends; `waiting` only
+   * until it starts, so a new job may wait while one runs.
+   */
+  dedupScope?: DedupScope;
+  /**
+   * Debounce: while a job of the tenant and queue with this key has not
+   * started, an enqueue with the key replaces its payload and moves its start
+   * to `debouncePeriodSeconds` from now (never past its first enqueue plus
+   * `debounceMaxDelaySeconds`) instead of adding a job; once it has started,
+   * the next enqueue begins a new job. Stored as the job's dedup key, so
+   * exclusive with dedupKey, orderingKey, runAt and delaySeconds.
+   */
+  debounceKey?: string;
+  /** Whole seconds from the latest enqueue of the key to the job's start: 1 or more. */
+  debouncePeriodSeconds?: number;
+  /** The job starts at the latest this long after the burst's first enqueue: at least the period. */
+  debounceMaxDelaySeconds?: number;
   /** Retry backoff: full jitter over min(max, base * 2^(attempt-1)) seconds. */
   backoffBaseSeconds?: number;
   backoffMaxSeconds?: number;
@@ -80,6 +107,12 @@ export type OrderingOnFailure = 'hold' | 'continue';
 /** What a rate key does with a job beyond its limit. */
 export type RateOnExcess = 'throttle' | 'drop';
 
+/** What an enqueue does when a job holds its dedup key. */
+export type DedupOnConflict = 'return' | 'replace' | 'refuse';
+
+/** Which job holds a dedup key: until it ends (and its window), or until it starts. */
+export type DedupScope = 'waitingOrRunning' | 'waiting';
+
 /** The key fields of an enqueue, as a job definition derives them from a payload. */
 export type JobKeys = Pick<
   EnqueueInput,
@@ -91,6 +124,13 @@ export type JobKeys = Pick<
   | 'rateLimit'
   | 'ratePeriodSeconds'
   | 'rateOnExcess'
+  | 'dedupKey'
+  | 'dedupWindowSeconds'
+  | 'dedupOnConflict'
+  | 'dedupScope'
+  | 'debounceKey'
+  | 'debouncePeriodSeconds'
+  | 'debounceMaxDelaySeconds'
 >;
 
 /** Every key field of an enqueue. */
@@ -103,15 +143,26 @@ export const JOB_KEY_FIELDS = [
   'rateLimit',
   'ratePeriodSeconds',
   'rateOnExcess',
+  'dedupKey',
+  'dedupWindowSeconds',
+  'dedupOnConflict',
+  'dedupScope',
+  'debounceKey',
+  'debouncePeriodSeconds',
+  'debounceMaxDelaySeconds',
 ] as const satisfies readonly (keyof JobKeys)[];
 
-/** The longest concurrency, ordering or rate key. */
+/** The longest concurrency, ordering, rate, dedup or debounce key. */
 export const MAX_KEY_LENGTH = 256;
 
 export interface EnqueueResult {
   job: Job;
-  /** True when a job of the same tenant and queue held the dedup key; `job` is that job. */
+  /** True when a job of the same tenant and queue held the dedup (or debounce) key; `job` is that job. */
   deduplicated: boolean;
+  /** True when this enqueue debounced that job: its payload is this one's, its start moved. */
+  debounced: boolean;
+  /** True when this enqueue replaced that job's payload (dedupOnConflict `replace`). */
+  replaced: boolean;
 }
 
 /** Everything of an enqueue but the job type and payload, which the job type's form gives. */
@@ -154,6 +205,8 @@ type EnqueuedColumns = Pick<
 /** A row of skiplock.enqueue_jobs: the new job's columns, or (deduplicated) nulls and the job holding the key. */
 type EnqueueRow = EnqueuedColumns & {
   deduplicated: boolean;
+  debounced: boolean;
+  replaced: boolean;
   heldBy: string | null;
   /** Null for a new job, and for a dedup hit on a job that committed after the statement began: read again. */
   heldJob: Job | null;
@@ -217,19 +270,21 @@ export async function enqueueBatch(
   if (!isJobType(jobs)) return enqueueInputs(db, jobs);
   const inputs = await typedInputs(jobs, payloads, options);
   const results = await enqueueInputs(db, inputs);
-  return results.map(({ job, deduplicated }) => jobHandle(db, job, deduplicated));
+  return results.map(({ job, ...outcome }) => jobHandle(db, job, outcome));
 }
 
 async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
   const rows = await db.query<EnqueueRow>(enqueueQuery(jobs)).catch((error: unknown) => {
-    throw keyKindConflict(error) ?? error;
+    throw keyKindConflict(error) ?? dedupConflict(error) ?? error;
   });
   return Promise.all(
-    rows.map(async (row, index) => {
-      if (row.deduplicated) return { job: toJob(row.heldJob ?? (await readJob(db, row.heldBy!))), deduplicated: true };
+    rows.map(async ({ deduplicated, debounced, replaced, ...row }, index) => {
       // A drop key's job may have ended cancelled in the statement's own trigger, after its row came back.
-      if (jobs[index]!.rateOnExcess === 'drop') return { job: toJob(await readJob(db, row.id)), deduplicated: false };
-      return { job: enqueuedJob(row), deduplicated: false };
+      const reread = deduplicated || jobs[index]!.rateOnExcess === 'drop';
+      const job = reread
+        ? toJob(row.heldJob ?? (await readJob(db, deduplicated ? row.heldBy! : row.id)))
+        : enqueuedJob(row);
+      return { job, deduplicated, debounced, replaced };
     }),
   );
 }
@@ -297,6 +352,18 @@ function keyKindConflict(error: unknown): InvalidInputError | undefined {
   return new InvalidInputError(`${field}: ${refused[2]}`, field);
 }
 
+/**
+ * The database's refusal of a dedup key's job (dedupOnConflict `refuse`, or
+ * `replace` of a job that has started), naming that job.
+ */
+function dedupConflict(error: unknown): DedupConflictError | undefined {
+  if (!(error instanceof DatabaseError) || error.code !== '23505' || error.constraint !== 'dedup_keys_pkey') {
+    return undefined;
+  }
+  if (error.detail === undefined || !error.message.startsWith('dedup_key: ')) return undefined;
+  return new DedupConflictError(error.detail, error.message.slice('dedup_key: '.length));
+}
+
 export function checkBatch(jobs: readonly EnqueueInput[]): void {
   if (jobs.length === 0) throw new InvalidInputError('a batch needs at least one job', 'jobs');
   if (jobs.length > MAX_BATCH) throw new InvalidInputError(`a batch holds at most ${MAX_BATCH} jobs`, 'jobs');
@@ -318,6 +385,12 @@ export function checkBatch(jobs: readonly EnqueueInput[]): void {
       }
     }
     checkKeys(job, `jobs.${index}`);
+    if (job.debounceKey !== undefined && (job.runAt !== undefined || job.delaySeconds !== undefined)) {
+      throw new InvalidInputError(
+        'debounceKey cannot combine with runAt or delaySeconds: the debounce period sets the start',
+        `jobs.${index}.debounceKey`,
+      );
+    }
     if (job.dedupKey === undefined) return;
     const key = JSON.stringify([job.tenant ?? 'default', job.queue, job.dedupKey]);
     // One statement cannot both insert a key and match it: the caller must decide.
@@ -355,6 +428,8 @@ export function checkKeys(job: JobKeys, at: string): void {
     if (job.orderingKey === undefined) refuse('orderingOnFailure', 'needs an orderingKey');
   }
   checkRate(job, refuse);
+  checkDedupRules(job, refuse);
+  checkDebounce(job, refuse);
 }
 
 /** The longest rate period: a day. */
@@ -383,6 +458,55 @@ function checkRate(job: JobKeys, refuse: (field: keyof JobKeys, problem: string)
   } else {
     if (rateLimit === undefined) refuse('rateLimit', 'is required with a rateKey');
     if (ratePeriodSeconds === undefined) refuse('ratePeriodSeconds', 'is required with a rateKey');
+  }
+}
+
+function checkDedupRules(job: JobKeys, refuse: (field: keyof JobKeys, problem: string) => never): void {
+  const { dedupOnConflict, dedupScope } = job;
+  if (dedupOnConflict !== undefined) {
+    if (!['return', 'replace', 'refuse'].includes(dedupOnConflict)) {
+      refuse('dedupOnConflict', 'must be return, replace or refuse');
+    }
+    if (job.dedupKey === undefined) refuse('dedupOnConflict', 'needs a dedupKey');
+  }
+  if (dedupScope !== undefined) {
+    if (dedupScope !== 'waiting' && dedupScope !== 'waitingOrRunning') {
+      refuse('dedupScope', 'must be waiting or waitingOrRunning');
+    }
+    if (job.dedupKey === undefined) refuse('dedupScope', 'needs a dedupKey');
+    if (dedupScope === 'waiting' && (job.dedupWindowSeconds ?? 0) > 0) {
+      refuse('dedupWindowSeconds', 'must be 0 with the waiting scope, which never counts an ended job');
+    }
+  }
+}
+
+/** The longest debounce period or delay: ten years, as the longest delay. */
+const MAX_DEBOUNCE_SECONDS = 315_360_000;
+
+function checkDebounce(job: JobKeys, refuse: (field: keyof JobKeys, problem: string) => never): void {
+  const { debounceKey, debouncePeriodSeconds: period, debounceMaxDelaySeconds: maxDelay } = job;
+  const seconds = (value: number, from: number) =>
+    Number.isInteger(value) && value >= from && value <= MAX_DEBOUNCE_SECONDS;
+  if (debounceKey === undefined) {
+    if (period !== undefined) refuse('debouncePeriodSeconds', 'needs a debounceKey');
+    if (maxDelay !== undefined) refuse('debounceMaxDelaySeconds', 'needs a debounceKey');
+    return;
+  }
+  if (typeof debounceKey !== 'string' || debounceKey.length < 1 || debounceKey.length > MAX_KEY_LENGTH) {
+    refuse('debounceKey', `must be a string of 1 to ${MAX_KEY_LENGTH} characters`);
+  }
+  const dedupField = (['dedupKey', 'dedupOnConflict', 'dedupScope', 'dedupWindowSeconds'] as const).find(
+    (field) => job[field] !== undefined,
+  );
+  if (dedupField !== undefined) refuse(dedupField, 'must be left out with a debounceKey, which is the dedup key');
+  if (job.orderingKey !== undefined) {
+    refuse('orderingKey', 'cannot combine with a debounceKey: debounce folds jobs into one, an ordering key runs each');
+  }
+  if (period === undefined || !seconds(period, 1)) {
+    refuse('debouncePeriodSeconds', `must be a whole number of seconds from 1 to ${MAX_DEBOUNCE_SECONDS}`);
+  }
+  if (maxDelay !== undefined && !seconds(maxDelay, period)) {
+    refuse('debounceMaxDelaySeconds', `must be a whole number of seconds from the period (${period}) up`);
   }
 }
 

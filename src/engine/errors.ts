@@ -27,6 +27,22 @@ export class InvalidInputError extends EngineError {
 }
 
 /**
+ * A job holds the enqueue's dedup key and the enqueue's rule will not pass it:
+ * `dedupOnConflict: 'refuse'`, or `replace` of a job that has started (or
+ * ended). Nothing was stored.
+ */
+export class DedupConflictError extends EngineError {
+  override readonly name = 'DedupConflictError';
+  constructor(
+    /** The job that holds the key. */
+    readonly jobId: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * The constraints an illegal change of a job's state violates (the schema's
  * transition trigger and the history's final outcomes): a job changed state
  * under the caller, which can try again with what it now reads.

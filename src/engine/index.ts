@@ -18,7 +18,7 @@ export {
   type Lease,
   type WebhookTarget,
 } from './types.js';
-export { EngineError, InvalidInputError, StaleLeaseError } from './errors.js';
+export { DedupConflictError, EngineError, InvalidInputError, StaleLeaseError } from './errors.js';
 export {
   enqueue,
   enqueueBatch,
@@ -28,6 +28,8 @@ export {
   MAX_KEY_LENGTH,
   MAX_RATE_LIMIT,
   MAX_RATE_PERIOD_SECONDS,
+  type DedupOnConflict,
+  type DedupScope,
   type EnqueueInput,
   type JobKeys,
   type OrderingOnFailure,
@@ -38,6 +40,7 @@ export {
 export type { JobType, PayloadIssue, PayloadOf, ResultOf } from './job-type.js';
 export {
   jobHandle,
+  type EnqueueOutcome,
   JobGoneError,
   JobNotSucceededError,
   JobWaitTimeoutError,

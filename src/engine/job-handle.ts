@@ -45,6 +45,10 @@ export interface JobHandle<Result = unknown> {
   readonly job: Job;
   /** True when a dedup key matched an existing job: this handle follows that job. */
   readonly deduplicated: boolean;
+  /** True when the enqueue debounced that job (its payload is the enqueue's, its start moved). */
+  readonly debounced: boolean;
+  /** True when the enqueue replaced that job's payload (dedupOnConflict `replace`). */
+  readonly replaced: boolean;
   /** The job as it is now. */
   status(): Promise<Job>;
   /** Waits for the job to end: its result when it succeeded, else JobNotSucceededError. */
@@ -53,12 +57,19 @@ export interface JobHandle<Result = unknown> {
   cancel(): Promise<CancelResult>;
 }
 
+/** What an enqueue did, for a handle on the job it answered. */
+export type EnqueueOutcome = Partial<Pick<JobHandle, 'deduplicated' | 'debounced' | 'replaced'>>;
+
 /** Polls start fast, for short jobs, and back off to this, so a long wait costs little. */
 const MAX_POLL_INTERVAL_MS = 1000;
 const FIRST_POLL_INTERVAL_MS = 20;
 
 /** A handle on a job by id, for one enqueued earlier (its `id` is all a later process needs). */
-export function jobHandle<Result = unknown>(db: Queryable, job: Job, deduplicated = false): JobHandle<Result> {
+export function jobHandle<Result = unknown>(
+  db: Queryable,
+  job: Job,
+  { deduplicated = false, debounced = false, replaced = false }: EnqueueOutcome = {},
+): JobHandle<Result> {
   const read = async () => {
     const current = await getJob(db, job.id);
     if (current === undefined) throw new JobGoneError(job.id);
@@ -68,6 +79,8 @@ export function jobHandle<Result = unknown>(db: Queryable, job: Job, deduplicate
     id: job.id,
     job,
     deduplicated,
+    debounced,
+    replaced,
     status: read,
     async result(options = {}) {
       const ended = await waitUntilFinal(read, options);

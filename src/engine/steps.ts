@@ -226,6 +226,7 @@ export interface JobSteps {
     | { kind: 'child'; step: string; jobId: string }
     | { kind: 'dependency'; jobId: string }
     | { kind: 'key'; key: string; ordered: boolean; blockedBy: string | null }
+    | { kind: 'debounce'; key: string; until: string; enqueues: number }
   >;
   /** Children it invoked and dependencies of a flow (and jobs that depend on it), ended or not. */
   links: Array<{
@@ -266,7 +267,14 @@ SELECT
      SELECT json_build_object('kind', 'key', 'key', kj.key, 'ordered', kj.ordered, 'blockedBy', c.blocked_by), now()
      FROM skiplock.keyed_jobs kj
      LEFT JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
-     WHERE kj.job_id = job.id AND kj.slot = 'waiting') waits) AS "waitingFor",
+     WHERE kj.job_id = job.id AND kj.slot = 'waiting'
+     UNION ALL
+     -- A debounced job that has not started, by its latest debounce.
+     (SELECT json_build_object('kind', 'debounce', 'key', e.detail->>'key', 'until', skiplock.iso(j.run_at),
+                               'enqueues', (e.detail->>'enqueues')::integer), e.at
+      FROM skiplock.job_events e JOIN skiplock.jobs j ON j.id = e.job_id
+      WHERE e.job_id = job.id AND e.kind = 'debounced' AND j.first_started_at IS NULL AND j.state <> 'running'
+      ORDER BY e.id DESC LIMIT 1)) waits) AS "waitingFor",
   (SELECT coalesce(json_agg(json_build_object(
      'kind', link.kind, 'jobId', link.id, 'type', o.type, 'status', skiplock.job_status(o.state, o.run_at),
      'step', link.step_name, 'resolvedAt', skiplock.iso(link.resolved_at)) ORDER BY link.created_at, link.id), '[]')

@@ -135,6 +135,8 @@ export type JobEventKind =
   | 'parked'
   | 'resumed'
   | 'held'
+  | 'debounced'
+  | 'replaced'
   | 'callback_failed'
   | 'callback_cancelled'
   | 'callback_delivered';

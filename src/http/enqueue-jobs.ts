@@ -47,11 +47,11 @@ export async function enqueueJobs(
   const statusUrl = await statusUrlMaker(c, deps.settings(c.env));
   const mayRead = hasScope(holder, ['read']);
   return Promise.all(
-    results.map(async ({ job, deduplicated }) =>
+    results.map(async ({ job, deduplicated, debounced, replaced }) =>
       // A dedup hit is a job this request did not make: a key that may not read jobs learns only its id and status.
       deduplicated && !mayRead
-        ? { id: job.id, status: job.status, statusUrl: await statusUrl(job.id), deduplicated }
-        : { ...job, statusUrl: await statusUrl(job.id), deduplicated },
+        ? { id: job.id, status: job.status, statusUrl: await statusUrl(job.id), deduplicated, debounced, replaced }
+        : { ...job, statusUrl: await statusUrl(job.id), deduplicated, debounced, replaced },
     ),
   );
 }
@@ -120,9 +120,10 @@ function toEnqueueInput(holder: KeyHolder, request: EnqueueRequest, job: Enqueue
   const tenant = holder.tenant ?? job.tenant ?? 'default';
   const input: EnqueueInput = { ...job, queue: request.queue, tenant };
   if (request.idempotencyKey === undefined) return input;
-  if (job.dedupKey !== undefined) {
-    throw validationProblem('give a dedupKey or an Idempotency-Key header, not both', [
-      { path: fieldPath(request, index, 'dedupKey'), message: 'must be left out with an Idempotency-Key header' },
+  const keyField = job.dedupKey !== undefined ? 'dedupKey' : job.debounceKey !== undefined ? 'debounceKey' : undefined;
+  if (keyField !== undefined) {
+    throw validationProblem(`give a ${keyField} or an Idempotency-Key header, not both`, [
+      { path: fieldPath(request, index, keyField), message: 'must be left out with an Idempotency-Key header' },
     ]);
   }
   return {

@@ -1,6 +1,11 @@
 import { HTTPException } from 'hono/http-exception';
 import { DatabaseError } from '../db/errors.js';
-import { InvalidInputError, STATE_TRANSITION_CONSTRAINTS, StaleLeaseError } from '../engine/errors.js';
+import {
+  DedupConflictError,
+  InvalidInputError,
+  STATE_TRANSITION_CONSTRAINTS,
+  StaleLeaseError,
+} from '../engine/errors.js';
 import { conflict, ProblemError, validationProblem } from './problem.js';
 
 /** Seconds a client should wait before retrying when the database is unreachable. */
@@ -16,6 +21,11 @@ export function problemFor(error: unknown): ProblemError | undefined {
   if (error instanceof StaleLeaseError) {
     const detail = 'the lease token no longer holds this job: its lease was taken over or the job finished';
     return conflict('stale-lease', 'Stale lease', detail);
+  }
+  if (error instanceof DedupConflictError) {
+    return conflict('dedup-conflict', 'Dedup key held', error.message, [
+      { path: 'dedupKey', message: `held by job ${error.jobId}` },
+    ]);
   }
   if (error instanceof InvalidInputError) {
     const errors = error.field === undefined ? undefined : [{ path: error.field, message: error.message }];

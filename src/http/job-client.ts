@@ -12,6 +12,10 @@ import type { FlowBodySchema, SendEventBodySchema } from './schemas/steps.js';
 export interface EnqueuedJob extends Job {
   statusUrl: string | null;
   deduplicated: boolean;
+  /** A debounceKey matched: the job now has this enqueue's payload, its start moved. */
+  debounced: boolean;
+  /** A dedupKey with dedupOnConflict `replace` matched: the job now has this enqueue's payload. */
+  replaced: boolean;
 }
 
 /** A job answered to a key without the `read` scope (a dedup hit, a cancel): by id and status only. */
@@ -24,6 +28,8 @@ export interface JobReference {
 export interface EnqueuedJobReference extends JobReference {
   statusUrl: string | null;
   deduplicated: true;
+  debounced: boolean;
+  replaced: boolean;
 }
 
 /** Everything of an enqueue request but the type and payload, which the job type's form gives. */

@@ -41,13 +41,15 @@ const WAIT_KINDS = {
   child: 'children',
   dependency: 'dependencies',
   key: 'turn',
+  debounce: 'time',
 } as const;
 
 /** What a parked or held job waits for, as a browser may see it: its kind and time only. */
 function publicWait(waits: JobSteps['waitingFor']): JobStatusView['waitingFor'] {
   const [wait] = waits;
   if (wait === undefined) return null;
-  const until = wait.kind === 'sleep' ? wait.until : wait.kind === 'event' ? wait.timeoutAt : null;
+  const until =
+    wait.kind === 'sleep' || wait.kind === 'debounce' ? wait.until : wait.kind === 'event' ? wait.timeoutAt : null;
   return { for: WAIT_KINDS[wait.kind], until };
 }
 

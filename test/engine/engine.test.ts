@@ -76,7 +76,12 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     expect(keyed!.job).toMatchObject({ status: 'scheduled', dedupKey: 'report-1', runAt: options.runAt, priority: 7 });
     // The dedup hit answers with the job that holds the key, as read.
     const again = await enqueue(db, { ...options, dedupKey: 'report-1' });
-    expect(again).toEqual({ job: await getJob(db, keyed!.job.id), deduplicated: true });
+    expect(again).toEqual({
+      job: await getJob(db, keyed!.job.id),
+      deduplicated: true,
+      debounced: false,
+      replaced: false,
+    });
   });
 
   it('runs the claim, heartbeat, complete cycle and keeps the stats', async () => {
@@ -220,7 +225,7 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
     const { db } = await open(driver);
     const first = await enqueue(db, { queue: 'q', dedupKey: 'order-1' });
     const again = await enqueue(db, { queue: 'q', dedupKey: 'order-1', payload: 'ignored' });
-    expect(again).toEqual({ job: { ...first.job }, deduplicated: true });
+    expect(again).toEqual({ job: { ...first.job }, deduplicated: true, debounced: false, replaced: false });
     const otherQueue = await enqueue(db, { queue: 'other', dedupKey: 'order-1' });
     expect(otherQueue.deduplicated).toBe(false);
     // Keys are per tenant: another tenant's key neither blocks nor matches, in one batch or alone.

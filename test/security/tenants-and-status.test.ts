@@ -85,7 +85,14 @@ describe('dedup keys', () => {
       200,
     );
 
-    expect(hit).toEqual({ id: original.id, status: 'queued', statusUrl: expect.any(String), deduplicated: true });
+    expect(hit).toEqual({
+      id: original.id,
+      status: 'queued',
+      statusUrl: expect.any(String),
+      deduplicated: true,
+      debounced: false,
+      replaced: false,
+    });
     expect(Object.keys(retried).sort()).toEqual(['deduplicated', 'id', 'status', 'statusUrl']);
     // The statusUrl opens the status view only (below).
     const view = await expectJson(await fetch(String(hit.statusUrl)), 200);

@@ -25,9 +25,10 @@ export function enqueueRoutes(deps: AppDeps) {
       tags: ['jobs'],
       summary: 'Enqueue a job',
       description:
-        'Answers 201 with the new job, or 200 with `deduplicated: true` and the job that a dedupKey or ' +
+        'Answers 201 with the new job, or 200 with `deduplicated: true` and the job that a dedupKey, debounceKey or ' +
         "Idempotency-Key matched (a job of the same queue and tenant); to a key without the read scope, that job's " +
-        'id and status only.',
+        'id and status only. `debounced: true` or `replaced: true` say the enqueue gave that job its payload. ' +
+        '409 when dedupOnConflict refuse (or replace of a started job) met a job holding the key, naming it.',
       request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBodySchema) },
       responses: {
         201: jsonResponse(EnqueuedJobSchema, 'The job was created'),

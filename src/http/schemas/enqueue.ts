@@ -81,6 +81,31 @@ export const EnqueueBodySchema = z
     dedupWindowSeconds: intSchema(0, LIMITS.maxDelaySeconds)
       .optional()
       .describe('How long after finishing the key still matches; default 0.'),
+    dedupOnConflict: z
+      .enum(['return', 'replace', 'refuse'])
+      .optional()
+      .describe(
+        'When a job holds the dedupKey: return it (the default, 200 with deduplicated: true), replace its payload ' +
+          '(and its run time, when runAt or delaySeconds is given) while it has not started (200 with replaced: ' +
+          'true), or refuse (409 naming it). A job that has started cannot be replaced: 409, unless dedupScope is ' +
+          'waiting.',
+      ),
+    dedupScope: z
+      .enum(['waitingOrRunning', 'waiting'])
+      .optional()
+      .describe(
+        'Which job holds the dedupKey: waitingOrRunning (the default) while it waits, runs and for its window ' +
+          'after; waiting only until it starts, so a new job may wait while one runs.',
+      ),
+    debounceKey: KeyTextSchema.optional().describe(
+      "While a job of the tenant and queue with this key has not started, an enqueue with the key replaces its payload and moves its start to debouncePeriodSeconds from now (never past its first enqueue plus debounceMaxDelaySeconds): 200 with debounced: true and that job. Once it has started, the next enqueue makes a new job. It is the job's dedup key: exclusive with dedupKey, orderingKey, runAt and delaySeconds.",
+    ),
+    debouncePeriodSeconds: intSchema(1, LIMITS.maxDelaySeconds)
+      .optional()
+      .describe("Seconds from the key's latest enqueue to the job's start; required with a debounceKey."),
+    debounceMaxDelaySeconds: intSchema(1, LIMITS.maxDelaySeconds)
+      .optional()
+      .describe("The job starts at the latest this long after the burst's first enqueue; at least the period."),
     // At least a millisecond: the column is a `real`, which cannot hold tinier fractions.
     backoffBaseSeconds: z.number().min(0.001).max(86_400).optional().describe('First retry delay scale; default 1.'),
     backoffMaxSeconds: z
@@ -167,6 +192,44 @@ export const EnqueueBodySchema = z
   .refine((job) => job.rateOnExcess === undefined || job.rateKey !== undefined, {
     message: 'a rateOnExcess needs a rateKey',
     path: ['rateOnExcess'],
+  })
+  .refine((job) => job.dedupOnConflict === undefined || job.dedupKey !== undefined, {
+    message: 'a dedupOnConflict needs a dedupKey',
+    path: ['dedupOnConflict'],
+  })
+  .refine((job) => job.dedupScope === undefined || job.dedupKey !== undefined, {
+    message: 'a dedupScope needs a dedupKey',
+    path: ['dedupScope'],
+  })
+  .refine((job) => job.dedupScope !== 'waiting' || (job.dedupWindowSeconds ?? 0) === 0, {
+    message: 'the waiting scope never counts an ended job: give no dedupWindowSeconds',
+    path: ['dedupWindowSeconds'],
+  })
+  .refine((job) => (job.debounceKey === undefined) === (job.debouncePeriodSeconds === undefined), {
+    message: 'a debounceKey and a debouncePeriodSeconds go together',
+    path: ['debouncePeriodSeconds'],
+  })
+  .refine((job) => job.debounceMaxDelaySeconds === undefined || job.debounceKey !== undefined, {
+    message: 'a debounceMaxDelaySeconds needs a debounceKey',
+    path: ['debounceMaxDelaySeconds'],
+  })
+  .refine((job) => (job.debounceMaxDelaySeconds ?? Number.POSITIVE_INFINITY) >= (job.debouncePeriodSeconds ?? 0), {
+    message: 'debounceMaxDelaySeconds must be at least debouncePeriodSeconds',
+    path: ['debounceMaxDelaySeconds'],
+  })
+  .refine(
+    (job) =>
+      job.debounceKey === undefined ||
+      [job.dedupKey, job.dedupWindowSeconds, job.dedupOnConflict, job.dedupScope].every((field) => field === undefined),
+    { message: "a debounceKey is the job's dedup key: give no dedupKey or other dedup field", path: ['debounceKey'] },
+  )
+  .refine((job) => job.debounceKey === undefined || job.orderingKey === undefined, {
+    message: 'give debounceKey or orderingKey, not both: debounce folds jobs into one, an ordering key runs each',
+    path: ['debounceKey'],
+  })
+  .refine((job) => job.debounceKey === undefined || (job.runAt === undefined && job.delaySeconds === undefined), {
+    message: 'the debounce period sets the start: give no runAt or delaySeconds with a debounceKey',
+    path: ['debounceKey'],
   })
   .openapi('EnqueueRequest');
 

@@ -22,6 +22,8 @@ const JOB_EVENT_KINDS = [
   'parked',
   'resumed',
   'held',
+  'debounced',
+  'replaced',
 ] as const satisfies readonly JobEventKind[];
 
 export const JobEventSchema = z

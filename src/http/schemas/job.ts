@@ -85,9 +85,20 @@ const StatusUrlSchema = z
       '/status/{id}?token=…). Null when the Worker has no status-token secret.',
   );
 
+/** What an enqueue did to the job a key matched. */
+const EnqueueChangeFields = {
+  debounced: z
+    .boolean()
+    .describe("True when a debounceKey matched: the job now has this request's payload and its start moved."),
+  replaced: z
+    .boolean()
+    .describe("True when a dedupKey with dedupOnConflict replace matched: the job now has this request's payload."),
+};
+
 export const EnqueuedJobSchema = JobSchema.extend({
   statusUrl: StatusUrlSchema,
   deduplicated: z.boolean().describe('True when a dedup key or Idempotency-Key matched a job that already existed.'),
+  ...EnqueueChangeFields,
 }).openapi('EnqueuedJob');
 
 /**
@@ -110,6 +121,7 @@ export const EnqueuedJobReferenceSchema = z
     status: JobStatusSchema,
     statusUrl: StatusUrlSchema,
     deduplicated: z.literal(true),
+    ...EnqueueChangeFields,
   })
   .describe(
     'A dedup key or Idempotency-Key matched a job this request did not make, and the key lacks the read scope: ' +

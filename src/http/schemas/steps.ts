@@ -46,9 +46,18 @@ export const JobStepsSchema = z
             ordered: z.boolean(),
             blockedBy: UuidSchema.nullable().describe('The failed head that holds an ordering key, if one does.'),
           }),
+          z.object({
+            kind: z.literal('debounce'),
+            key: z.string(),
+            until: TimestampSchema.describe('Its start, unless another enqueue of the key moves it.'),
+            enqueues: z.int().describe('The enqueues of its key that this job took, its first included.'),
+          }),
         ]),
       )
-      .describe("What the parked job waits for now, or the held job: its key's turn."),
+      .describe(
+        "What the parked job waits for now, the held job (its key's turn), or the debounced job (more enqueues of " +
+          'its key until its start).',
+      ),
     links: z
       .array(
         z.object({

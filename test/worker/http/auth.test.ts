@@ -403,6 +403,8 @@ describe('a tenant-bound key', async () => {
       status: 'queued',
       statusUrl: expect.any(String),
       deduplicated: true,
+      debounced: false,
+      replaced: false,
     });
     expect(listed.jobs).toHaveLength(3);
   });

@@ -155,6 +155,8 @@ describe('POST /v1/queues/{queue}/jobs', () => {
       status: 'queued',
       statusUrl: expect.any(String),
       deduplicated: true,
+      debounced: false,
+      replaced: false,
     });
     expect(first.status).toBe(201);
     const firstJob = await first.json<EnqueuedJob>();
@@ -164,6 +166,8 @@ describe('POST /v1/queues/{queue}/jobs', () => {
       status: 'queued',
       statusUrl: expect.any(String),
       deduplicated: true,
+      debounced: false,
+      replaced: false,
     });
   });
 

@@ -32,6 +32,8 @@ const EVENT_LABELS: Record<JobEvent['kind'], string> = {
   parked: 'Parked at a step',
   resumed: 'Resumed',
   held: "Held for its key's turn",
+  debounced: 'Debounced',
+  replaced: 'Payload replaced',
 };
 let shownJobId: string | null = null;
 
@@ -127,6 +129,8 @@ function waitText(wait: JobSteps['waitingFor'][number]): string {
       return wait.blockedBy === null
         ? `Held for its turn of ${wait.ordered ? 'ordering' : 'concurrency'} key ${wait.key}`
         : `Held: ordering key ${wait.key} waits for failed job ${wait.blockedBy} to be retried or the key unblocked`;
+    case 'debounce':
+      return `Debounced: ${wait.enqueues} enqueues of key ${wait.key} so far; starts ${formatTime(wait.until)} unless another moves it`;
   }
 }
 
