@@ -1695,9 +1695,10 @@ $$;
 FUNCTION fill_key_slots(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
 DECLARE
   turned integer;
+  rated boolean;
 BEGIN
   WITH keys AS MATERIALIZED (
-    SELECT c.tenant, c.key, c.ordered,
+    SELECT c.tenant, c.key, c.ordered, c.rate_limit IS NOT NULL AS rated,
            CASE WHEN c.rate_limit IS NULL THEN c.slots - c.taken
                 ELSE c.rate_limit - c.taken - skiplock.window_starts(c.starts, c.rate_seconds, now()) END AS free
     FROM unnest(key_tenants, key_names) AS u(tenant, key)
@@ -1734,31 +1735,33 @@ BEGIN
     FROM granted g WHERE j.id = g.job_id AND j.state = 'held'
     RETURNING j.id
   )
-  SELECT count(*) INTO turned FROM woken;
+  SELECT count(*), (SELECT coalesce(bool_or(k.rated), false) FROM keys k) INTO turned, rated FROM woken;
   IF turned > 0 AND skiplock.anyone_listening() THEN
     PERFORM pg_notify('skiplock_jobs', '');
   END IF;
 
   -- The just-inserted jobs of a 'drop' key without a turn end cancelled,
   -- saying why, as a cancel would end them.
-  WITH dropped AS (
-    UPDATE skiplock.keyed_jobs kj SET slot = 'released'
-    FROM unnest(key_tenants, key_names) AS u(tenant, key)
-    JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
-    WHERE kj.tenant = u.tenant AND kj.key = u.key AND kj.slot IS NULL AND c.rate_mode = 'drop'
-    RETURNING kj.job_id, format('its key %s was at its rate limit (%s starts in %s s)', c.key, c.rate_limit,
-                                c.rate_seconds) AS reason
-  ),
-  ended AS (
-    DELETE FROM skiplock.jobs j USING dropped d WHERE j.id = d.job_id
-    RETURNING skiplock.as_finished(j, 'cancelled', NULL,
-                jsonb_build_object('name', 'RateLimitedError', 'message', d.reason)) AS finished, d.reason
-  ),
-  finished AS (
-    INSERT INTO skiplock.finished_jobs SELECT (e.finished).* FROM ended e
-  )
-  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-  SELECT (e.finished).id, 'cancelled', 0, jsonb_build_object('reason', e.reason) FROM ended e;
+  IF rated THEN
+    WITH dropped AS (
+      UPDATE skiplock.keyed_jobs kj SET slot = 'released'
+      FROM unnest(key_tenants, key_names) AS u(tenant, key)
+      JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
+      WHERE kj.tenant = u.tenant AND kj.key = u.key AND kj.slot IS NULL AND c.rate_mode = 'drop'
+      RETURNING kj.job_id, format('its key %s was at its rate limit (%s starts in %s s)', c.key, c.rate_limit,
+                                  c.rate_seconds) AS reason
+    ),
+    ended AS (
+      DELETE FROM skiplock.jobs j USING dropped d WHERE j.id = d.job_id
+      RETURNING skiplock.as_finished(j, 'cancelled', NULL,
+                  jsonb_build_object('name', 'RateLimitedError', 'message', d.reason)) AS finished, d.reason
+    ),
+    finished AS (
+      INSERT INTO skiplock.finished_jobs SELECT (e.finished).* FROM ended e
+    )
+    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+    SELECT (e.finished).id, 'cancelled', 0, jsonb_build_object('reason', e.reason) FROM ended e;
+  END IF;
 
   -- The just-inserted jobs without a turn wait for one, held.
   WITH held AS (
@@ -1783,6 +1786,9 @@ BEGIN
   FROM moved m JOIN skiplock.concurrency_keys c ON c.tenant = m.tenant AND c.key = m.key;
 
   -- A rate key with jobs held comes due when its window next has room.
+  IF NOT rated THEN
+    RETURN;
+  END IF;
   UPDATE skiplock.concurrency_keys c
   SET refill_at = skiplock.window_opens_at(c.starts, c.rate_seconds, now())
   FROM unnest(key_tenants, key_names) AS u(tenant, key)

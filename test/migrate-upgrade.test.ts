@@ -22,7 +22,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0005_parked_state.sql': '11d9cb28dccce2cf07bab128bb757f270d4d4c1a971bd042916e6dbfae8d0bca',
   '0006_concurrency_keys.sql': '470b9d6f046ec9de273e5fa1e98dbc3c49410d90693df4d14c30d15e063b0b1c',
   '0007_debounce.sql': '021aff12244d452b4f010601a8aac3efc184621d2d5978108d5ef62e07aedfe4',
-  '0008_rate_limited_keys.sql': '32ee3c4faa72171fc1fce6151876a274aafb2c31ac3c747b40e447f15397fe26',
+  '0008_rate_limited_keys.sql': '2b6afaec2c2cf0e95b31561f685d663507f05c1e52a826882ff67c65066231c2',
 };
 
 /**
