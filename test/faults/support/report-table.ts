@@ -11,7 +11,7 @@ export interface RunFacts {
  * Scenarios 1 to 8 of issue 7, 9 of issue 16, 10 of issue 37, 11 to 13 (durable steps, events, child jobs) and
  * 14 to 16 of issue 40 (concurrency keys, ordering keys, debounce): the report is written when all of them ran.
  */
-export const SCENARIOS = 16;
+export const SCENARIOS = 17;
 
 function cell(text: string | number): string {
   return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');

@@ -1,0 +1,454 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { Db, Queryable } from '../../src/db/types';
+import { enqueue, type EnqueueInput } from '../../src/engine';
+import { sleep } from '../../src/engine/sleep';
+import { engineDatabases } from '../support/engine-db';
+import { runHistory } from './support/history';
+import { DRAINS, KEYED_TYPE, PULL_WORKERS, runKeyScenario, seeded } from './support/keyed-ledger';
+import { processes } from './support/processes';
+import { recordScenario, seconds } from './support/report';
+
+const open = engineDatabases();
+const spawn = processes(join(tmpdir(), `skiplock-faults-rate-keys-${process.pid}.log`));
+
+interface RateKey {
+  tenant: string;
+  key: string;
+  limit: number;
+  periodSeconds: number;
+}
+
+/**
+ * The throttled keys: the same key names in both tenants, with other
+ * limits. Each gets its limit's worth of jobs six times over (a 1 s
+ * window) or four times (2 s), all enqueued at once, so every key waits,
+ * held, window after window.
+ */
+const THROTTLED: RateKey[] = [
+  { tenant: 'acme', key: 'api-1', limit: 3, periodSeconds: 1 },
+  { tenant: 'acme', key: 'api-2', limit: 5, periodSeconds: 1 },
+  { tenant: 'acme', key: 'api-3', limit: 10, periodSeconds: 2 },
+  { tenant: 'acme', key: 'api-4', limit: 4, periodSeconds: 2 },
+  { tenant: 'globex', key: 'api-1', limit: 6, periodSeconds: 2 },
+  { tenant: 'globex', key: 'api-2', limit: 10, periodSeconds: 1 },
+  { tenant: 'globex', key: 'api-3', limit: 3, periodSeconds: 2 },
+  { tenant: 'globex', key: 'api-4', limit: 7, periodSeconds: 1 },
+];
+const windowsOf = (key: RateKey) => (key.periodSeconds === 1 ? 6 : 4);
+/** The 'drop' keys, fed a steady stream far above their rate once the throttled jobs are done. */
+const DROPPING: RateKey[] = [
+  { tenant: 'acme', key: 'ping', limit: 4, periodSeconds: 1 },
+  { tenant: 'globex', key: 'ping', limit: 5, periodSeconds: 2 },
+];
+const DROP_STREAM_MS = 2500;
+const DROP_EVERY_MS = 10;
+const LEASE_SECONDS = 2;
+const KILLS = 3;
+/** One job in this many fails its first attempt. */
+const FAIL_FIRST_ONE_IN = 12;
+
+const keyName = (key: { tenant: string; key: string }) => `${key.tenant}/${key.key}`;
+
+/**
+ * Every start of every job as the claim made it: the claim sets the job's
+ * `started_at` to its own clock reading (the time the rate key's window is
+ * judged at), which the job's history does not keep (a drain's completion
+ * moves it to when the handler began). A trigger in the scenario's own
+ * database notes each one, in the claim's transaction.
+ */
+const RATE_STARTS_SQL = /* sql */ `
+CREATE TABLE rate_starts (
+  n bigserial PRIMARY KEY, job_id uuid NOT NULL, attempt integer NOT NULL, worker_id text,
+  started_at timestamptz NOT NULL);
+CREATE FUNCTION note_rate_start() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.rate_starts (job_id, attempt, worker_id, started_at)
+  VALUES (NEW.id, NEW.attempts, NEW.worker_id, NEW.started_at);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER jobs_note_rate_start AFTER UPDATE OF state ON skiplock.jobs
+  FOR EACH ROW WHEN (NEW.state = 'running' AND OLD.state IS DISTINCT FROM 'running')
+  EXECUTE FUNCTION note_rate_start();`;
+
+/** Per rate key, sampled: its own record of its starts in the window ending now, and its jobs held. */
+const sampleSql = /* sql */ `
+SELECT c.tenant, c.key, c.rate_limit AS limit,
+       skiplock.window_starts(c.starts, c.rate_seconds, clock_timestamp()) AS "inWindow",
+       (SELECT count(*)::integer FROM skiplock.keyed_jobs kj JOIN skiplock.jobs j ON j.id = kj.job_id
+        WHERE kj.tenant = c.tenant AND kj.key = c.key AND j.state = 'held') AS held
+FROM skiplock.concurrency_keys c WHERE c.rate_limit IS NOT NULL`;
+
+/**
+ * For every start of a rate key, the starts of that key in the window that
+ * ends with it, (t - period, t]: the guarantee says at most the limit. The
+ * starts themselves come back only for a window above it, as evidence.
+ */
+const windowsSql = /* sql */ `
+WITH s AS (
+  SELECT r.job_id, r.attempt, r.worker_id, r.started_at, kj.tenant, kj.key, kj.rate_limit, kj.rate_seconds
+  FROM rate_starts r JOIN skiplock.keyed_jobs kj ON kj.job_id = r.job_id
+  WHERE kj.rate_limit IS NOT NULL
+)
+SELECT s.tenant, s.key, s.rate_limit AS limit, s.rate_seconds AS "periodSeconds",
+       extract(epoch FROM s.started_at)::float8 * 1000 AS "atMs", s.started_at::text AS at, s.attempt, w.starts,
+       CASE WHEN w.starts > s.rate_limit THEN w.evidence END AS evidence
+FROM s CROSS JOIN LATERAL (
+  SELECT count(*)::integer AS starts,
+         json_agg(json_build_object('job', o.job_id, 'attempt', o.attempt, 'worker', o.worker_id,
+                                    'startedAt', o.started_at::text) ORDER BY o.started_at, o.job_id) AS evidence
+  FROM s o
+  WHERE o.tenant = s.tenant AND o.key = s.key
+    AND o.started_at > s.started_at - make_interval(secs => s.rate_seconds) AND o.started_at <= s.started_at
+) w
+ORDER BY s.tenant, s.key, s.started_at`;
+
+interface WindowRow {
+  tenant: string;
+  key: string;
+  limit: number;
+  periodSeconds: number;
+  atMs: number;
+  at: string;
+  attempt: number;
+  starts: number;
+  evidence: unknown;
+}
+
+/**
+ * Do the starts the trigger noted, the jobs' attempts and the handlers'
+ * ledger tell one story? Jobs whose starts noted differ from their
+ * attempts; (job, attempt) noted twice; ledger attempts with no start noted,
+ * or begun before their claim.
+ */
+const startRecordSql = /* sql */ `
+SELECT
+  (SELECT count(*)::integer FROM rate_starts) AS starts,
+  (SELECT count(*)::integer FROM skiplock.all_jobs a
+   WHERE a.attempts <> (SELECT count(*) FROM rate_starts r WHERE r.job_id = a.id)) AS "attemptsMismatched",
+  (SELECT count(*)::integer FROM (SELECT 1 FROM rate_starts GROUP BY job_id, attempt HAVING count(*) > 1) d)
+    AS "notedTwice",
+  (SELECT count(*)::integer FROM keyed_ledger l
+   WHERE NOT EXISTS (SELECT 1 FROM rate_starts r WHERE r.job_id = l.job_id AND r.attempt = l.attempt))
+    AS "ledgerUnclaimed",
+  (SELECT count(*)::integer FROM keyed_ledger l JOIN rate_starts r ON r.job_id = l.job_id AND r.attempt = l.attempt
+   WHERE l.started_at < r.started_at) AS "ledgerBeforeClaim",
+  (SELECT count(*)::integer FROM rate_starts WHERE attempt > 1) AS "laterAttempts",
+  (SELECT count(*)::integer FROM skiplock.job_events WHERE kind = 'lease_expired') AS "leasesLapsed",
+  (SELECT count(*)::integer FROM rate_starts r
+   WHERE EXISTS (SELECT 1 FROM skiplock.job_events e
+                 WHERE e.job_id = r.job_id AND e.kind = 'lease_expired' AND e.attempt = r.attempt - 1))
+    AS "startsAfterLapse",
+  (SELECT count(*)::integer FROM rate_starts r
+   WHERE EXISTS (SELECT 1 FROM skiplock.job_events e
+                 WHERE e.job_id = r.job_id AND e.kind = 'failed' AND e.attempt = r.attempt - 1))
+    AS "startsAfterFailure"`;
+
+/** Per key: its jobs, how many ended how, the dropped ones as they must be, those let through yet held, and its holds. */
+const outcomesSql = /* sql */ `
+SELECT kj.tenant, kj.key, count(*)::integer AS jobs,
+       count(*) FILTER (WHERE a.state = 'succeeded')::integer AS succeeded,
+       count(*) FILTER (WHERE a.state = 'cancelled')::integer AS cancelled,
+       count(*) FILTER (WHERE a.state = 'cancelled' AND a.attempts = 0
+                          AND a.last_error->>'name' = 'RateLimitedError'
+                          AND NOT EXISTS (SELECT 1 FROM rate_starts r WHERE r.job_id = a.id))::integer AS "droppedAsSaid",
+       count(*) FILTER (WHERE a.state = 'succeeded' AND EXISTS (SELECT 1 FROM skiplock.job_events e
+                                      WHERE e.job_id = a.id AND e.kind = 'held'))::integer AS "succeededEverHeld",
+       (SELECT count(*)::integer FROM skiplock.job_events e JOIN skiplock.keyed_jobs k ON k.job_id = e.job_id
+        WHERE k.tenant = kj.tenant AND k.key = kj.key AND e.kind = 'held') AS "heldEvents"
+FROM skiplock.all_jobs a JOIN skiplock.keyed_jobs kj ON kj.job_id = a.id
+GROUP BY kj.tenant, kj.key`;
+
+const succeededTwiceSql = /* sql */ `
+SELECT id FROM skiplock.finished_jobs WHERE state = 'succeeded' GROUP BY id HAVING count(*) > 1`;
+
+/**
+ * Each dropped job against its key's window when it was dropped: its
+ * enqueue judged the window from its statement's start (created_at), under
+ * the key's lock, and the drop's own clock (finished_at) is after that lock,
+ * so the window it saw held at most the starts in (created_at - period,
+ * finished_at] and the jobs let through before it not started by then. A
+ * drop with fewer than the limit there dropped a job the window had room for.
+ */
+const dropsSql = /* sql */ `
+SELECT c.id, kj.tenant, kj.key, kj.rate_limit AS limit,
+       (SELECT count(*)::integer FROM rate_starts r JOIN skiplock.keyed_jobs k ON k.job_id = r.job_id
+        WHERE k.tenant = kj.tenant AND k.key = kj.key
+          AND r.started_at > c.created_at - make_interval(secs => kj.rate_seconds) AND r.started_at <= c.finished_at)
+         AS "inWindow",
+       (SELECT count(*)::integer FROM skiplock.all_jobs a JOIN skiplock.keyed_jobs k ON k.job_id = a.id
+        WHERE k.tenant = kj.tenant AND k.key = kj.key AND a.created_at < c.created_at AND a.state <> 'cancelled'
+          AND NOT EXISTS (SELECT 1 FROM rate_starts r WHERE r.job_id = a.id AND r.started_at <= c.finished_at))
+         AS "letThroughUnstarted"
+FROM skiplock.finished_jobs c JOIN skiplock.keyed_jobs kj ON kj.job_id = c.id
+WHERE c.state = 'cancelled' AND kj.rate_mode = 'drop'`;
+
+async function untilNoLiveJobs(db: Queryable, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [row] = await db.query<{ live: number }>({
+      text: 'SELECT count(*)::integer AS live FROM skiplock.jobs',
+      params: [],
+    });
+    if (row!.live === 0 || Date.now() > deadline) return row!.live;
+    await sleep(100);
+  }
+}
+
+/** A steady stream of one job per drop key every few milliseconds, one enqueue at a time, in order. */
+async function dropStream(db: Db, random: () => number): Promise<{ enqueued: number; answeredCancelled: number }> {
+  let enqueued = 0;
+  let answeredCancelled = 0;
+  for (const until = Date.now() + DROP_STREAM_MS; Date.now() < until; await sleep(DROP_EVERY_MS)) {
+    for (const key of DROPPING) {
+      const { job } = await enqueue(db, {
+        queue: 'rate-drop',
+        type: KEYED_TYPE,
+        tenant: key.tenant,
+        rateKey: key.key,
+        rateLimit: key.limit,
+        ratePeriodSeconds: key.periodSeconds,
+        rateOnExcess: 'drop',
+        payload: { seq: enqueued, workMs: Math.round(5 + random() * 45) },
+        leaseSeconds: LEASE_SECONDS,
+        maxAttempts: 10,
+      });
+      enqueued += 1;
+      if (job.status === 'cancelled' && (job.lastError as { name?: string } | null)?.name === 'RateLimitedError') {
+        answeredCancelled += 1;
+      }
+    }
+  }
+  return { enqueued, answeredCancelled };
+}
+
+describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers killed mid-job', () => {
+  it('never starts more of a key than its limit in any window, every attempt counted, and runs every job to success once', {
+    timeout: 120_000,
+  }, async () => {
+    const { db, url } = await open('pg', 4);
+    await db.query({ text: RATE_STARTS_SQL, params: [] });
+    const random = seeded(17);
+    const throttledInputs: EnqueueInput[] = THROTTLED.flatMap((key) =>
+      Array.from({ length: key.limit * windowsOf(key) }, () => key),
+    )
+      .map((key) => ({ key, order: random() }))
+      .sort((a, b) => a.order - b.order)
+      .map(({ key }, seq) => ({
+        queue: 'rate',
+        type: KEYED_TYPE,
+        tenant: key.tenant,
+        rateKey: key.key,
+        rateLimit: key.limit,
+        ratePeriodSeconds: key.periodSeconds,
+        payload: { seq, workMs: Math.round(10 + random() * 140), failFirst: random() * FAIL_FIRST_ONE_IN < 1 },
+        leaseSeconds: LEASE_SECONDS,
+        maxAttempts: 10,
+        backoffBaseSeconds: 0.1,
+        backoffMaxSeconds: 0.5,
+      }));
+    const JOBS = throttledInputs.length;
+    const failingFirst = throttledInputs.filter((input) => (input.payload as { failFirst: boolean }).failFirst).length;
+
+    let samplesAbove = 0;
+    const sampledBusiest = new Map<string, number>();
+    const sampledHeld = new Map<string, number>();
+    const started = Date.now();
+    const run = await runKeyScenario(spawn, db, url, {
+      inputs: throttledInputs,
+      kills: KILLS,
+      async sample(sampler) {
+        const rows = await sampler.query<{
+          tenant: string;
+          key: string;
+          limit: number;
+          inWindow: number;
+          held: number;
+        }>({ text: sampleSql, params: [] });
+        for (const row of rows) {
+          const name = keyName(row);
+          sampledBusiest.set(name, Math.max(sampledBusiest.get(name) ?? 0, row.inWindow));
+          sampledHeld.set(name, Math.max(sampledHeld.get(name) ?? 0, row.held));
+          if (row.inWindow > row.limit) samplesAbove += 1;
+        }
+      },
+      during: async () => undefined,
+    });
+
+    // The 'drop' keys, with the crew still claiming: a stream far above their rate.
+    const dropStarted = Date.now();
+    const drops = await dropStream(db, random);
+    const liveLeft = await untilNoLiveJobs(db, 30_000);
+    const dropMs = Date.now() - dropStarted;
+    const tookMs = Date.now() - started;
+
+    // (a) Every window of every key, from the starts the claims made.
+    const windows = await db.query<WindowRow>({ text: windowsSql, params: [] });
+    const violations = windows.filter((row) => row.starts > row.limit);
+    const perKey = new Map<
+      string,
+      {
+        limit: number;
+        periodSeconds: number;
+        starts: number;
+        busiest: number;
+        firstMs: number;
+        lastMs: number;
+        retries: number;
+      }
+    >();
+    for (const row of windows) {
+      const name = keyName(row);
+      const key = perKey.get(name) ?? {
+        limit: row.limit,
+        periodSeconds: row.periodSeconds,
+        starts: 0,
+        busiest: 0,
+        firstMs: row.atMs,
+        lastMs: row.atMs,
+        retries: 0,
+      };
+      key.starts += 1;
+      key.busiest = Math.max(key.busiest, row.starts);
+      key.firstMs = Math.min(key.firstMs, row.atMs);
+      key.lastMs = Math.max(key.lastMs, row.atMs);
+      if (row.attempt > 1) key.retries += 1;
+      perKey.set(name, key);
+    }
+    const [record] = await db.query<{
+      starts: number;
+      attemptsMismatched: number;
+      notedTwice: number;
+      ledgerUnclaimed: number;
+      ledgerBeforeClaim: number;
+      laterAttempts: number;
+      leasesLapsed: number;
+      startsAfterLapse: number;
+      startsAfterFailure: number;
+    }>({ text: startRecordSql, params: [] });
+
+    // (b) Every job once, (c) the drop keys' accounting.
+    const outcomes = await db.query<{
+      tenant: string;
+      key: string;
+      jobs: number;
+      succeeded: number;
+      cancelled: number;
+      droppedAsSaid: number;
+      succeededEverHeld: number;
+      heldEvents: number;
+    }>({ text: outcomesSql, params: [] });
+    const outcomeOf = new Map(outcomes.map((row) => [keyName(row), row]));
+    const throttledOutcomes = THROTTLED.map((key) => outcomeOf.get(keyName(key)));
+    const dropOutcomes = DROPPING.map((key) => outcomeOf.get(keyName(key)));
+    const succeededThrottled = throttledOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0);
+    const dropJobs = dropOutcomes.reduce((sum, row) => sum + (row?.jobs ?? 0), 0);
+    const dropCancelled = dropOutcomes.reduce((sum, row) => sum + (row?.cancelled ?? 0), 0);
+    const dropSucceeded = dropOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0);
+    const dropsExplained = dropOutcomes.reduce((sum, row) => sum + (row?.droppedAsSaid ?? 0), 0);
+    const acceptedEverHeld = dropOutcomes.reduce((sum, row) => sum + (row?.succeededEverHeld ?? 0), 0);
+    const dropRows = await db.query<{
+      id: string;
+      tenant: string;
+      key: string;
+      limit: number;
+      inWindow: number;
+      letThroughUnstarted: number;
+    }>({ text: dropsSql, params: [] });
+    const droppedWithRoom = dropRows.filter((row) => row.inWindow + row.letThroughUnstarted < row.limit);
+    const history = await runHistory(db);
+    const succeededTwice = (await db.query<{ id: string }>({ text: succeededTwiceSql, params: [] })).map(
+      (row) => row.id,
+    );
+    const twice = [...new Set([...run.twice, ...history.runTwiceAtOnce, ...succeededTwice])];
+    const lost = JOBS - succeededThrottled + (dropJobs - dropCancelled - dropSucceeded);
+
+    const keyLine = (keys: RateKey[]) =>
+      keys
+        .map((key) => {
+          const name = keyName(key);
+          const figures = perKey.get(name);
+          if (figures === undefined) return `${name} ${key.limit}/${key.periodSeconds} s: no starts`;
+          const span = (figures.lastMs - figures.firstMs) / 1000;
+          /** The shortest span that many starts can take at the limit. */
+          const tightest = (Math.ceil(figures.starts / key.limit) - 1) * key.periodSeconds;
+          return (
+            `${name} ${key.limit}/${key.periodSeconds} s: ${figures.starts} starts (${figures.retries} of them later attempts) over ${span.toFixed(1)} s ` +
+            `(${(span / key.periodSeconds).toFixed(1)} windows; the limit allows no less than ${tightest} s), busiest window ${figures.busiest}, ` +
+            `sampled ${sampledBusiest.get(name) ?? 0}, held at once up to ${sampledHeld.get(name) ?? 0}`
+          );
+        })
+        .join('; ');
+    const dropLine = DROPPING.map((key) => {
+      const row = outcomeOf.get(keyName(key));
+      return `${keyName(key)} ${key.limit}/${key.periodSeconds} s: ${row?.jobs ?? 0} enqueued, ${row?.succeeded ?? 0} let through (all succeeded), ${row?.cancelled ?? 0} dropped`;
+    }).join('; ');
+    await recordScenario({
+      scenario: 17,
+      name: 'Rate keys under contention',
+      load:
+        `${JOBS} jobs of ${THROTTLED.length} throttled rate keys (2 tenants × 4, the same key names with other limits, 3 to 10 starts per 1 or 2 s), ` +
+        `each with 4 to 6 windows' worth, enqueued at once; work of 10 to 150 ms, ${failingFirst} failing their first attempt; ` +
+        `then ${drops.enqueued} jobs of ${DROPPING.length} 'drop' rate keys, one per key every ${DROP_EVERY_MS} ms for ${seconds(DROP_STREAM_MS)}; ` +
+        `${DRAINS} drain processes + ${PULL_WORKERS} pull-worker processes × 4, lease ${LEASE_SECONDS} s`,
+      faults: `all 16 claimers at once; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record!.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each key's window`,
+      jobsLost: lost,
+      runTwiceAtOnce: twice.length,
+      limitViolations: violations.length + samplesAbove,
+      recovery: `the ${JOBS} throttled jobs done ${seconds(run.tookMs)} after the enqueue, the drop stream settled ${seconds(dropMs)} after it began, ${seconds(tookMs)} in all from the crew's start (each of the 16 first processes ran attempts: ${run.idle.length === 0 ? 'yes' : `not ${run.idle.join(', ')}`})`,
+      notes: [
+        `limit violations here: windows (period-long, ending at a start) with more starts of a key than its limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record!.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a key's own window above its limit (${samplesAbove})`,
+        `throttled keys: ${keyLine(THROTTLED)}`,
+        `drop keys: ${dropLine}; every dropped job cancelled with RateLimitedError, never started (${dropsExplained} of ${dropCancelled}), none dropped while its window had room (${droppedWithRoom.length}), none let through then held (${acceptedEverHeld})`,
+        `${record!.starts} starts for ${JOBS + dropSucceeded} jobs run: ${record!.laterAttempts} later attempts, ${record!.startsAfterFailure} after a failed attempt and ${record!.startsAfterLapse} after a lease lapsed (the jobs a killed worker held), each counted in its key's window`,
+      ],
+    });
+
+    // (a) No window of any key above its limit: the evidence (its starts: job, attempt, worker, time) if one is.
+    expect(
+      violations.map(({ tenant, key, limit, at, starts, evidence }) => ({ tenant, key, limit, at, starts, evidence })),
+    ).toEqual([]);
+    expect(samplesAbove).toBe(0);
+    // The run itself went as planned.
+    expect(run.samplerError).toBeUndefined();
+    expect(run.connected).toBe(DRAINS + PULL_WORKERS);
+    expect(run.idle).toEqual([]);
+    expect(run.kills.length).toBe(KILLS);
+    expect(run.counts).toEqual({ total: JOBS, succeeded: JOBS });
+    expect(liveLeft).toBe(0);
+    // The starts noted are the attempts, the handlers' ledger agrees, and a lapsed lease's claim again is among them.
+    expect(record).toMatchObject({ attemptsMismatched: 0, notedTwice: 0, ledgerUnclaimed: 0, ledgerBeforeClaim: 0 });
+    expect(record!.starts).toBe(record!.laterAttempts + JOBS + dropSucceeded);
+    expect(record!.laterAttempts).toBe(record!.startsAfterFailure + record!.startsAfterLapse);
+    // A job that fails its first attempt retries, unless a kill cut that attempt first.
+    expect(record!.startsAfterFailure).toBeGreaterThanOrEqual(failingFirst - record!.startsAfterLapse);
+    expect(run.cut).toBeGreaterThan(0);
+    expect(record!.startsAfterLapse).toBeGreaterThan(0);
+    expect(record!.startsAfterLapse).toBe(record!.leasesLapsed);
+    // Every throttled key was held back for several windows: it reached its limit and waited.
+    for (const key of THROTTLED) {
+      const figures = perKey.get(keyName(key))!;
+      expect({ key: keyName(key), busiest: figures.busiest }).toEqual({ key: keyName(key), busiest: key.limit });
+      expect((figures.lastMs - figures.firstMs) / 1000).toBeGreaterThanOrEqual(3 * key.periodSeconds);
+      expect(outcomeOf.get(keyName(key))!.heldEvents).toBeGreaterThan(0);
+    }
+    // (b) Every job succeeded, once.
+    expect(throttledOutcomes.map((row) => row?.succeeded)).toEqual(THROTTLED.map((key) => key.limit * windowsOf(key)));
+    expect(lost).toBe(0);
+    expect(twice).toEqual([]);
+    // (c) The drop keys: each job either let through and succeeded, or dropped as the answer said, with cause.
+    expect(dropJobs).toBe(drops.enqueued);
+    expect(dropCancelled).toBe(drops.answeredCancelled);
+    expect(dropsExplained).toBe(dropCancelled);
+    expect(droppedWithRoom).toEqual([]);
+    expect(acceptedEverHeld).toBe(0);
+    for (const [i, key] of DROPPING.entries()) {
+      // Let through more than one window's worth, and dropped some.
+      expect(dropOutcomes[i]!.succeeded).toBeGreaterThan(key.limit);
+      expect(dropOutcomes[i]!.cancelled).toBeGreaterThan(0);
+      expect(perKey.get(keyName(key))!.busiest).toBe(key.limit);
+    }
+  });
+});
