@@ -93,7 +93,7 @@ describe('dedup keys', () => {
       debounced: false,
       replaced: false,
     });
-    expect(Object.keys(retried).sort()).toEqual(['deduplicated', 'id', 'status', 'statusUrl']);
+    expect(Object.keys(retried).sort()).toEqual(['debounced', 'deduplicated', 'id', 'replaced', 'status', 'statusUrl']);
     // The statusUrl opens the status view only (below).
     const view = await expectJson(await fetch(String(hit.statusUrl)), 200);
     expect(JSON.stringify(view)).not.toContain('4242');
