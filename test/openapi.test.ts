@@ -47,6 +47,7 @@ const OPERATION_IDS = [
   'getJob',
   'getJobHistory',
   'getJobSteps',
+  'getMetrics',
   'getQueue',
   'getStats',
   'getTenant',

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import { rollUpAttemptStats } from '../engine/attempt-stats.js';
+import { compactJobCounts } from '../engine/metrics.js';
 import { maintainHistory, pruneEvents, type HistoryMaintenance } from '../engine/prune.js';
 import type { DrainBudget } from './budget.js';
 import type { Logger } from './logger.js';
@@ -45,7 +46,7 @@ export const NO_HOUSEKEEPING: HousekeepingCounts = {
 /**
  * Everything a drain does before it runs jobs: hand back expired leases,
  * expire what can no longer start, enqueue due periodic jobs, sum the
- * attempts that ended into the daily statistics, and apply the retention to
+ * attempts that ended into the daily statistics, fold the live job counts, and apply the retention to
  * the history (which never prunes what the statistics have not summed). Each step is bounded; a backlog larger than
  * one round is finished by the next.
  */
@@ -54,6 +55,8 @@ export async function runHousekeeping(db: Queryable, options: HousekeepingOption
   const periodicEnqueued = await enqueueDuePeriodicJobs(db, options.logger);
   const rollup = await rollUpAttemptStats(db, { keepDays: options.statsRetentionDays });
   const history = await maintainHistory(db, { retentionSeconds: options.retentionSeconds });
+  // The live counts' ledger gains a row per statement that changes jobs; folded each round, a scrape sums a few.
+  await compactJobCounts(db);
   let prunedEvents = 0;
   for (let batch = 0; batch < MAX_PRUNE_BATCHES && options.budget.claiming; batch++) {
     const deleted = await pruneEvents(db, { retentionSeconds: options.retentionSeconds, limit: PRUNE_BATCH });

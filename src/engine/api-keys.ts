@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
 
 /** What a key may do; the same list as the api_keys_scopes_known constraint. */
-export const API_KEY_SCOPES = ['admin', 'enqueue', 'read', 'worker', 'events'] as const;
+export const API_KEY_SCOPES = ['admin', 'enqueue', 'read', 'worker', 'events', 'operator'] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 /** A key as stored, without its secret (which is never stored) or the secret's hash. */

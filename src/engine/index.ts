@@ -84,6 +84,14 @@ export {
 export { queueHealth, REAPED_WINDOW_SECONDS, type QueueHealth, type TableDeadTuples } from './health.js';
 export { throughputLastHour, type ThroughputRow } from './throughput.js';
 export {
+  compactJobCounts,
+  METRIC_BUCKET_BOUNDS_SECONDS,
+  queueMetrics,
+  type JobCountsCompaction,
+  type MetricHistogram,
+  type QueueMetrics,
+} from './metrics.js';
+export {
   getTenant,
   setTenant,
   setTenantDefaults,

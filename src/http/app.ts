@@ -20,6 +20,7 @@ import { flowRoutes } from './routes/flows.js';
 import { jobStepsRoutes } from './routes/job-steps.js';
 import { jobHistoryRoutes } from './routes/job-history.js';
 import { jobRoutes } from './routes/jobs.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { pullRoutes } from './routes/pull.js';
 import { queueRoutes } from './routes/queues.js';
 import { tenantRoutes } from './routes/tenants.js';
@@ -84,6 +85,7 @@ export function createApp(deps: AppDeps) {
     .route('/', concurrencyKeyRoutes(deps))
     .route('/', throughputRoutes(deps))
     .route('/', attemptStatsRoutes(deps))
+    .route('/', metricsRoutes(deps))
     .route('/', tenantRoutes(deps))
     .route('/', apiKeyRoutes(deps));
 

@@ -21,6 +21,26 @@ describe('5: /v1/stats health', () => {
   });
 });
 
+describe('GET /metrics (#41)', () => {
+  it("needs the operator scope, and shows a tenant-bound operator key its own tenant's series only", async () => {
+    const [mine, theirs] = [uniqueName('metrics-mine'), uniqueName('metrics-theirs')];
+    const queue = uniqueName('sec-metrics');
+    await enqueue(queue, { tenant: mine });
+    await enqueue(queue, { tenant: theirs });
+
+    const read = await call('/metrics', { key: await createKey(['read']) });
+    const bound = await call('/metrics', { key: await createKey(['operator'], mine) });
+    const text = await bound.text();
+
+    expect(read.status).toBe(403);
+    expect(read.headers.get('content-type')).toBe('application/problem+json');
+    expect((await call('/metrics')).status).toBe(401);
+    expect(bound.status).toBe(200);
+    expect(new Set([...text.matchAll(/tenant="([^"]*)"/g)].map((match) => match[1]))).toEqual(new Set([mine]));
+    expect(text).toContain(`skiplock_jobs_waiting{queue="${queue}",tenant="${mine}"} 1`);
+  });
+});
+
 describe('6: error details', () => {
   it('answers a cursor past what a bigint holds with 400 naming the field, and no database text', async () => {
     const response = await call(`/v1/jobs?cursor=${btoa('seq:9999999999999999999')}`, { key: admin });

@@ -58,6 +58,7 @@ async function routeCalls(): Promise<RouteCall[]> {
     { name: 'retry', scope: 'enqueue', send: call('POST', `/v1/jobs/${crypto.randomUUID()}/retry`) },
     { name: 'queues', scope: 'read', send: call('GET', '/v1/queues') },
     { name: 'stats', scope: 'read', send: call('GET', '/v1/stats') },
+    { name: 'metrics', scope: 'operator', send: call('GET', '/metrics') },
     { name: 'get queue', scope: 'read', send: call('GET', `/v1/queues/${uniqueName('q')}`) },
     { name: 'put queue', scope: 'admin', send: call('PUT', `/v1/queues/${uniqueName('q')}`, { concurrency: 2 }) },
     { name: 'pause queue', scope: 'admin', send: call('POST', `/v1/queues/${uniqueName('q')}/pause`) },
@@ -124,6 +125,7 @@ describe('scopes', async () => {
     read: await createKey(['read']),
     worker: await createKey(['worker']),
     events: await createKey(['events']),
+    operator: await createKey(['operator']),
   } satisfies Record<ApiKeyScope, string>;
 
   const named = calls.map((route) => [route.name, route] as const);
