@@ -43,6 +43,12 @@ export interface BulkActionRequest {
   batchSize?: number;
   /** Stop after this many batches and answer a `nextCursor` (a Worker request's subrequests are counted). */
   maxBatches?: number;
+  /**
+   * After each batch, wait this many times as long as the batch took: 1 by
+   * default, so the action has the database at most half the time and a
+   * drain beside it keeps most of its pace; 0 runs the batches back to back.
+   */
+  pauseFactor?: number;
   /** reschedule: the new priority, start time or delay (as `reschedule` takes for one job). */
   change?: RescheduleChange;
   /** redrive: move the jobs into this queue (they keep theirs when left out). */
@@ -85,7 +91,8 @@ const ACTS_ON: Record<BulkActionName, { live: string[]; finished: string[] }> = 
  * filter, in batches of `batchSize` jobs in id order: each batch is one
  * statement in its own transaction that takes its rows with FOR UPDATE SKIP
  * LOCKED, so a claim running beside it is never waited for and never waits
- * longer than one batch. Each changed job gets the event its single-job
+ * longer than one batch, and between batches it pauses (`pauseFactor`) so
+ * that a drain keeps most of the database's time. Each changed job gets the event its single-job
  * action writes, with `detail.bulk` naming the action. Redrive is retry of
  * the dead-letter set: failed jobs (expired ones too when the filter's
  * status names them), optionally into `toQueue`.
@@ -124,6 +131,8 @@ export async function bulkAction(
   }
 
   const result: BulkActionResult = { ...empty, ...(action === 'cancel' ? { cancelRequested: 0 } : {}) };
+  const pauseFactor = request.pauseFactor ?? 1;
+  let pauseMs = 0;
   for (;;) {
     const size = Math.min(batchSize, (request.limit ?? Number.POSITIVE_INFINITY) - result.matched);
     if (size <= 0) break;
@@ -131,7 +140,10 @@ export async function bulkAction(
       result.nextCursor = encodeBulkCursor(after);
       break;
     }
+    if (result.batches > 0 && pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    const started = Date.now();
     const outcome = await runBatch(db, request, { filter: param, after, size, states: states.finished });
+    pauseMs = (Date.now() - started) * pauseFactor;
     result.batches++;
     result.matched += outcome.matched;
     result.changed += outcome.changed;
@@ -177,6 +189,10 @@ function checkRequest(request: BulkActionRequest, batchSize: number): void {
   wholeNumber(request.limit, 'limit', 1, MAX_BULK_LIMIT);
   wholeNumber(batchSize, 'batchSize', 1, MAX_BULK_BATCH);
   wholeNumber(request.maxBatches, 'maxBatches', 1, Number.MAX_SAFE_INTEGER);
+  const pause = request.pauseFactor;
+  if (pause !== undefined && !(pause >= 0 && pause <= 100)) {
+    throw new InvalidInputError(`pauseFactor must be a number from 0 to 100, not ${pause}`, 'pauseFactor');
+  }
   if (request.action === 'reschedule') checkChange(request.change);
   else if (request.change !== undefined) throw new InvalidInputError('change goes with reschedule only', 'change');
   if (request.toQueue !== undefined) {
