@@ -6,12 +6,14 @@ import { type BatchOutcome, FINISHED_MATCHES } from './bulk-filter.js';
  * order, matching the filter $1, removed with their history (events, durable
  * steps, links) and the dedup key each still holds, which an enqueue may
  * then take. Live jobs are never reached: the history table holds only
- * finished ones.
+ * finished ones. A failed head that holds its ordering key is kept: its key
+ * waits on it until an operator retries it or unblocks the key.
  */
 const deleteBatchSql = /* sql */ `WITH target AS MATERIALIZED (
   SELECT f.id, f.finished_at, f.tenant, f.queue, f.dedup_key
   FROM skiplock.finished_jobs f
   WHERE f.id > $2::uuid AND ${FINISHED_MATCHES}
+    AND f.id <> ALL (ARRAY(SELECT c.blocked_by FROM skiplock.concurrency_keys c WHERE c.blocked_by IS NOT NULL))
   ORDER BY f.id
   LIMIT $3
   FOR UPDATE SKIP LOCKED
@@ -29,6 +31,9 @@ steps AS (
 ),
 links AS (
   DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
+),
+keyed AS (
+  DELETE FROM skiplock.keyed_jobs k USING gone g WHERE k.job_id = g.id
 ),
 keys AS (
   DELETE FROM skiplock.dedup_keys k USING target t

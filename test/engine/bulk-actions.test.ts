@@ -161,6 +161,18 @@ describe('bulk actions', () => {
     expect((await listJobs(db, {})).jobs.map((job) => job.status)).toEqual(Array(4).fill('queued'));
   });
 
+  it('keeps a failed head that holds its ordering key out of a delete', async () => {
+    const { db } = await open('pg');
+    await enqueueBatch(db, [
+      { queue: 'q', orderingKey: 'order-1', maxAttempts: 1 },
+      { queue: 'q', orderingKey: 'order-1' },
+    ]);
+    const [head] = await claimBatch(db, { max: 1, workerId: worker });
+    await failMany(db, [{ id: head!.id, leaseToken: head!.leaseToken, error: { message: 'x' } }]);
+    expect(await bulkAction(db, { action: 'delete', filter: { queue: 'q' } })).toMatchObject({ matched: 0 });
+    expect(await getJob(db, head!.id)).toMatchObject({ status: 'failed' });
+  });
+
   it('redrives failed jobs, up to N, into another queue', async () => {
     const { db } = await open('pg');
     await failedJobs(db, 8);
