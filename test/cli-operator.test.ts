@@ -248,6 +248,22 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     );
   });
 
+  it('jobs bulk counts with --dry-run, then acts on every job of the filter; no filter or an unknown action is refused', async () => {
+    for (let i = 0; i < 3; i++) await enqueue('cli-bulk', { type: 'cli-idle', delaySeconds: 3600 });
+    expect(await skiplock(['jobs', 'bulk', 'cancel', '--queue', 'cli-bulk', '--dry-run'])).toEqual({
+      code: 0,
+      stdout: 'cancel would take 3 jobs (3 scheduled); nothing changed (dry run)\n',
+      stderr: '',
+    });
+    expect((await skiplock(['jobs', 'bulk', 'cancel', '--queue', 'cli-bulk'])).stdout).toBe(
+      'cancel: 3 of 3 matching jobs changed\n',
+    );
+    const retried = await skiplock(['jobs', 'bulk', 'retry', '--queue', 'cli-bulk', '--status', 'cancelled', '--json']);
+    expect(JSON.parse(retried.stdout)).toMatchObject({ action: 'retry', matched: 3, changed: 3, nextCursor: null });
+    expectOneLine(await skiplock(['jobs', 'bulk', 'cancel']), 1, /^skiplock jobs: 400 .*all: true/);
+    expectOneLine(await skiplock(['jobs', 'bulk', 'purge', '--all']), 2, /ACTION must be one of retry, cancel/);
+  });
+
   it('jobs reschedule moves a waiting job; workers release hands back what a worker holds', async () => {
     const idle = await enqueue('cli-moves', { type: 'cli-idle' });
     const later = await skiplock(['jobs', 'reschedule', idle.id, '--priority', '5', '--delay', '3600', '--json']);

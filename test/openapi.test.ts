@@ -32,6 +32,7 @@ type SdkFunction = (options?: Record<string, unknown>) => Promise<SdkResult>;
 
 const OPERATION_IDS = [
   'acknowledgeJobs',
+  'bulkJobs',
   'cancelJob',
   'claimJobs',
   'completeJob',
@@ -54,6 +55,7 @@ const OPERATION_IDS = [
   'getThroughput',
   'listApiKeys',
   'listConcurrencyKeys',
+  'listDeadJobs',
   'listJobs',
   'listQueues',
   'pauseQueue',

@@ -7,6 +7,7 @@ import {
   type JobStatus,
   type JobSteps,
 } from '../http/client.js';
+import { bulk } from './bulk.js';
 import { CliError, EXIT, usageFailure } from './cli-failure.js';
 import { describeSteps } from './job-steps.js';
 import { liveStatusLine } from './live-status-line.js';
@@ -152,6 +153,11 @@ export const jobsCommand = withSubcommands('jobs', {
   retry: { run: retry, summary: 'run a failed, cancelled or expired job again' },
   reschedule: { run: reschedule, summary: "change a waiting job's --priority or start time (--run-at or --delay)" },
   cancel: { run: cancel, summary: 'cancel a job (a running one at its next heartbeat)' },
+  bulk: {
+    run: bulk,
+    summary:
+      'retry, cancel, reschedule, delete or redrive every job matching --queue, --tenant, --type, --status, times; --dry-run counts',
+  },
 });
 
 /** A job as label and value lines. */

@@ -24,7 +24,8 @@ const COMMANDS: Record<string, Command> = {
   },
   jobs: {
     run: jobsCommand,
-    summary: 'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID',
+    summary:
+      'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID | bulk ACTION [filter] [--dry-run]',
   },
   workers: { run: workersCommand, summary: 'workers release WORKER: hand back the jobs a crashed worker holds' },
   queues: {

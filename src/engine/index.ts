@@ -58,6 +58,17 @@ export { cancel, type CancelOutcome, type CancelResult } from './cancel.js';
 export { retry, type RetryResult } from './retry.js';
 export { reschedule, type RescheduleChange, type RescheduleOutcome, type RescheduleResult } from './reschedule.js';
 export {
+  BULK_ACTIONS,
+  bulkAction,
+  DEFAULT_BULK_BATCH,
+  MAX_BULK_BATCH,
+  MAX_BULK_LIMIT,
+  type BulkActionName,
+  type BulkActionRequest,
+  type BulkActionResult,
+} from './bulk-action.js';
+export { MAX_BULK_IDS, type BulkFilter } from './bulk-filter.js';
+export {
   getJob,
   getJobEvents,
   listJobs,

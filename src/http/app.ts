@@ -13,6 +13,7 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { concurrencyKeyRoutes } from './routes/concurrency-keys.js';
 import { enqueueRoutes } from './routes/enqueue.js';
 import { attemptStatsRoutes } from './routes/attempt-stats.js';
+import { bulkActionRoutes } from './routes/bulk-actions.js';
 import { healthRoutes } from './routes/health.js';
 import { jobEventRoutes } from './routes/job-events.js';
 import { eventRoutes } from './routes/events.js';
@@ -74,6 +75,7 @@ export function createApp(deps: AppDeps) {
   const app = base
     .route('/', healthRoutes(deps))
     .route('/', enqueueRoutes(deps))
+    .route('/', bulkActionRoutes(deps))
     .route('/', jobRoutes(deps))
     .route('/', jobEventRoutes(deps))
     .route('/', jobHistoryRoutes(deps))

@@ -26,6 +26,12 @@ export const LIMITS = {
   maxStreamsPerJob: 10,
   /** Longest delay or time-to-live: ten years, far inside what Postgres intervals hold. */
   maxDelaySeconds: 10 * 365 * 24 * 60 * 60,
+  /**
+   * Batch statements of one bulk action request (500 jobs each): the request
+   * answers a nextCursor past that, so it stays within a Worker's subrequests
+   * and a client's timeout whatever the number of jobs.
+   */
+  maxBulkBatches: 20,
   /** Longest lease, as the database allows. */
   maxLeaseSeconds: 24 * 60 * 60,
 } as const;

@@ -1,6 +1,15 @@
 import { z } from '@hono/zod-openapi';
-import { cancel, listJobs, reschedule, retry, type Job } from '../../engine/index.js';
-import { asKeyHolder, tenantScope } from '../auth/principal.js';
+import type { Queryable } from '../../db/types.js';
+import {
+  cancel,
+  listJobs,
+  reschedule,
+  retry,
+  type Job,
+  type JobPage,
+  type ListJobsOptions,
+} from '../../engine/index.js';
+import { asKeyHolder, type Principal, tenantScope } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
 import { changedJobFor, jobReader } from '../job-reader.js';
 import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '../job-versions.js';
@@ -32,7 +41,7 @@ const GetJobQuerySchema = z.object({
   token: z.string().optional().describe("The statusUrl's token, instead of an API key."),
 });
 
-const ListJobsQuerySchema = z.object({
+export const ListJobsQuerySchema = z.object({
   queue: NameSchema.optional(),
   tenant: NameSchema.optional(),
   status: JobStatusSchema.optional(),
@@ -45,6 +54,17 @@ const ListJobsQuerySchema = z.object({
 
 const WHOLE_JOB_NEEDS_READ =
   'Answers the whole job to a key with the read scope, else its JobReference (id and status).';
+
+/** A page of the jobs list as the caller may see it: a tenant-bound key asking for another tenant's jobs sees none. */
+export async function listJobsFor(
+  db: Queryable,
+  principal: Principal,
+  { tenant, ...filters }: Omit<ListJobsOptions, 'maxBytes'>,
+): Promise<JobPage> {
+  const bound = tenantScope(principal).tenant;
+  if (bound !== undefined && tenant !== undefined && tenant !== bound) return { jobs: [], nextCursor: null };
+  return listJobs(db, { ...filters, tenant: bound ?? tenant, maxBytes: LIMITS.maxPageBytes });
+}
 
 export function jobRoutes(deps: AppDeps) {
   const getJobRoute = authorizedRoute(
@@ -182,20 +202,9 @@ export function jobRoutes(deps: AppDeps) {
       if (ifNoneMatch !== undefined && matchesIfNoneMatch(ifNoneMatch, etag)) return c.body(null, 304, headers);
       return c.json(job, 200, headers);
     })
-    .openapi(listJobsRoute, async (c) => {
-      const { tenant, ...filters } = c.req.valid('query');
-      const bound = tenantScope(c.var.principal).tenant;
-      // A tenant-bound key asking for another tenant's jobs sees none.
-      if (bound !== undefined && tenant !== undefined && tenant !== bound) {
-        return c.json({ jobs: [], nextCursor: null }, 200);
-      }
-      const page = await listJobs(deps.database(c.env), {
-        ...filters,
-        tenant: bound ?? tenant,
-        maxBytes: LIMITS.maxPageBytes,
-      });
-      return c.json(page, 200);
-    })
+    .openapi(listJobsRoute, async (c) =>
+      c.json(await listJobsFor(deps.database(c.env), c.var.principal, c.req.valid('query')), 200),
+    )
     .openapi(cancelRoute, async (c) => {
       const holder = asKeyHolder(c.var.principal);
       const cancelled = await cancel(deps.database(c.env), c.req.valid('param').id, tenantScope(holder));
