@@ -235,7 +235,7 @@ describe('skiplock events send and jobs get with durable steps against npm start
       expectOneLine(
         await skiplock(['keys', 'create', '--name', 'cli-nothing']),
         2,
-        /^skiplock keys: --name and at least one --scope \(admin, enqueue, read, worker, events\) are required$/,
+        /^skiplock keys: --name and at least one --scope \(admin, enqueue, read, worker, events, operator\) are required$/,
       );
       expectOneLine(
         await skiplock(['keys', 'create', '--name', 'cli-wrong', '--scope', 'event']),
