@@ -185,6 +185,8 @@ describe('status tokens', () => {
       'status',
       'statusUrl',
       'deduplicated',
+      'debounced',
+      'replaced',
     ]);
   });
 
