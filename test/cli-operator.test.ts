@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anyFreePort } from '../src/local/ports';
+import { compileCli, type CompiledCli } from './support/compiled-cli';
 import { projectRoot } from './support/repository-root';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { npmStart, scratchCheckout, type NpmStart } from './support/npm-start';
@@ -30,12 +31,14 @@ interface JobJson {
 
 /**
  * The operator commands of the package's CLI (src/cli/main.ts, the bin's
- * source) against the API of a running `npm start`, with SKIPLOCK_URL and
+ * source, compiled once for the file as dist/ is: test/support/compiled-cli.ts)
+ * against the API of a running `npm start`, with SKIPLOCK_URL and
  * SKIPLOCK_API_KEY as an operator sets them.
  */
 describe('skiplock jobs, queues, stats, tenants and keys against npm start', () => {
   let checkout: string;
   let database: TestDatabase;
+  let cli: CompiledCli;
   let stack: NpmStart;
   let url: string;
 
@@ -45,14 +48,10 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const merged = { ...inherited, SKIPLOCK_URL: url, SKIPLOCK_API_KEY: ADMIN, ...env };
     const defined = Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined));
     try {
-      const { stdout, stderr } = await promisify(execFile)(
-        process.execPath,
-        ['--import', 'tsx', 'src/cli/main.ts', ...args],
-        {
-          cwd: projectRoot,
-          env: defined,
-        },
-      );
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli.main, ...args], {
+        cwd: projectRoot,
+        env: defined,
+      });
       return { code: 0, stdout, stderr };
     } catch (error) {
       const failed = error as { code: number; stdout: string; stderr: string };
@@ -100,7 +99,11 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
   }
 
   beforeAll(async () => {
-    [checkout, database] = await Promise.all([scratchCheckout(), createTestDatabase({ migrated: false })]);
+    [checkout, database, cli] = await Promise.all([
+      scratchCheckout(),
+      createTestDatabase({ migrated: false }),
+      compileCli(),
+    ]);
     const port = await anyFreePort();
     stack = await npmStart(checkout, {
       DATABASE_URL: database.url,
@@ -114,6 +117,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
   afterAll(async () => {
     await stack?.stop();
     await database?.drop();
+    await cli?.remove();
     if (checkout) await rm(checkout, { recursive: true, force: true });
   });
 
@@ -194,7 +198,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const claimed = await claim('cli-live', 'cli-held');
     expect(claimed.id).toBe(held.id);
     // `script` runs the command on a pseudo-terminal and copies what it wrote there to its stdout.
-    const command = `${process.execPath} --import tsx src/cli/main.ts jobs get ${held.id} --wait`;
+    const command = `${process.execPath} ${cli.main} jobs get ${held.id} --wait`;
     const onTerminal = spawn('script', ['-qec', command, '/dev/null'], {
       cwd: projectRoot,
       env: { ...process.env, SKIPLOCK_URL: url, SKIPLOCK_API_KEY: ADMIN },

@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anyFreePort } from '../src/local/ports';
+import { compileCli, type CompiledCli } from './support/compiled-cli';
 import { projectRoot } from './support/repository-root';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { npmStart, scratchCheckout, type NpmStart } from './support/npm-start';
@@ -24,11 +25,13 @@ interface CliRun {
 /**
  * `skiplock events send` and the durable steps `skiplock jobs get` shows, against
  * the API of a running `npm start` (whose dev mode runs the demo-workflow job),
- * as test/cli-operator.test.ts runs the other operator commands.
+ * as test/cli-operator.test.ts runs the other operator commands (the CLI
+ * compiled once for the file: test/support/compiled-cli.ts).
  */
 describe('skiplock events send and jobs get with durable steps against npm start', () => {
   let checkout: string;
   let database: TestDatabase;
+  let cli: CompiledCli;
   let stack: NpmStart;
   let url: string;
 
@@ -38,11 +41,10 @@ describe('skiplock events send and jobs get with durable steps against npm start
     const merged = { ...inherited, SKIPLOCK_URL: url, SKIPLOCK_API_KEY: ADMIN, ...env };
     const defined = Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined));
     try {
-      const { stdout, stderr } = await promisify(execFile)(
-        process.execPath,
-        ['--import', 'tsx', 'src/cli/main.ts', ...args],
-        { cwd: projectRoot, env: defined },
-      );
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli.main, ...args], {
+        cwd: projectRoot,
+        env: defined,
+      });
       return { code: 0, stdout, stderr };
     } catch (error) {
       const failed = error as { code: number; stdout: string; stderr: string };
@@ -69,7 +71,11 @@ describe('skiplock events send and jobs get with durable steps against npm start
   }
 
   beforeAll(async () => {
-    [checkout, database] = await Promise.all([scratchCheckout(), createTestDatabase({ migrated: false })]);
+    [checkout, database, cli] = await Promise.all([
+      scratchCheckout(),
+      createTestDatabase({ migrated: false }),
+      compileCli(),
+    ]);
     const port = await anyFreePort();
     stack = await npmStart(checkout, {
       DATABASE_URL: database.url,
@@ -83,6 +89,7 @@ describe('skiplock events send and jobs get with durable steps against npm start
   afterAll(async () => {
     await stack?.stop();
     await database?.drop();
+    await cli?.remove();
     if (checkout) await rm(checkout, { recursive: true, force: true });
   });
 

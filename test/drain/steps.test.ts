@@ -60,7 +60,9 @@ describe('durable steps', () => {
         });
         return charge;
       },
-      { maxAttempts: 3 },
+      // A long backoff, so the retry waits (status retrying) instead of running again within the drain
+      // (the default's full jitter can draw a few milliseconds); dueNow below makes it due.
+      { maxAttempts: 3, backoff: { baseSeconds: 600, maxSeconds: 600 } },
     );
     const handle = await enqueue(db, job, { amount: 42 });
     await drain(db, [job]);
