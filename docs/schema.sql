@@ -1967,11 +1967,13 @@ BEGIN
   FOR day IN SELECT generate_series(today, today + days_ahead, interval '1 day')::date LOOP
     partition_name := 'finished_jobs_' || to_char(day, 'YYYYMMDD');
     CONTINUE WHEN to_regclass('skiplock.' || partition_name) IS NOT NULL;
-    -- Rows of that day already in the default partition keep the day there.
-    CONTINUE WHEN EXISTS (
-      SELECT 1 FROM skiplock.finished_jobs_default
-      WHERE finished_at >= day::timestamp AT TIME ZONE 'UTC' AND finished_at < (day + 1)::timestamp AT TIME ZONE 'UTC');
     BEGIN
+      -- Rows of that day already in the default partition keep the day there.
+      -- Reading the default partition waits for a call making another day's
+      -- partition (which locks it), so it is inside the lock timeout's handler.
+      CONTINUE WHEN EXISTS (
+        SELECT 1 FROM skiplock.finished_jobs_default
+        WHERE finished_at >= day::timestamp AT TIME ZONE 'UTC' AND finished_at < (day + 1)::timestamp AT TIME ZONE 'UTC');
       EXECUTE format('CREATE TABLE skiplock.%I PARTITION OF skiplock.finished_jobs FOR VALUES FROM (%L) TO (%L)',
                      partition_name, day::timestamp AT TIME ZONE 'UTC', (day + 1)::timestamp AT TIME ZONE 'UTC');
       created := created + 1;
@@ -1998,20 +2000,25 @@ BEGIN
   END LOOP;
 
   -- Rows of days that had no partition go one by one, in a bounded batch
-  -- (the next round takes the rest): normally there are none.
-  WITH gone AS (
-    DELETE FROM skiplock.finished_jobs_default
-    WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
-                           WHERE finished_at < prune_before LIMIT 10000))
-    RETURNING id
-  ),
-  steps AS (
-    DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
-  ),
-  links AS (
-    DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
-  )
-  SELECT count(*) INTO deleted FROM gone;
+  -- (the next round takes the rest): normally there are none. A call making
+  -- a partition locks the default one: then they wait for the next round.
+  BEGIN
+    WITH gone AS (
+      DELETE FROM skiplock.finished_jobs_default
+      WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
+                             WHERE finished_at < prune_before LIMIT 10000))
+      RETURNING id
+    ),
+    steps AS (
+      DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
+    ),
+    links AS (
+      DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
+    )
+    SELECT count(*) INTO deleted FROM gone;
+  EXCEPTION WHEN lock_not_available THEN
+    NULL;
+  END;
 
   -- Events whose keep has passed, once a day with the day's history (a
   -- send drops those of its own name as it goes).
