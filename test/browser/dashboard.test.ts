@@ -193,6 +193,8 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
   it("changes a tenant's concurrency once confirmed", async () => {
     const page = await newPage();
     await signIn(page, stack().url, ADMIN_TOKEN);
+    // The overview shows once its figures have loaded, which a loaded machine can take longer than an action's timeout for.
+    await page.locator('#overview-view').waitFor({ timeout: 90_000 });
     await page.fill('#open-tenant-name', 'acme');
     await page.press('#open-tenant-name', 'Enter');
     await page.locator('#tenant-summary:has-text("running now")').waitFor();
