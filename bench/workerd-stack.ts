@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Miniflare } from 'miniflare';
 import { applyMigrations } from '../src/cli/apply-migrations';
-import { startNeonProxy } from '../src/local/neon-proxy';
+import { networkDelayFrom, startNeonProxy } from '../src/local/neon-proxy';
 import { startScheduledTrigger } from '../src/local/scheduled-trigger';
 import { BENCH_ADMIN_TOKEN } from './worker-stack';
 
@@ -38,7 +38,8 @@ export async function startWorkerdStack(databaseUrl: string, vars: Record<string
     user: decodeURIComponent(target.username),
     source: 'DATABASE_URL',
   });
-  const proxy = await startNeonProxy({ postgres });
+  // NEON_PROXY_ROUND_TRIP_MS puts the database a round trip away, as from a Worker to Neon.
+  const proxy = await startNeonProxy({ postgres, networkDelay: networkDelayFrom(process.env) });
   const worker = new Miniflare({
     modules: true,
     scriptPath: join(bundleDir, 'worker.js'),
