@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Miniflare } from 'miniflare';
 import { applyMigrations } from '../src/cli/apply-migrations';
-import { networkDelayFrom, startNeonProxy } from '../src/local/neon-proxy';
+import { networkDelayFrom, type NeonProxyTraffic, startNeonProxy } from '../src/local/neon-proxy';
 import { startScheduledTrigger } from '../src/local/scheduled-trigger';
 import { BENCH_ADMIN_TOKEN } from './worker-stack';
 
@@ -13,6 +13,8 @@ import { BENCH_ADMIN_TOKEN } from './worker-stack';
 export interface WorkerdStack {
   /** Straight to workerd: no wrangler, no proxy Worker. */
   url: string;
+  /** What the Worker has sent towards Postgres through the Neon proxy so far. */
+  traffic(): NeonProxyTraffic;
   stop(): Promise<void>;
 }
 
@@ -69,6 +71,7 @@ export async function startWorkerdStack(databaseUrl: string, vars: Record<string
   const trigger = startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => console.error(line));
   return {
     url,
+    traffic: () => proxy.traffic(),
     async stop() {
       trigger.stop();
       await worker.dispose();

@@ -34,6 +34,15 @@ export interface NeonProxy {
   close(): Promise<void>;
   /** Abruptly cuts every piped WebSocket and every SQL-over-HTTP connection (for fault injection). */
   dropConnections(): void;
+  /** What the clients have sent towards Postgres so far, for counting trips to the database. */
+  traffic(): NeonProxyTraffic;
+}
+
+export interface NeonProxyTraffic {
+  /** SQL-over-HTTP requests: one round trip each. */
+  httpRequests: number;
+  /** WebSocket messages from clients: a round trip each at most (a client may send several before an answer). */
+  webSocketMessages: number;
 }
 
 /**
@@ -51,6 +60,7 @@ export async function startNeonProxy({
   const sqlOverHttp = createSqlOverHttpHandler(postgres);
   const webSocketPipe = createWebSocketPipe([postgres], networkDelay);
   const secret = randomSecret();
+  let httpRequests = 0;
   // Set once the port is bound, which the Host check needs.
   let admit = (_request: IncomingMessage): Admission => ({ admitted: false, status: 503, reason: 'starting' });
 
@@ -62,11 +72,14 @@ export async function startNeonProxy({
       response.writeHead(404).end();
     } else if (request.method !== 'POST') {
       response.writeHead(405, { Allow: 'POST' }).end();
-    } else if (delays(networkDelay)) {
-      // One request is one transaction: where in its round trip the wait falls changes nothing a client sees.
-      setTimeout(() => void sqlOverHttp.handle(request, response), oneWayMs(networkDelay) + oneWayMs(networkDelay));
     } else {
-      void sqlOverHttp.handle(request, response);
+      httpRequests += 1;
+      // One request is one transaction: where in its round trip the wait falls changes nothing a client sees.
+      if (delays(networkDelay)) {
+        setTimeout(() => void sqlOverHttp.handle(request, response), oneWayMs(networkDelay) + oneWayMs(networkDelay));
+      } else {
+        void sqlOverHttp.handle(request, response);
+      }
     }
   });
   server.on('upgrade', (request, socket, head: Buffer) => {
@@ -97,6 +110,7 @@ export async function startNeonProxy({
     address,
     url: `http://${address}`,
     wsProxy: localNeonConfig(address).wsProxy,
+    traffic: () => ({ httpRequests, webSocketMessages: webSocketPipe.messagesFromClients() }),
     dropConnections() {
       webSocketPipe.dropConnections();
       sqlOverHttp.dropConnections();

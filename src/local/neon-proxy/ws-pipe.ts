@@ -20,6 +20,8 @@ export interface WebSocketPipe {
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Abruptly cuts every open pipe on both sides, as a network failure would. */
   dropConnections(): void;
+  /** Messages clients have sent over every pipe so far. */
+  messagesFromClients(): number;
   /** Cuts every open pipe; the pipe must not be given upgrades afterwards. */
   close(): void;
 }
@@ -44,6 +46,7 @@ export function createWebSocketPipe(
   const allowed = new Map(allowedAddresses.map((address) => [`${address.host}:${address.port}`, address]));
   const webSocketServer = new WebSocketServer({ noServer: true });
   const openPipes = new Set<OpenPipe>();
+  const counted = { messagesFromClients: 0 };
 
   const dropConnections = (): void => {
     for (const { webSocket, postgres } of openPipes) {
@@ -62,10 +65,11 @@ export function createWebSocketPipe(
         return;
       }
       webSocketServer.handleUpgrade(request, socket, head, (webSocket) => {
-        openPipes.add(pipeToPostgres(webSocket, address, networkDelay, (closed) => openPipes.delete(closed)));
+        openPipes.add(pipeToPostgres(webSocket, address, networkDelay, counted, (closed) => openPipes.delete(closed)));
       });
     },
     dropConnections,
+    messagesFromClients: () => counted.messagesFromClients,
     close() {
       dropConnections();
       webSocketServer.close();
@@ -88,6 +92,7 @@ function pipeToPostgres(
   webSocket: WebSocket,
   address: PostgresAddress,
   networkDelay: NetworkDelay,
+  counted: { messagesFromClients: number },
   onClosed: (pipe: OpenPipe) => void,
 ): OpenPipe {
   // Bytes the client sends before the TCP connection is up are queued by the socket.
@@ -98,6 +103,7 @@ function pipeToPostgres(
   const toClient = delayLine(networkDelay);
 
   webSocket.on('message', (data) => {
+    counted.messagesFromClients += 1;
     toPostgres(() => {
       if (!postgres.write(messageBytes(data))) {
         webSocket.pause();
