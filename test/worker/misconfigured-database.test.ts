@@ -58,3 +58,34 @@ describe('a Hyperdrive database without skiplock schema', () => {
     log.mockRestore();
   });
 });
+
+/** The Worker's variables with DATABASE_URL at a plain local Postgres and no local Neon proxy: `.dev.vars` as a new user first writes it. */
+function overPlainLocalPostgres() {
+  const { LOCAL_NEON_PROXY, ...rest } = env;
+  return { ...rest, DATABASE_URL: 'postgres://app:secret@127.0.0.1:5432/app' };
+}
+
+describe("a DATABASE_URL Neon's HTTP driver cannot reach", () => {
+  it('answers the first request and /healthz with 503 misconfigured, its log naming the fixes in one line, once', async () => {
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const worker = createSkiplock();
+    const vars = overPlainLocalPostgres();
+    const headers = { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' };
+
+    const enqueued = await call(worker, vars, '/v1/queues/noop/jobs', { method: 'POST', headers, body: '{}' });
+    const health = await call(worker, vars, '/healthz');
+
+    for (const response of [enqueued, health]) {
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({
+        type: expect.stringMatching(/misconfigured$/),
+        detail: 'this Worker is not configured: see its log',
+      });
+    }
+    expect(log.mock.calls.map((line) => String(line[0]))).toEqual([
+      "skiplock: DATABASE_URL points at 127.0.0.1, which Neon's HTTP driver cannot reach (it speaks HTTP to Neon's endpoints): " +
+        'for a local or other Postgres bind HYPERDRIVE (with localConnectionString under wrangler dev), or give a Neon connection string',
+    ]);
+    log.mockRestore();
+  });
+});
