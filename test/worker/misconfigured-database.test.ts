@@ -28,6 +28,23 @@ async function call(worker: ReturnType<typeof createSkiplock>, vars: object, pat
   return response;
 }
 
+/** A new Worker's first enqueue, job list and /healthz over `vars`, and the lines it logged as errors meanwhile. */
+async function firstRequests(vars: object): Promise<{ responses: Response[]; logged: string[] }> {
+  const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+  try {
+    const worker = createSkiplock();
+    const headers = { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const responses = [
+      await call(worker, vars, '/v1/queues/noop/jobs', { method: 'POST', headers, body: '{}' }),
+      await call(worker, vars, '/v1/jobs', { headers }),
+      await call(worker, vars, '/healthz'),
+    ];
+    return { responses, logged: log.mock.calls.map((line) => String(line[0])) };
+  } finally {
+    log.mockRestore();
+  }
+}
+
 const SAYS_MIGRATE = "the database is missing skiplock's schema: run `npx skiplock migrate` against it";
 
 describe('a Hyperdrive database without skiplock schema', () => {
@@ -39,23 +56,13 @@ describe('a Hyperdrive database without skiplock schema', () => {
   });
 
   it('answers the first request and /healthz with 503 and one line saying to run skiplock migrate, logged once', async () => {
-    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const worker = createSkiplock();
-    const vars = overUnmigratedHyperdrive();
-    const headers = { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const { responses, logged } = await firstRequests(overUnmigratedHyperdrive());
 
-    const enqueued = await call(worker, vars, '/v1/queues/noop/jobs', { method: 'POST', headers, body: '{}' });
-    const listed = await call(worker, vars, '/v1/jobs', { headers });
-    const health = await call(worker, vars, '/healthz');
-
-    for (const response of [enqueued, listed, health]) {
+    for (const response of responses) {
       expect(response.status).toBe(503);
       expect(await response.json()).toMatchObject({ detail: SAYS_MIGRATE });
     }
-    expect(log.mock.calls.map((line) => String(line[0])).filter((line) => line.includes('skiplock migrate'))).toEqual([
-      `skiplock: ${SAYS_MIGRATE}`,
-    ]);
-    log.mockRestore();
+    expect(logged.filter((line) => line.includes('skiplock migrate'))).toEqual([`skiplock: ${SAYS_MIGRATE}`]);
   });
 });
 
@@ -67,25 +74,18 @@ function overPlainLocalPostgres() {
 
 describe("a DATABASE_URL Neon's HTTP driver cannot reach", () => {
   it('answers the first request and /healthz with 503 misconfigured, its log naming the fixes in one line, once', async () => {
-    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const worker = createSkiplock();
-    const vars = overPlainLocalPostgres();
-    const headers = { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const { responses, logged } = await firstRequests(overPlainLocalPostgres());
 
-    const enqueued = await call(worker, vars, '/v1/queues/noop/jobs', { method: 'POST', headers, body: '{}' });
-    const health = await call(worker, vars, '/healthz');
-
-    for (const response of [enqueued, health]) {
+    for (const response of responses) {
       expect(response.status).toBe(503);
       expect(await response.json()).toMatchObject({
         type: expect.stringMatching(/misconfigured$/),
         detail: 'this Worker is not configured: see its log',
       });
     }
-    expect(log.mock.calls.map((line) => String(line[0]))).toEqual([
+    expect(logged).toEqual([
       "skiplock: DATABASE_URL points at 127.0.0.1, which Neon's HTTP driver cannot reach (it speaks HTTP to Neon's endpoints): " +
         'for a local or other Postgres bind HYPERDRIVE (with localConnectionString under wrangler dev), or give a Neon connection string',
     ]);
-    log.mockRestore();
   });
 });
