@@ -247,7 +247,9 @@ export const dashboardScript = `"use strict";
     callback_delivered: "Callback delivered",
     parked: "Parked at a step",
     resumed: "Resumed",
-    held: "Held for its key's turn"
+    held: "Held for its key's turn",
+    debounced: "Debounced",
+    replaced: "Payload replaced"
   };
   var shownJobId = null;
   function jobPath(id) {
@@ -334,6 +336,8 @@ export const dashboardScript = `"use strict";
         return \`Waiting for job \${wait.jobId}\`;
       case "key":
         return wait.blockedBy === null ? \`Held for its turn of \${wait.ordered ? "ordering" : "concurrency"} key \${wait.key}\` : \`Held: ordering key \${wait.key} waits for failed job \${wait.blockedBy} to be retried or the key unblocked\`;
+      case "debounce":
+        return \`Debounced: \${wait.enqueues} enqueues of key \${wait.key} so far; starts \${formatTime(wait.until)} unless another moves it\`;
     }
   }
   function renderSteps({ steps, waitingFor, links }) {
