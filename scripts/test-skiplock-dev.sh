@@ -2,8 +2,8 @@
 # `npx skiplock dev` as a user runs it, following docs/workers.md "Develop locally": this package
 # packed, the tarball installed into a copy of examples/worker outside this repository, without
 # embedded-postgres, as a new Worker project has it (the example's other devDependencies from the registry).
-# The docs' commands and code are read from the page and run as written (only the port changed,
-# when 8787 is taken).
+# The docs' commands and code are read from the page and run as written (at the port the run got,
+# where the page says 8787; the manual route's placeholders filled in).
 #
 #   bad input       no embedded-postgres: one line on stderr naming the install, non-zero exit, no process
 #                   left (the other refusals, which need no tarball, are test/cli-dev.test.ts's)
@@ -63,7 +63,7 @@ docs_block() { develop_locally | node -e '
   });
 ' "$1" "$2"; }
 # The section's inline code that begins with $1.
-docs_inline() { develop_locally | grep -o "\`$1[^\`]*\`" | head -n 1 | tr -d '\`'; }
+docs_inline() { develop_locally | { grep -o "\`$1[^\`]*\`" || true; } | head -n 1 | tr -d '\`'; }
 
 free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })"; }
 json_field() { node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
@@ -216,6 +216,7 @@ else
   }
   # 1. The schema.
   migrate=$(docs_inline 'npx skiplock migrate' | fill_in)
+  [ -n "$migrate" ] || fail "the docs' manual route shows no npx skiplock migrate"
   echo "1. $migrate"
   eval "$migrate" >/dev/null
   # 2. The binding, into wrangler.jsonc.
