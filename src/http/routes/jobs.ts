@@ -3,6 +3,7 @@ import type { Queryable } from '../../db/types.js';
 import {
   cancel,
   listJobs,
+  MAX_ERROR_SEARCH,
   reschedule,
   retry,
   type Job,
@@ -16,7 +17,7 @@ import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '
 import { LIMITS } from '../limits.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
 import { conflict, jobNotFound, tooManyRequests } from '../problem.js';
-import { NameSchema, queryNumberSchema } from '../schemas/common.js';
+import { NameSchema, PayloadMatchQuerySchema, queryNumberSchema, TagQuerySchema } from '../schemas/common.js';
 import { RescheduleBodySchema } from '../schemas/enqueue.js';
 import {
   ChangedJobSchema,
@@ -46,6 +47,14 @@ export const ListJobsQuerySchema = z.object({
   tenant: NameSchema.optional(),
   status: JobStatusSchema.optional(),
   type: NameSchema.optional(),
+  tag: TagQuerySchema.optional(),
+  payload: PayloadMatchQuerySchema.optional(),
+  error: z
+    .string()
+    .min(1)
+    .max(MAX_ERROR_SEARCH)
+    .optional()
+    .describe("Finished jobs whose last error holds this text, in any case (live jobs don't match)."),
   cursor: z.string().max(64).optional().describe('The nextCursor of the previous page.'),
   limit: queryNumberSchema(1, LIMITS.maxPage, { integer: true })
     .optional()
@@ -202,9 +211,10 @@ export function jobRoutes(deps: AppDeps) {
       if (ifNoneMatch !== undefined && matchesIfNoneMatch(ifNoneMatch, etag)) return c.body(null, 304, headers);
       return c.json(job, 200, headers);
     })
-    .openapi(listJobsRoute, async (c) =>
-      c.json(await listJobsFor(deps.database(c.env), c.var.principal, c.req.valid('query')), 200),
-    )
+    .openapi(listJobsRoute, async (c) => {
+      const { tag, ...filters } = c.req.valid('query');
+      return c.json(await listJobsFor(deps.database(c.env), c.var.principal, { ...filters, tags: tag }), 200);
+    })
     .openapi(cancelRoute, async (c) => {
       const holder = asKeyHolder(c.var.principal);
       const cancelled = await cancel(deps.database(c.env), c.req.valid('param').id, tenantScope(holder));
