@@ -344,7 +344,6 @@ CREATE UNIQUE INDEX job_steps_pkey ON skiplock.job_steps USING btree (job_id, na
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])));
 CREATE INDEX jobs_parked_idx ON skiplock.jobs USING btree (run_at) WHERE (state = 'parked'::text);
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
-CREATE INDEX jobs_tags_idx ON skiplock.jobs USING gin (tags) WHERE (tags IS NOT NULL);
 CREATE INDEX jobs_waiting_idx ON skiplock.jobs USING btree (tenant, queue, ((- (priority)::smallint)), run_at, id) WHERE (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text]));
 CREATE UNIQUE INDEX jobs_pkey ON skiplock.jobs USING btree (id);
 CREATE INDEX keyed_jobs_live_idx ON skiplock.keyed_jobs USING btree (job_id) WHERE (slot = ANY (ARRAY['taken'::text, 'started'::text, 'waiting'::text]));

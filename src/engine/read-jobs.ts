@@ -61,9 +61,10 @@ export interface JobPage {
  * the cap stay in the database (a payload, result, error and progress may
  * each be 256 KiB); `fetched` tells the caller that the cap, not the end of
  * the jobs, ended the page. Tags ($8, all of them) and a payload match ($9)
- * use each table's GIN index where one serves (docs/operations.md); an
- * error's text ($10) is read from finished jobs only, so it switches the
- * live branch off.
+ * use the history's GIN indexes; the live table has none (they would slow
+ * every claim), so its branch reads it newest first until the page is full.
+ * An error's text ($10) is searched in finished jobs only, so it switches
+ * the live branch off.
  */
 const listJobsSql = /* sql */ `
 WITH page AS (
