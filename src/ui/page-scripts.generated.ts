@@ -133,7 +133,7 @@ export const dashboardScript = `"use strict";
   }
 
   // src/ui/dashboard/browser/job-list.ts
-  var FILTERS = ["queue", "tenant", "status"];
+  var FILTERS = ["queue", "tenant", "tag", "status"];
   var PAGE_SIZE = 25;
   var shownJobsParams = new URLSearchParams();
   var olderCursor = null;
@@ -177,6 +177,7 @@ export const dashboardScript = `"use strict";
       h("td", {}, job.queue),
       h("td", {}, job.tenant),
       h("td", {}, job.type),
+      h("td", {}, ...job.tags.map((tag) => h("span", { class: "tag" }, tag))),
       h("td", { class: "num" }, \`\${job.attempts} / \${job.maxAttempts}\`),
       h("td", {}, formatTime(job.createdAt)),
       h("td", {}, formatTime(job.finishedAt))
@@ -247,7 +248,9 @@ export const dashboardScript = `"use strict";
     callback_delivered: "Callback delivered",
     parked: "Parked at a step",
     resumed: "Resumed",
-    held: "Held for its key's turn"
+    held: "Held for its key's turn",
+    debounced: "Debounced",
+    replaced: "Payload replaced"
   };
   var shownJobId = null;
   function jobPath(id) {
@@ -334,6 +337,8 @@ export const dashboardScript = `"use strict";
         return \`Waiting for job \${wait.jobId}\`;
       case "key":
         return wait.blockedBy === null ? \`Held for its turn of \${wait.ordered ? "ordering" : "concurrency"} key \${wait.key}\` : \`Held: ordering key \${wait.key} waits for failed job \${wait.blockedBy} to be retried or the key unblocked\`;
+      case "debounce":
+        return \`Debounced: \${wait.enqueues} enqueues of key \${wait.key} so far; starts \${formatTime(wait.until)} unless another moves it\`;
     }
   }
   function renderSteps({ steps, waitingFor, links }) {
