@@ -143,8 +143,8 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     await page.fill('#filter-tag', 'env=prod');
     await page.click('#job-filters button[type="submit"]');
     await page.waitForURL(/tag=env%3Dprod/);
+    await expect.poll(() => page.locator('#jobs-table tbody tr').count()).toBe(1);
     await page.locator(`tr[data-job="${spring.id}"]`).waitFor();
-    expect(await page.locator('#jobs-table tbody tr').count()).toBe(1);
     expect(await page.locator(`tr[data-job="${spring.id}"] .tag`).allTextContents()).toEqual([
       'campaign:spring',
       'env=prod',
