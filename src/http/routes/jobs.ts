@@ -64,15 +64,18 @@ export const ListJobsQuerySchema = z.object({
 const WHOLE_JOB_NEEDS_READ =
   'Answers the whole job to a key with the read scope, else its JobReference (id and status).';
 
-/** A page of the jobs list as the caller may see it: a tenant-bound key asking for another tenant's jobs sees none. */
+/**
+ * A page of the jobs list as the caller may see it: a tenant-bound key asking for another tenant's jobs sees none.
+ * Takes the list's query (`tag`, repeatable, is the engine's `tags`).
+ */
 export async function listJobsFor(
   db: Queryable,
   principal: Principal,
-  { tenant, ...filters }: Omit<ListJobsOptions, 'maxBytes'>,
+  { tenant, tag, ...filters }: Omit<ListJobsOptions, 'maxBytes' | 'tags'> & { tag?: readonly string[] },
 ): Promise<JobPage> {
   const bound = tenantScope(principal).tenant;
   if (bound !== undefined && tenant !== undefined && tenant !== bound) return { jobs: [], nextCursor: null };
-  return listJobs(db, { ...filters, tenant: bound ?? tenant, maxBytes: LIMITS.maxPageBytes });
+  return listJobs(db, { ...filters, tags: tag, tenant: bound ?? tenant, maxBytes: LIMITS.maxPageBytes });
 }
 
 export function jobRoutes(deps: AppDeps) {
@@ -211,10 +214,9 @@ export function jobRoutes(deps: AppDeps) {
       if (ifNoneMatch !== undefined && matchesIfNoneMatch(ifNoneMatch, etag)) return c.body(null, 304, headers);
       return c.json(job, 200, headers);
     })
-    .openapi(listJobsRoute, async (c) => {
-      const { tag, ...filters } = c.req.valid('query');
-      return c.json(await listJobsFor(deps.database(c.env), c.var.principal, { ...filters, tags: tag }), 200);
-    })
+    .openapi(listJobsRoute, async (c) =>
+      c.json(await listJobsFor(deps.database(c.env), c.var.principal, c.req.valid('query')), 200),
+    )
     .openapi(cancelRoute, async (c) => {
       const holder = asKeyHolder(c.var.principal);
       const cancelled = await cancel(deps.database(c.env), c.req.valid('param').id, tenantScope(holder));

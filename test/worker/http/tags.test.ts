@@ -50,6 +50,8 @@ describe('tags and search over HTTP', () => {
       }),
     );
     expect(await listed(`queue=${queue}&error=TIMEOUT`)).toEqual([claimed.id]);
+    const dead = await request(`/v1/dead-jobs?queue=${queue}&tag=customer%3A42&error=timeout`, { apiKey: ADMIN_TOKEN });
+    expect(((await dead.json()) as { jobs: Array<{ id: string }> }).jobs.map((job) => job.id)).toEqual([claimed.id]);
     expect(await listed(`queue=${queue}&error=nothing-like-it`)).toEqual([]);
   });
 
