@@ -14,6 +14,7 @@ import {
   listJobs,
   retry,
 } from '../../src/engine';
+import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
@@ -108,41 +109,44 @@ describe('tags and search', () => {
     await expect(listJobs(db, { error: '' })).rejects.toMatchObject({ field: 'error' });
   });
 
-  it('lists by tags (all of them), by payload containment, and finished jobs by error text', async () => {
-    const { db } = await open('pg');
-    const [a, ab, b, none] = (
-      await enqueueBatch(db, [
-        { queue: 'q', tags: ['a'], payload: { customer: 42, plan: 'pro' } },
-        { queue: 'q', tags: ['a', 'b'], payload: { customer: 42, plan: 'free' } },
-        { queue: 'q', tags: ['b'], payload: { customer: 7 } },
-        { queue: 'q', payload: { customer: 42, nested: { deep: true } } },
-      ])
-    ).map(({ job }) => job.id);
-    expect(await listedIds(db, { tags: ['a'] })).toEqual([a, ab].sort());
-    expect(await listedIds(db, { tags: ['b'] })).toEqual([ab, b].sort());
-    expect(await listedIds(db, { tags: ['a', 'b'] })).toEqual([ab]);
-    expect(await listedIds(db, { tags: ['c'] })).toEqual([]);
-    expect(await listedIds(db, { payload: { customer: 42 } })).toEqual([a, ab, none].sort());
-    expect(await listedIds(db, { payload: { nested: { deep: true } } })).toEqual([none]);
-    expect(await listedIds(db, { payload: { customer: 42 }, tags: ['b'] })).toEqual([ab]);
-    // An error search reads finished jobs only.
-    expect(await listedIds(db, { error: 'x' })).toEqual([]);
+  it.each(DRIVERS)(
+    'lists by tags (all of them), by payload containment, and finished jobs by error text over %s',
+    async (driver) => {
+      const { db } = await open(driver);
+      const [a, ab, b, none] = (
+        await enqueueBatch(db, [
+          { queue: 'q', tags: ['a'], payload: { customer: 42, plan: 'pro' } },
+          { queue: 'q', tags: ['a', 'b'], payload: { customer: 42, plan: 'free' } },
+          { queue: 'q', tags: ['b'], payload: { customer: 7 } },
+          { queue: 'q', payload: { customer: 42, nested: { deep: true } } },
+        ])
+      ).map(({ job }) => job.id);
+      expect(await listedIds(db, { tags: ['a'] })).toEqual([a, ab].sort());
+      expect(await listedIds(db, { tags: ['b'] })).toEqual([ab, b].sort());
+      expect(await listedIds(db, { tags: ['a', 'b'] })).toEqual([ab]);
+      expect(await listedIds(db, { tags: ['c'] })).toEqual([]);
+      expect(await listedIds(db, { payload: { customer: 42 } })).toEqual([a, ab, none].sort());
+      expect(await listedIds(db, { payload: { nested: { deep: true } } })).toEqual([none]);
+      expect(await listedIds(db, { payload: { customer: 42 }, tags: ['b'] })).toEqual([ab]);
+      // An error search reads finished jobs only.
+      expect(await listedIds(db, { error: 'x' })).toEqual([]);
 
-    const [timedOut, refused] = (
-      await enqueueBatch(db, [
-        { queue: 'f', tags: ['a'], payload: { customer: 42 }, maxAttempts: 1 },
-        { queue: 'g', tags: ['a'], maxAttempts: 1 },
-      ])
-    ).map(({ job }) => job.id);
-    await finishAll(db, 'f', 'upstream Timeout after 30 s');
-    await finishAll(db, 'g', 'card refused');
-    expect(await listedIds(db, { error: 'timeout' })).toEqual([timedOut]);
-    expect(await listedIds(db, { error: 'REFUSED', tags: ['a'] })).toEqual([refused]);
-    expect(await listedIds(db, { tags: ['a'], status: 'failed' })).toEqual([timedOut, refused].sort());
-    expect(await listedIds(db, { payload: { customer: 42 }, status: 'failed' })).toEqual([timedOut]);
-    // A tenant scope still holds.
-    expect(await listedIds(db, { tags: ['a'], tenant: 'other' })).toEqual([]);
-  });
+      const [timedOut, refused] = (
+        await enqueueBatch(db, [
+          { queue: 'f', tags: ['a'], payload: { customer: 42 }, maxAttempts: 1 },
+          { queue: 'g', tags: ['a'], maxAttempts: 1 },
+        ])
+      ).map(({ job }) => job.id);
+      await finishAll(db, 'f', 'upstream Timeout after 30 s');
+      await finishAll(db, 'g', 'card refused');
+      expect(await listedIds(db, { error: 'timeout' })).toEqual([timedOut]);
+      expect(await listedIds(db, { error: 'REFUSED', tags: ['a'] })).toEqual([refused]);
+      expect(await listedIds(db, { tags: ['a'], status: 'failed' })).toEqual([timedOut, refused].sort());
+      expect(await listedIds(db, { payload: { customer: 42 }, status: 'failed' })).toEqual([timedOut]);
+      // A tenant scope still holds.
+      expect(await listedIds(db, { tags: ['a'], tenant: 'other' })).toEqual([]);
+    },
+  );
 
   it('bulk actions take tags and a payload match, in the dry run and the action, live and finished', async () => {
     const { db } = await open('pg');
