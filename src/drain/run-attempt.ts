@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
+import type { TraceContext } from '../engine/trace-context.js';
 import { AttemptLease } from './attempt-lease.js';
 import { releasedWhenRead, type ConnectionGate } from './connection-gate.js';
 import { retryDelaySeconds } from './backoff.js';
@@ -54,6 +55,7 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class Attempt implements JobContext, Beating, StepsOwner {
   readonly attempt: number;
   readonly leaseSeconds: number;
+  readonly traceparent: string | undefined;
   private steps: JobStepRunner | undefined;
   private readonly lease: AttemptLease;
   private interruption: AttemptInterruptedError | undefined;
@@ -71,7 +73,9 @@ export class Attempt implements JobContext, Beating, StepsOwner {
     private readonly definition: JobDefinition,
     private readonly loopLogger: Logger,
     private readonly io: AttemptIo = {},
+    traceContext?: TraceContext,
   ) {
+    this.traceparent = traceContext?.traceparent;
     this.attempt = job.attempts;
     const leaseSeconds = definition.options.leaseSeconds ?? job.leaseSeconds;
     this.leaseSeconds = leaseSeconds;
