@@ -10,7 +10,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Db } from '../../src/db/types';
 import { defineJob } from '../../src/drain/define-job';
-import { enqueue, InvalidInputError, inEnqueueSpan, maintainHistory, openTelemetry } from '../../src/engine';
+import {
+  enqueue,
+  InvalidInputError,
+  inEnqueueSpan,
+  maintainHistory,
+  openTelemetry,
+  type Tracing,
+} from '../../src/engine';
+import { createApp } from '../../src/http/app';
+import { createClient } from '../../src/http/client';
 import { engineDatabases } from '../support/engine-db';
 import { drain, jobById } from './support/drain';
 
@@ -190,5 +199,107 @@ describe('tracing', () => {
       { n: 0 },
     ]);
     expect(await traceContextRows(db)).toEqual([]);
+  });
+});
+
+describe('tracing over HTTP', () => {
+  const ADMIN = 'tracing-admin-token';
+  /** The API over `db`, as a Worker serves it, tracing its enqueues when given `tracing`. */
+  function apiOver(db: Db, withTracing?: Tracing) {
+    const app = createApp({
+      settings: () => ({
+        adminToken: ADMIN,
+        statusTokenSecret: undefined,
+        devMode: false,
+        corsOrigins: [],
+        maxBodyBytes: 1 << 20,
+        logRequests: false,
+      }),
+      database: () => db,
+      sessionDatabase: () => {
+        throw new Error('the enqueue routes open no session');
+      },
+      tracing: withTracing,
+    });
+    const post = (path: string, headers: Record<string, string>, body: unknown = {}) =>
+      app.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    const client = createClient('http://skiplock.test', {
+      apiKey: ADMIN,
+      fetch: async (input, init) => app.request(input instanceof Request ? input : input.toString(), init),
+    });
+    return { post, client };
+  }
+
+  const traced = defineJob('traced', z.unknown(), (_payload, context) => ({
+    traceparent: context.traceparent ?? null,
+  }));
+
+  it("puts a request's enqueue span under its traceparent header, and the job's attempt under the enqueue", async () => {
+    const { db } = await open('pg');
+    const { client } = apiOver(db, tracing);
+    const caller = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+    const handle = await client.enqueue('traced', null, { traceparent: caller, tracestate: 'congo=t61rcWkgMzE' });
+    await drain(db, [traced], { tracing });
+
+    const send = spanNamed('send traced');
+    const process = spanNamed('process traced');
+    expect(send.spanContext().traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(send.parentSpanContext).toMatchObject({ spanId: '00f067aa0ba902b7', isRemote: true });
+    expect(send.spanContext().traceState?.get('congo')).toBe('t61rcWkgMzE');
+    expect(process.parentSpanContext?.spanId).toBe(send.spanContext().spanId);
+    expect(await handle.result()).toEqual({
+      traceparent: `00-4bf92f3577b34da6a3ce929d0e0e4736-${process.spanContext().spanId}-01`,
+    });
+  });
+
+  it('keeps the traceparent header as it is when the API does not trace, for every job of a batch', async () => {
+    const { db } = await open('pg');
+    const { post } = apiOver(db);
+    const caller = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+    const response = await post('/v1/queues/traced/jobs/batch', { traceparent: caller }, { jobs: [{}, {}] });
+
+    expect(response.status).toBe(201);
+    const { jobs } = (await response.json()) as { jobs: Array<{ id: string }> };
+    expect(await traceContextRows(db)).toEqual(
+      jobs
+        .map(({ id }) => ({ job_id: id, traceparent: caller, tracestate: null }))
+        .sort((a, b) => a.job_id.localeCompare(b.job_id)),
+    );
+    await drain(db, [traced], { tracing });
+    expect(spansNamed('process traced').map((span) => span.parentSpanContext?.spanId)).toEqual([
+      'b7ad6b7169203331',
+      'b7ad6b7169203331',
+    ]);
+  });
+
+  it('answers 400 naming the header for a traceparent or tracestate that is not W3C, and stores nothing', async () => {
+    const { db } = await open('pg');
+    const { post } = apiOver(db, tracing);
+    const refusals: Array<[Record<string, string>, string]> = [
+      [{ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7' }, 'traceparent'],
+      [{ traceparent: 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }, 'traceparent'],
+      [{ tracestate: 'congo=t61rcWkgMzE' }, 'tracestate'],
+      [
+        { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'Upper=case' },
+        'tracestate',
+      ],
+    ];
+    for (const [headers, field] of refusals) {
+      const response = await post('/v1/queues/traced/jobs', headers);
+      expect(response.status, JSON.stringify(headers)).toBe(400);
+      expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      const problem = (await response.json()) as { errors: Array<{ path: string }> };
+      expect(problem.errors.map((error) => error.path)).toEqual([field]);
+    }
+    expect(await db.query({ text: 'SELECT count(*)::integer AS n FROM skiplock.jobs', params: [] })).toEqual([
+      { n: 0 },
+    ]);
+    expect(exporter.getFinishedSpans()).toEqual([]);
   });
 });
