@@ -481,7 +481,7 @@ class JobLoop {
       definition,
       this.logger,
       { subrequests: this.subrequests, connections: this.options.connections },
-      span?.traceContext ?? job.traceContext,
+      { traceparent: (span?.traceContext ?? job.traceContext)?.traceparent, tracing },
     );
     this.attempts.add(attempt);
     this.heartbeats.add(attempt);

@@ -146,6 +146,28 @@ describe('tracing', () => {
     expect(second!.status.code).toBe(api.SpanStatusCode.UNSET);
   });
 
+  it("runs each durable step in a span under its attempt's, and the step's own spans under it", async () => {
+    const { db } = await open('pg');
+    const checkout = defineJob('checkout', z.null(), async (_payload, context) => {
+      const charged = await context.step.do('charge', () => {
+        tracer.startSpan('card network').end();
+        return 'charged';
+      });
+      await context.step.do('refuse', () => Promise.reject(new RangeError('out of stock'))).catch(() => undefined);
+      return charged;
+    });
+    await enqueue(db, { queue: 'checkout', payload: null });
+
+    await drain(db, [checkout], { tracing });
+
+    const process = spanNamed('process checkout');
+    const charge = spanNamed('step charge');
+    expect(charge.parentSpanContext?.spanId).toBe(process.spanContext().spanId);
+    expect(charge.attributes).toMatchObject({ 'messaging.system': 'skiplock', 'skiplock.step.name': 'charge' });
+    expect(spanNamed('card network').parentSpanContext?.spanId).toBe(charge.spanContext().spanId);
+    expect(spanNamed('step refuse').status).toEqual({ code: api.SpanStatusCode.ERROR, message: 'out of stock' });
+  });
+
   it('keeps the context of a new job only, and drops it once the job has finished', async () => {
     const { db } = await open('pg');
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
