@@ -20,6 +20,7 @@ import {
 } from '../../src/engine';
 import { createApp } from '../../src/http/app';
 import { createClient } from '../../src/http/client';
+import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
 import { drain, jobById } from './support/drain';
 
@@ -117,34 +118,37 @@ describe('tracing', () => {
     });
   });
 
-  it('runs each attempt of a job in a span of its own, the failed one marked so, both under the enqueue', async () => {
-    const { db } = await open('pg');
-    const flaky = defineJob('flaky', z.null(), (_payload, context) => {
-      if (context.attempt === 1) throw new TypeError('the first attempt fails');
-      return 'ok';
-    });
-    const creation = {
-      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
-      tracestate: 'vendor=abc',
-    };
-    const { job } = await enqueue(db, { queue: 'flaky', payload: null, backoffMaxSeconds: 0, ...creation });
+  it.each(DRIVERS)(
+    'runs each attempt of a job in a span of its own, the failed one marked so, both under the enqueue (%s)',
+    async (driver) => {
+      const { db } = await open(driver);
+      const flaky = defineJob('flaky', z.null(), (_payload, context) => {
+        if (context.attempt === 1) throw new TypeError('the first attempt fails');
+        return 'ok';
+      });
+      const creation = {
+        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+        tracestate: 'vendor=abc',
+      };
+      const { job } = await enqueue(db, { queue: 'flaky', payload: null, backoffMaxSeconds: 0, ...creation });
 
-    await drain(db, [flaky], { tracing });
-    await drain(db, [flaky], { tracing });
+      await drain(db, [flaky], { tracing });
+      await drain(db, [flaky], { tracing });
 
-    expect((await jobById(db, job.id)).status).toBe('succeeded');
-    const [first, second] = spansNamed('process flaky').sort(
-      (a, b) => Number(a.attributes['skiplock.job.attempt']) - Number(b.attributes['skiplock.job.attempt']),
-    );
-    for (const attempt of [first!, second!]) {
-      expect(attempt.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
-      expect(attempt.parentSpanContext).toMatchObject({ spanId: 'b7ad6b7169203331', isRemote: true });
-      expect(attempt.parentSpanContext?.traceState?.get('vendor')).toBe('abc');
-    }
-    expect(first!.status).toEqual({ code: api.SpanStatusCode.ERROR, message: 'the first attempt fails' });
-    expect(first!.attributes).toMatchObject({ 'skiplock.job.outcome': 'failed', 'error.type': 'TypeError' });
-    expect(second!.status.code).toBe(api.SpanStatusCode.UNSET);
-  });
+      expect((await jobById(db, job.id)).status).toBe('succeeded');
+      const [first, second] = spansNamed('process flaky').sort(
+        (a, b) => Number(a.attributes['skiplock.job.attempt']) - Number(b.attributes['skiplock.job.attempt']),
+      );
+      for (const attempt of [first!, second!]) {
+        expect(attempt.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+        expect(attempt.parentSpanContext).toMatchObject({ spanId: 'b7ad6b7169203331', isRemote: true });
+        expect(attempt.parentSpanContext?.traceState?.get('vendor')).toBe('abc');
+      }
+      expect(first!.status).toEqual({ code: api.SpanStatusCode.ERROR, message: 'the first attempt fails' });
+      expect(first!.attributes).toMatchObject({ 'skiplock.job.outcome': 'failed', 'error.type': 'TypeError' });
+      expect(second!.status.code).toBe(api.SpanStatusCode.UNSET);
+    },
+  );
 
   it("runs each durable step in a span under its attempt's, and the step's own spans under it", async () => {
     const { db } = await open('pg');
@@ -168,31 +172,34 @@ describe('tracing', () => {
     expect(spanNamed('step refuse').status).toEqual({ code: api.SpanStatusCode.ERROR, message: 'out of stock' });
   });
 
-  it('keeps the context of a new job only, and drops it once the job has finished', async () => {
-    const { db } = await open('pg');
-    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
-    const first = await enqueue(db, { queue: 'once', dedupKey: 'k', traceparent });
-    const again = await enqueue(db, {
-      queue: 'once',
-      dedupKey: 'k',
-      traceparent: '00-11111111111111111111111111111111-2222222222222222-01',
-    });
-    const untraced = await enqueue(db, { queue: 'once' });
+  it.each(DRIVERS)(
+    'keeps the context of a new job only, and drops it once the job has finished (%s)',
+    async (driver) => {
+      const { db } = await open(driver);
+      const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00';
+      const first = await enqueue(db, { queue: 'once', dedupKey: 'k', traceparent });
+      const again = await enqueue(db, {
+        queue: 'once',
+        dedupKey: 'k',
+        traceparent: '00-11111111111111111111111111111111-2222222222222222-01',
+      });
+      const untraced = await enqueue(db, { queue: 'once' });
 
-    expect(again).toMatchObject({ deduplicated: true, job: { id: first.job.id } });
-    expect(untraced.deduplicated).toBe(false);
-    expect(await traceContextRows(db)).toEqual([{ job_id: first.job.id, traceparent, tracestate: null }]);
+      expect(again).toMatchObject({ deduplicated: true, job: { id: first.job.id } });
+      expect(untraced.deduplicated).toBe(false);
+      expect(await traceContextRows(db)).toEqual([{ job_id: first.job.id, traceparent, tracestate: null }]);
 
-    // Without tracing the drain reads no context, and its handlers get none.
-    const seen: Array<string | undefined> = [];
-    const once = defineJob('once', z.unknown(), (_payload, context) => void seen.push(context.traceparent));
-    await drain(db, [once]);
-    expect(seen).toEqual([undefined, undefined]);
-    expect(exporter.getFinishedSpans()).toEqual([]);
+      // Without tracing the drain reads no context, and its handlers get none.
+      const seen: Array<string | undefined> = [];
+      const once = defineJob('once', z.unknown(), (_payload, context) => void seen.push(context.traceparent));
+      await drain(db, [once]);
+      expect(seen).toEqual([undefined, undefined]);
+      expect(exporter.getFinishedSpans()).toEqual([]);
 
-    expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toMatchObject({ prunedTraceContexts: 1 });
-    expect(await traceContextRows(db)).toEqual([]);
-  });
+      expect(await maintainHistory(db, { retentionSeconds: 86_400 })).toMatchObject({ prunedTraceContexts: 1 });
+      expect(await traceContextRows(db)).toEqual([]);
+    },
+  );
 
   it('refuses a trace context that is not W3C, naming the field, and stores nothing', async () => {
     const { db } = await open('pg');
