@@ -28,6 +28,35 @@ export function startAttemptSpan(tracing: Tracing, job: ClaimedJob): TracedSpan 
   });
 }
 
+/**
+ * The span of a claim that found jobs (messaging `receive`, CLIENT), from
+ * when it was sent: linked to the jobs' creation contexts, as the
+ * conventions ask of a batch received. Made once the claim answered, so an
+ * idle loop's empty claims make none.
+ */
+export function recordClaimSpan(
+  tracing: Tracing,
+  jobs: readonly ClaimedJob[],
+  claim: { sentAt: number; workerId: string },
+): void {
+  const queues = [...new Set(jobs.map((job) => job.queue))];
+  tracing
+    .startSpan(queues.length === 1 ? `receive ${queues[0]}` : 'receive', {
+      kind: 'client',
+      startTime: claim.sentAt,
+      links: jobs.flatMap((job) => (job.traceContext === undefined ? [] : [job.traceContext])),
+      attributes: {
+        'messaging.system': MESSAGING_SYSTEM,
+        'messaging.operation.type': 'receive',
+        'messaging.operation.name': 'receive',
+        'messaging.batch.message_count': jobs.length,
+        'messaging.client.id': claim.workerId,
+        ...(queues.length === 1 ? { 'messaging.destination.name': queues[0]! } : {}),
+      },
+    })
+    .end();
+}
+
 /** Ends an attempt's span with how the attempt ended: a failure (or a cancel) marks it failed. */
 export function endAttemptSpan(span: TracedSpan, outcome: AttemptOutcome): void {
   span.setAttributes({ 'skiplock.job.outcome': outcome.kind });

@@ -12,7 +12,7 @@ import { errorFields, type Logger } from './logger.js';
 import { recordOutcome } from './record-outcome.js';
 import type { JobRegistry } from './registry.js';
 import { Attempt, type AttemptOutcome } from './run-attempt.js';
-import { endAttemptSpan, startAttemptSpan } from './attempt-span.js';
+import { endAttemptSpan, recordClaimSpan, startAttemptSpan } from './attempt-span.js';
 import type { Tracing } from '../engine/tracing.js';
 import { heartbeatsWithin } from './attempt-lease.js';
 import type { ConnectionGate } from './connection-gate.js';
@@ -364,6 +364,8 @@ class JobLoop {
         jobs = await this.claimBatch(max);
       }
       this.claimAnswered(jobs, max, claimSentAt);
+      const { tracing, workerId } = this.options;
+      if (tracing !== undefined && jobs.length > 0) recordClaimSpan(tracing, jobs, { sentAt: claimSentAt, workerId });
     } catch (error) {
       this.claimFailed(error);
     }

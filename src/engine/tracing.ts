@@ -24,6 +24,8 @@ export interface SpanOptions {
   parent?: TraceContext | undefined;
   /** Contexts it links to: a job's creation context. */
   links?: readonly TraceContext[];
+  /** When it started (ms since the epoch), if before now: a claim's span is made once it found jobs. */
+  startTime?: number;
 }
 
 export interface TracedSpan {
@@ -102,7 +104,7 @@ export interface OtelTracer {
   // Wide enough that the API's own SpanOptions fit it.
   startSpan(
     name: string,
-    options?: { kind?: number; attributes?: object; links?: readonly unknown[] },
+    options?: { kind?: number; attributes?: object; links?: readonly unknown[]; startTime?: unknown },
     context?: unknown,
   ): OtelSpan;
 }
@@ -165,7 +167,12 @@ export function openTelemetry(api: OpenTelemetryApi, options: OpenTelemetryOptio
       });
       const span = tracer.startSpan(
         name,
-        { kind: OTEL_SPAN_KIND[spanOptions.kind], attributes: spanOptions.attributes, links },
+        {
+          kind: OTEL_SPAN_KIND[spanOptions.kind],
+          attributes: spanOptions.attributes,
+          links,
+          ...(spanOptions.startTime === undefined ? {} : { startTime: spanOptions.startTime }),
+        },
         parent,
       );
       const active = api.trace.setSpan(parent as never, span as never);

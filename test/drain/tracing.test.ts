@@ -112,6 +112,15 @@ describe('tracing', () => {
       'skiplock.job.attempt': 1,
       'skiplock.job.outcome': 'succeeded',
     });
+    // The claim that took it: a span of its own, linked to the job's creation context.
+    const receive = spanNamed('receive send-email');
+    expect(receive.kind).toBe(api.SpanKind.CLIENT);
+    expect(receive.links.map((link) => link.context.spanId)).toEqual([send.spanContext().spanId]);
+    expect(receive.attributes).toMatchObject({
+      'messaging.operation.type': 'receive',
+      'messaging.batch.message_count': 1,
+      'messaging.destination.name': 'send-email',
+    });
     // The handler's traceparent is its attempt's span, to pass on.
     expect(await handle.result()).toEqual({
       traceparent: `00-${traceId}-${process.spanContext().spanId}-01`,
