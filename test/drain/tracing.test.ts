@@ -22,7 +22,8 @@ import { createApp } from '../../src/http/app';
 import { createClient } from '../../src/http/client';
 import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
-import { drain, jobById } from './support/drain';
+import { startWorker } from '../../src/node-worker/start-worker';
+import { drain, jobById, recordingLogger, untilStatus } from './support/drain';
 
 const open = engineDatabases();
 const exporter = new InMemorySpanExporter();
@@ -158,6 +159,26 @@ describe('tracing', () => {
       expect(second!.status.code).toBe(api.SpanStatusCode.UNSET);
     },
   );
+
+  it('traces the attempts of a Node worker given tracing', async () => {
+    const { db, url } = await open('pg');
+    const { job } = await enqueue(db, {
+      queue: 'send-email',
+      type: 'send-email',
+      payload: { to: 'grace@example.com' },
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    });
+    const worker = await startWorker({ databaseUrl: url, handlers: [sendEmail], tracing, logger: recordingLogger() });
+    try {
+      await untilStatus(db, job.id, 'succeeded');
+    } finally {
+      await worker.stop();
+    }
+
+    const process = spanNamed('process send-email');
+    expect(process.parentSpanContext).toMatchObject({ spanId: 'b7ad6b7169203331', isRemote: true });
+    expect(spanNamed('render email').parentSpanContext?.spanId).toBe(process.spanContext().spanId);
+  });
 
   it("runs each durable step in a span under its attempt's, and the step's own spans under it", async () => {
     const { db } = await open('pg');
