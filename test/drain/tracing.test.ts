@@ -337,6 +337,24 @@ describe('tracing over HTTP', () => {
     ]);
   });
 
+  it("answers a pull worker's claim each job's trace context when it asks for it, and only then", async () => {
+    const { db } = await open('pg');
+    const { post } = apiOver(db);
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    await post('/v1/queues/pulled/jobs/batch', { traceparent, tracestate: 'vendor=abc' }, { jobs: [{}, {}] });
+    const claim = async (body: object) =>
+      (
+        (await (await post('/v1/queues/pulled/claim', {}, { workerId: 'puller', max: 1, ...body })).json()) as {
+          jobs: Array<{ traceContext?: unknown }>;
+        }
+      ).jobs;
+
+    expect((await claim({})).map((job) => job.traceContext)).toEqual([undefined]);
+    expect((await claim({ traceContext: true })).map((job) => job.traceContext)).toEqual([
+      { traceparent, tracestate: 'vendor=abc' },
+    ]);
+  });
+
   it('answers 400 naming the header for a traceparent or tracestate that is not W3C, and stores nothing', async () => {
     const { db } = await open('pg');
     const { post } = apiOver(db, tracing);
