@@ -30,6 +30,12 @@ export default defineConfig({
         find: /^pg-cloudflare$/,
         replacement: fileURLToPath(new URL('./node_modules/pg-cloudflare/dist/index.js', import.meta.url)),
       },
+      // The tracing test's OpenTelemetry API: its ESM build imports its own modules without extensions,
+      // which the pool's module loader cannot find; its CommonJS build it can.
+      {
+        find: /^@opentelemetry\/api$/,
+        replacement: fileURLToPath(new URL('./node_modules/@opentelemetry/api/build/src/index.js', import.meta.url)),
+      },
     ],
   },
   plugins: [

@@ -148,6 +148,12 @@ TABLE job_steps (
   recorded_at timestamp with time zone NOT NULL DEFAULT clock_timestamp()
 );
 
+TABLE job_trace_contexts (
+  job_id uuid NOT NULL,
+  traceparent text NOT NULL,
+  tracestate text
+);
+
 TABLE jobs (
   id uuid NOT NULL DEFAULT skiplock.uuid_v7(clock_timestamp()),
   queue skiplock.short_name NOT NULL,
@@ -281,6 +287,9 @@ job_links job_links_pkey: PRIMARY KEY (job_id, other_id);
 job_steps job_steps_kind_known: CHECK ((kind = ANY (ARRAY['do'::text, 'sleep'::text, 'event'::text, 'invoke'::text])));
 job_steps job_steps_name_length: CHECK (((length(name) >= 1) AND (length(name) <= 200)));
 job_steps job_steps_pkey: PRIMARY KEY (job_id, name);
+job_trace_contexts job_trace_contexts_pkey: PRIMARY KEY (job_id);
+job_trace_contexts job_trace_contexts_traceparent_w3c: CHECK (((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text) AND (substr(traceparent, 4, 32) <> repeat('0'::text, 32)) AND (substr(traceparent, 37, 16) <> repeat('0'::text, 16))));
+job_trace_contexts job_trace_contexts_tracestate_length: CHECK ((length(tracestate) <= 512));
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
 jobs jobs_pkey: PRIMARY KEY (id);
 jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text, 'parked'::text, 'held'::text])));
@@ -341,6 +350,7 @@ CREATE INDEX job_links_other_idx ON skiplock.job_links USING btree (other_id) WH
 CREATE INDEX job_links_parent_idx ON skiplock.job_links USING btree (job_id);
 CREATE UNIQUE INDEX job_links_pkey ON skiplock.job_links USING btree (job_id, other_id);
 CREATE UNIQUE INDEX job_steps_pkey ON skiplock.job_steps USING btree (job_id, name);
+CREATE UNIQUE INDEX job_trace_contexts_pkey ON skiplock.job_trace_contexts USING btree (job_id);
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])));
 CREATE INDEX jobs_parked_idx ON skiplock.jobs USING btree (run_at) WHERE (state = 'parked'::text);
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
@@ -2295,6 +2305,18 @@ BEGIN
     NULL;
   END;
 END
+$$;
+
+FUNCTION prune_trace_contexts(batch integer) RETURNS integer LANGUAGE sql VOLATILE AS $$
+  WITH doomed AS (
+    SELECT t.job_id FROM skiplock.job_trace_contexts t
+    WHERE NOT EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = t.job_id)
+    LIMIT batch
+  ),
+  pruned AS (
+    DELETE FROM skiplock.job_trace_contexts t USING doomed WHERE t.job_id = doomed.job_id RETURNING 1
+  )
+  SELECT count(*)::integer FROM pruned
 $$;
 
 FUNCTION queue_metrics(only_tenant text) RETURNS TABLE(queue text, tenant text, waiting bigint, running bigint, parked bigint, held bigint, oldest_waiting_seconds double precision, succeeded bigint, failed bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb) LANGUAGE plpgsql STABLE SET jit=off SET plan_cache_mode=force_custom_plan AS $$

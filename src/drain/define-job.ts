@@ -107,6 +107,12 @@ export interface JobContext {
   /** 1 on the first attempt. */
   readonly attempt: number;
   /**
+   * The W3C `traceparent` this attempt runs in, to pass on (a `traceparent`
+   * header of a request the handler sends): its span's, when the drain
+   * traces (`tracing`); else undefined.
+   */
+  readonly traceparent: string | undefined;
+  /**
    * Fires when the attempt must stop: the drain's deadline, the timeout, a
    * cancel, or a lost lease; `signal.reason` says which. Pass it to fetch and
    * check it in loops: the drain stops waiting for the handler when it fires.

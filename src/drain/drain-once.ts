@@ -12,6 +12,7 @@ import type { ConnectionGate } from './connection-gate.js';
 import type { SubrequestBudget } from './subrequest-budget.js';
 import type { WorkArrivals } from './work-arrivals.js';
 import { drainWorkerId } from '../engine/worker-id.js';
+import type { Tracing } from '../engine/tracing.js';
 
 export interface DrainOptions {
   /** Wall time the drain may take, in seconds (a Worker's: DRAIN_BUDGET_SECONDS, FAST_PATH_BUDGET_SECONDS). */
@@ -44,6 +45,8 @@ export interface DrainOptions {
   onBacklog?: () => void;
   /** Delivers the jobs of queues with a delivery target it can reach (see QueueDeliveries); none when left out. */
   deliveries?: QueueDeliveries | undefined;
+  /** Runs each attempt in a span of its job's trace (see `openTelemetry`); no spans when left out. */
+  tracing?: Tracing | undefined;
   logger?: Logger;
 }
 
@@ -80,6 +83,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
       connections: options.connections,
       onBacklog: options.onBacklog,
       deliveries: options.deliveries,
+      tracing: options.tracing,
     });
     return { ...housekeeping, ...jobs };
   } finally {

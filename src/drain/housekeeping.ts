@@ -38,6 +38,7 @@ export const NO_HOUSEKEEPING: HousekeepingCounts = {
   createdDays: 0,
   droppedDays: 0,
   deletedJobs: 0,
+  prunedTraceContexts: 0,
   prunedEvents: 0,
   statsRowsWritten: 0,
   statsRowsDropped: 0,

@@ -12,6 +12,8 @@ import { errorFields, type Logger } from './logger.js';
 import { recordOutcome } from './record-outcome.js';
 import type { JobRegistry } from './registry.js';
 import { Attempt, type AttemptOutcome } from './run-attempt.js';
+import { endAttemptSpan, recordClaimSpan, startAttemptSpan } from './attempt-span.js';
+import type { Tracing } from '../engine/tracing.js';
 import { heartbeatsWithin } from './attempt-lease.js';
 import type { ConnectionGate } from './connection-gate.js';
 import type { JobDefinition } from './define-job.js';
@@ -86,6 +88,11 @@ export interface JobLoopOptions {
    * it that many connections.
    */
   claimsDb?: Queryable;
+  /**
+   * Runs each attempt in a span of the trace its job was enqueued in (see
+   * startAttemptSpan); the claims then read the jobs' trace contexts too.
+   */
+  tracing?: Tracing | undefined;
 }
 
 /** A claimed job not started yet, when the claim that leased it was sent, and when its answer came. */
@@ -357,6 +364,8 @@ class JobLoop {
         jobs = await this.claimBatch(max);
       }
       this.claimAnswered(jobs, max, claimSentAt);
+      const { tracing, workerId } = this.options;
+      if (tracing !== undefined && jobs.length > 0) recordClaimSpan(tracing, jobs, { sentAt: claimSentAt, workerId });
     } catch (error) {
       this.claimFailed(error);
     }
@@ -369,6 +378,7 @@ class JobLoop {
       workerId: this.options.workerId,
       types: registry.types,
       deliveryTargets: deliveries?.targets,
+      traceContexts: this.options.tracing !== undefined,
     });
   }
 
@@ -464,10 +474,17 @@ class JobLoop {
 
   private async runAttempt({ job, claimSentAt, claimAnsweredAt }: ClaimedAt, reserved: number): Promise<void> {
     const definition = this.definitionOf(job);
-    const attempt = new Attempt(this.db, job, claimSentAt, definition, this.logger, {
-      subrequests: this.subrequests,
-      connections: this.options.connections,
-    });
+    const { tracing } = this.options;
+    const span = tracing === undefined ? undefined : startAttemptSpan(tracing, job);
+    const attempt = new Attempt(
+      this.db,
+      job,
+      claimSentAt,
+      definition,
+      this.logger,
+      { subrequests: this.subrequests, connections: this.options.connections },
+      { traceparent: (span?.traceContext ?? job.traceContext)?.traceparent, tracing },
+    );
     this.attempts.add(attempt);
     this.heartbeats.add(attempt);
     const startedAt = Date.now();
@@ -475,11 +492,12 @@ class JobLoop {
     const heldMs = startedAt - claimAnsweredAt;
     let outcome: AttemptOutcome;
     try {
-      outcome = await attempt.run();
+      outcome = await (span === undefined ? attempt.run() : span.run(() => attempt.run()));
     } finally {
       this.attempts.delete(attempt);
       this.heartbeats.delete(attempt);
     }
+    if (span !== undefined) endAttemptSpan(span, outcome);
     this.policy.attemptTook(Date.now() - startedAt);
     // All but the outcome's own statement: heartbeats were counted as sent, the handler's declared ones are counted now.
     this.subrequests?.release(reserved - 1);

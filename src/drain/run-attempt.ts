@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
+import type { Tracing } from '../engine/tracing.js';
 import { AttemptLease } from './attempt-lease.js';
 import { releasedWhenRead, type ConnectionGate } from './connection-gate.js';
 import { retryDelaySeconds } from './backoff.js';
@@ -23,6 +24,12 @@ import type { SubrequestBudget } from './subrequest-budget.js';
 export interface AttemptIo {
   connections?: ConnectionGate | undefined;
   subrequests?: SubrequestBudget | undefined;
+}
+
+/** The trace an attempt runs in, when its drain traces: its span's traceparent, and the tracing its steps' spans come from. */
+export interface AttemptTrace {
+  traceparent?: string | undefined;
+  tracing?: Tracing | undefined;
 }
 
 /** How an attempt ended, and so what the drain writes. */
@@ -54,6 +61,8 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class Attempt implements JobContext, Beating, StepsOwner {
   readonly attempt: number;
   readonly leaseSeconds: number;
+  readonly traceparent: string | undefined;
+  readonly tracing: Tracing | undefined;
   private steps: JobStepRunner | undefined;
   private readonly lease: AttemptLease;
   private interruption: AttemptInterruptedError | undefined;
@@ -71,7 +80,10 @@ export class Attempt implements JobContext, Beating, StepsOwner {
     private readonly definition: JobDefinition,
     private readonly loopLogger: Logger,
     private readonly io: AttemptIo = {},
+    trace: AttemptTrace = {},
   ) {
+    this.traceparent = trace.traceparent;
+    this.tracing = trace.tracing;
     this.attempt = job.attempts;
     const leaseSeconds = definition.options.leaseSeconds ?? job.leaseSeconds;
     this.leaseSeconds = leaseSeconds;

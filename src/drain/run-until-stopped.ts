@@ -8,6 +8,7 @@ import { syncPeriodicJobs } from './periodic.js';
 import type { JobRegistry } from './registry.js';
 import { SHARED_SETTINGS } from './settings.js';
 import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
+import type { Tracing } from '../engine/tracing.js';
 
 export interface RunUntilStoppedOptions {
   workerId: string;
@@ -28,6 +29,8 @@ export interface RunUntilStoppedOptions {
   statsRetentionDays?: number;
   /** Delivers the jobs of queues with a delivery target it can reach (see QueueDeliveries); none when left out. */
   deliveries?: QueueDeliveries;
+  /** Runs each attempt in a span of its job's trace (see `openTelemetry`); no spans when left out. */
+  tracing?: Tracing | undefined;
   logger?: Logger;
   /**
    * A connection of its own for the housekeeping (default `db`). A round
@@ -70,6 +73,7 @@ export async function runUntilStopped(
     waitForWork: options.waitForWork,
     deliveries: options.deliveries,
     claimsDb: options.claimsDb,
+    tracing: options.tracing,
   });
   const housekeeping = keepHouse(options.housekeepingDb ?? db, {
     intervalMs: options.housekeepingIntervalMs ?? 5000,

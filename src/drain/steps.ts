@@ -1,3 +1,4 @@
+import { MESSAGING_SYSTEM, type Tracing } from '../engine/tracing.js';
 import type { Queryable } from '../db/types.js';
 import type { EnqueueInput, TypedEnqueueOptions } from '../engine/enqueue.js';
 import { typeInput, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
@@ -105,6 +106,8 @@ export interface StepsOwner {
   readonly leaseSeconds: number;
   /** Stops the attempt (a lost lease, a cancellation seen by a step). */
   interrupt(reason: AttemptInterruptedError): void;
+  /** Its drain's tracing: each `do` step that runs gets a span. */
+  readonly tracing?: Tracing | undefined;
 }
 
 /**
@@ -133,6 +136,27 @@ export class JobStepRunner implements Steps {
     private readonly owner: StepsOwner,
   ) {}
 
+  /**
+   * A step's function, in a span of its own under the attempt's (when the
+   * drain traces): a recorded step that is returned again runs nothing, and has none.
+   */
+  private async traced<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
+    const { tracing, job } = this.owner;
+    if (tracing === undefined) return await fn();
+    const span = tracing.startSpan(`step ${name}`, {
+      kind: 'internal',
+      attributes: { 'messaging.system': MESSAGING_SYSTEM, 'messaging.message.id': job.id, 'skiplock.step.name': name },
+    });
+    try {
+      const value = await span.run(fn);
+      span.end();
+      return value;
+    } catch (error) {
+      span.end(error instanceof Error ? error : { name: 'Error', message: String(error) });
+      throw error;
+    }
+  }
+
   async do<T>(name: string, fn: () => T | Promise<T>, options: StepOptions = {}): Promise<Awaited<T>> {
     const stored = await this.begin(name, 'do');
     if (stored?.done) return stored.result as Awaited<T>;
@@ -142,7 +166,7 @@ export class JobStepRunner implements Steps {
     }
     let value: Awaited<T>;
     try {
-      value = await fn();
+      value = await this.traced(name, fn);
     } catch (error) {
       this.checkStillRunning();
       const failures = (stored?.failedAttempts ?? 0) + 1;

@@ -21,6 +21,11 @@ export interface ClaimOptions {
   deliveryTargets?: readonly DeliveryTarget['target'][];
   /** Only this tenant's jobs (a tenant-bound pull worker). */
   tenant?: string;
+  /**
+   * Also read each job's trace context (kept from its enqueue) into
+   * `traceContext`: a claimer that traces. Without it the claim reads no more than before.
+   */
+  traceContexts?: boolean;
 }
 
 export const MAX_CLAIM = 1000;
@@ -28,12 +33,21 @@ export const MAX_CLAIM = 1000;
 /** The claim lives in the database (skiplock.claim_batch), which keeps its plans per connection. */
 const claimBatchSql = /* sql */ `SELECT * FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6, $7)`;
 
+/** The claim, with each job's trace context (skiplock.job_trace_contexts) when it has one. */
+const tracedClaimBatchSql = /* sql */ `
+SELECT c.*, t.traceparent, t.tracestate
+FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6, $7) c
+LEFT JOIN skiplock.job_trace_contexts t ON t.job_id = c.id`;
+
 /** A row of skiplock.claim_batch: the job's own columns (skiplock.claimed_job). */
 type ClaimedRow = Omit<
   ClaimedJob,
-  'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result' | 'delivery'
+  'status' | 'workerId' | 'cancelRequested' | 'finishedAt' | 'durationMs' | 'result' | 'delivery' | 'traceContext'
 > & {
   delivery: DeliveryTarget | null;
+  /** With `traceContexts` only. */
+  traceparent?: string | null;
+  tracestate?: string | null;
   /** The job's place in the claim's order, from 1: the rows come back unordered. */
   position: number;
 };
@@ -50,8 +64,9 @@ export async function claimBatch(db: Queryable, options: ClaimOptions): Promise<
   }
   if (options.types?.length === 0 && !options.deliveryTargets?.length) return [];
   const rows = await db.query<ClaimedRow>({
-    name: 'skiplock_claim_batch',
-    text: claimBatchSql,
+    ...(options.traceContexts
+      ? { name: 'skiplock_claim_batch_traced', text: tracedClaimBatchSql }
+      : { name: 'skiplock_claim_batch', text: claimBatchSql }),
     params: [
       options.max,
       options.leaseSeconds ?? null,
@@ -109,5 +124,11 @@ function claimedJob(row: ClaimedRow, workerId: string): ClaimedJob {
   });
   // Only claims that name delivery targets see one: a pull worker's jobs keep the public shape.
   if (row.delivery !== null) job.delivery = row.delivery;
+  if (row.traceparent != null) {
+    job.traceContext =
+      row.tracestate == null
+        ? { traceparent: row.traceparent }
+        : { traceparent: row.traceparent, tracestate: row.tracestate };
+  }
   return job;
 }

@@ -5,6 +5,7 @@ import { jobHandle, type JobHandle } from './job-handle.js';
 import { toJob } from './job-json.js';
 import { getJobSql } from './read-jobs.js';
 import { jobTags } from './tags.js';
+import { traceparentProblem, tracestateProblem } from './trace-context.js';
 import { typeInput, type JobType, type PayloadOf, type ResultOf } from './job-type.js';
 import type { Job, Json } from './types.js';
 
@@ -106,6 +107,14 @@ export interface EnqueueInput {
    * each, after the job definition's own, for the job list and bulk actions to filter by.
    */
   tags?: readonly string[];
+  /**
+   * W3C trace context of what enqueues the job (its span's `traceparent`):
+   * kept with the job, so a drain that traces runs each attempt in a span of
+   * that trace. `activeTraceContext()` of `skiplock/otel` gives the caller's.
+   */
+  traceparent?: string;
+  /** The `tracestate` that goes with `traceparent`, at most 512 characters. */
+  tracestate?: string;
 }
 
 /** What an ordering key's later jobs do when its head fails for good. */
@@ -189,6 +198,26 @@ export const MAX_BATCH = 1000;
  */
 const enqueueSql = /* sql */ `SELECT * FROM skiplock.enqueue_jobs($1::jsonb)`;
 
+/**
+ * The same, for a batch with trace contexts: each new job's context goes in
+ * skiplock.job_trace_contexts in the same statement (so in the caller's
+ * transaction too). A job the enqueue matched (deduplicated, debounced,
+ * replaced) keeps the context it has. The function's answers come in input
+ * order, which ORDINALITY numbers.
+ */
+const tracedEnqueueSql = /* sql */ `
+WITH enqueued AS MATERIALIZED (
+  SELECT * FROM skiplock.enqueue_jobs($1::jsonb) WITH ORDINALITY AS e
+),
+traced AS (
+  INSERT INTO skiplock.job_trace_contexts (job_id, traceparent, tracestate)
+  SELECT e.id, i.job->>'traceparent', i.job->>'tracestate'
+  FROM enqueued e
+  JOIN jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal) ON i.ordinal = e.ordinality
+  WHERE NOT e.deduplicated AND i.job ? 'traceparent'
+)
+SELECT * FROM enqueued ORDER BY ordinality`;
+
 /** What skiplock.enqueued_job gives of a new job: the columns its insert set. */
 type EnqueuedColumns = Pick<
   Job,
@@ -232,7 +261,11 @@ export function enqueueQuery(jobs: EnqueueInput | readonly EnqueueInput[]): Quer
   const stored = batch.map((job, index) =>
     job.tags === undefined ? job : { ...job, tags: jobTags(job.tags, `jobs.${index}.tags`) },
   );
-  return { name: 'skiplock_enqueue', text: enqueueSql, params: [JSON.stringify(stored)] };
+  const params = [JSON.stringify(stored)];
+  if (batch.some((job) => job.traceparent !== undefined)) {
+    return { name: 'skiplock_enqueue_traced', text: tracedEnqueueSql, params };
+  }
+  return { name: 'skiplock_enqueue', text: enqueueSql, params };
 }
 
 /**
@@ -398,6 +431,7 @@ export function checkBatch(jobs: readonly EnqueueInput[]): void {
     }
     checkKeys(job, `jobs.${index}`);
     if (job.tags !== undefined) jobTags(job.tags, `jobs.${index}.tags`);
+    checkTraceContext(job, `jobs.${index}`);
     if (job.debounceKey !== undefined && (job.runAt !== undefined || job.delaySeconds !== undefined)) {
       throw new InvalidInputError(
         'debounceKey cannot combine with runAt or delaySeconds: the debounce period sets the start',
@@ -443,6 +477,21 @@ export function checkKeys(job: JobKeys, at: string): void {
   checkRate(job, refuse);
   checkDedupRules(job, refuse);
   checkDebounce(job, refuse);
+}
+
+/** Refuses a trace context that is not W3C's, naming the field. */
+function checkTraceContext(job: EnqueueInput, at: string): void {
+  if (job.traceparent !== undefined) {
+    const problem = traceparentProblem(job.traceparent);
+    if (problem !== undefined) throw new InvalidInputError(`traceparent ${problem}`, `${at}.traceparent`);
+  }
+  if (job.tracestate !== undefined) {
+    if (job.traceparent === undefined) {
+      throw new InvalidInputError('tracestate needs a traceparent', `${at}.tracestate`);
+    }
+    const problem = tracestateProblem(job.tracestate);
+    if (problem !== undefined) throw new InvalidInputError(`tracestate ${problem}`, `${at}.tracestate`);
+  }
 }
 
 /** The longest rate period: a day. */

@@ -131,6 +131,27 @@ export {
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
 export { refreshStatistics } from './refresh-statistics.js';
 export {
+  MAX_TRACESTATE_LENGTH,
+  parseTraceparent,
+  traceparentProblem,
+  tracestateProblem,
+  type TraceContext,
+} from './trace-context.js';
+export {
+  inEnqueueSpan,
+  openTelemetry,
+  type OpenTelemetryApi,
+  type OpenTelemetryOptions,
+  type OtelSpan,
+  type OtelSpanContext,
+  type OtelTracer,
+  type SpanAttributes,
+  type SpanKind,
+  type SpanOptions,
+  type TracedSpan,
+  type Tracing,
+} from './tracing.js';
+export {
   getJobSteps,
   MAX_WAIT_SECONDS,
   type JobStep,

@@ -5,10 +5,13 @@ import type { Queryable } from '../db/types.js';
  * retention are dropped whole, and the partitions of the days ahead made
  * (skiplock.maintain_finished_jobs), so a finished job is kept at least the
  * retention and at most a day longer, and pruning leaves nothing to vacuum.
- * Nothing goes before the statistics' rollup has summed it.
+ * Nothing goes before the statistics' rollup has summed it. The trace
+ * contexts of jobs no longer live go in the same statement, at most 10,000
+ * a call (skiplock.prune_trace_contexts), with no round trip of their own.
  */
 const maintainHistorySql = /* sql */ `
-SELECT created, dropped, deleted FROM skiplock.maintain_finished_jobs(make_interval(secs => $1::float8))`;
+SELECT created, dropped, deleted, skiplock.prune_trace_contexts(10000) AS trace_contexts
+FROM skiplock.maintain_finished_jobs(make_interval(secs => $1::float8))`;
 
 /**
  * Events older than the retention, in one bounded batch, oldest first; never
@@ -39,16 +42,23 @@ export interface HistoryMaintenance {
   droppedDays: number;
   /** Finished jobs deleted one by one (at most 10,000 a call): those of a day that had no partition of its own. */
   deletedJobs: number;
+  /** Trace contexts deleted: those of jobs that finished (see skiplock.job_trace_contexts). */
+  prunedTraceContexts: number;
 }
 
 /** Drops the days past the retention and prepares the days ahead. */
 export async function maintainHistory(db: Queryable, options: RetentionOptions): Promise<HistoryMaintenance> {
-  const [row] = await db.query<{ created: number; dropped: number; deleted: number }>({
+  const [row] = await db.query<{ created: number; dropped: number; deleted: number; trace_contexts: number }>({
     name: 'skiplock_maintain_history',
     text: maintainHistorySql,
     params: [options.retentionSeconds],
   });
-  return { createdDays: row?.created ?? 0, droppedDays: row?.dropped ?? 0, deletedJobs: row?.deleted ?? 0 };
+  return {
+    createdDays: row?.created ?? 0,
+    droppedDays: row?.dropped ?? 0,
+    deletedJobs: row?.deleted ?? 0,
+    prunedTraceContexts: row?.trace_contexts ?? 0,
+  };
 }
 
 /** Deletes up to `limit` (default 1000) events past the retention; call again while it returns a full batch. */

@@ -1,3 +1,5 @@
+import type { TraceContext } from './trace-context.js';
+
 /** The states a job shows (SPEC section 2). */
 export const JOB_STATUSES = [
   'scheduled',
@@ -62,6 +64,8 @@ export interface ClaimedJob extends Omit<Job, 'tags'> {
    * (`ClaimOptions.deliveryTargets`): the job goes there, whatever its type.
    */
   delivery?: DeliveryTarget;
+  /** The trace context the job was enqueued with, when it has one and the claim asked for it (`ClaimOptions.traceContexts`). */
+  traceContext?: TraceContext;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Tracing } from '../engine/tracing.js';
 import type { Db, SessionDb } from '../db/types.js';
 import type { JobType } from '../engine/job-type.js';
 import type { DeliveryTarget } from '../engine/types.js';
@@ -68,6 +69,8 @@ export interface AppDeps {
    * it, the host delivers no queues and `PUT /v1/queues/{queue}` refuses a target.
    */
   deliveryProblem?(env: Bindings, delivery: DeliveryTarget): { field: string; detail: string } | undefined;
+  /** Enqueues run in a span (messaging `send`) whose context the jobs keep; without it they keep the request's `traceparent`. */
+  tracing?: Tracing | undefined;
 }
 
 export interface AppEnv {

@@ -1,6 +1,6 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { enqueueBatch, type EnqueueInput } from '../engine/index.js';
+import { enqueueBatch, inEnqueueSpan, type EnqueueInput, type TraceContext } from '../engine/index.js';
 import { typeInput } from '../engine/job-type.js';
 import { hasScope, type KeyHolder } from './auth/principal.js';
 import type { AppDeps, AppEnv } from './context.js';
@@ -19,6 +19,8 @@ export interface EnqueueRequest {
   queue: string;
   jobs: readonly EnqueueBody[];
   idempotencyKey: string | undefined;
+  /** The request's `traceparent` and `tracestate` headers: the caller's span, which the enqueue's span (or, untraced, the jobs) follows. */
+  traceContext: TraceContext | undefined;
   /** The batch route (a body of `{ jobs }`), not the single one. */
   batch: boolean;
 }
@@ -42,7 +44,15 @@ export async function enqueueJobs(
   checkCallbacks(c, deps, request, given);
   const inputs = await applyJobTypes(c, deps, request, given);
   // Dedup keys (and so Idempotency-Keys) are per queue and tenant: a match is always the caller's own tenant's job.
-  const results = await enqueueBatch(deps.database(c.env), inputs);
+  const results = await inEnqueueSpan(
+    deps.tracing,
+    { queue: request.queue, jobs: inputs.length, parent: request.traceContext },
+    (traceContext) =>
+      enqueueBatch(
+        deps.database(c.env),
+        traceContext === undefined ? inputs : inputs.map((input) => ({ ...input, ...traceContext })),
+      ),
+  );
   if (deps.onEnqueued && results.some((result) => !result.deduplicated)) deps.onEnqueued(c.executionCtx, c.env);
   const statusUrl = await statusUrlMaker(c, deps.settings(c.env));
   const mayRead = hasScope(holder, ['read']);

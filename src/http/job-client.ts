@@ -38,6 +38,10 @@ export type ClientEnqueueOptions = Omit<z.input<typeof EnqueueBodySchema>, 'type
   queue?: string;
   /** Sent as the Idempotency-Key header: a retried request gets the first one's job back. */
   idempotencyKey?: string;
+  /** Sent as the `traceparent` header (W3C Trace Context): the jobs' attempts join that trace. */
+  traceparent?: string;
+  /** Sent as the `tracestate` header, with `traceparent`. */
+  tracestate?: string;
 };
 
 /**
@@ -148,13 +152,13 @@ export class JobClient {
     payload: PayloadOf<J>,
     options: ClientEnqueueOptions = {},
   ): Promise<ClientJobHandle<ResultOf<J>>> {
-    const { queue, idempotencyKey, ...rest } = options;
+    const { queue, idempotencyKey, traceparent, tracestate, ...rest } = options;
     const type = typeof job === 'string' ? job : job.type;
     const enqueued = await this.request<EnqueuedJob | EnqueuedJobReference>(
       'POST',
       `/v1/queues/${encodeURIComponent(queue ?? type)}/jobs`,
       { ...rest, type, payload },
-      idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey },
+      enqueueHeaders(options),
     );
     return this.handle(enqueued.id, enqueued);
   }
@@ -165,13 +169,13 @@ export class JobClient {
     payloads: readonly PayloadOf<J>[],
     options: ClientEnqueueOptions = {},
   ): Promise<ClientJobHandle<ResultOf<J>>[]> {
-    const { queue, idempotencyKey, ...rest } = options;
+    const { queue, idempotencyKey, traceparent, tracestate, ...rest } = options;
     const type = typeof job === 'string' ? job : job.type;
     const { jobs } = await this.request<{ jobs: (EnqueuedJob | EnqueuedJobReference)[] }>(
       'POST',
       `/v1/queues/${encodeURIComponent(queue ?? type)}/jobs/batch`,
       { jobs: payloads.map((payload) => ({ ...rest, type, payload })) },
-      idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey },
+      enqueueHeaders(options),
     );
     return jobs.map((enqueued) => this.handle(enqueued.id, enqueued));
   }
@@ -288,4 +292,13 @@ export class JobClient {
 /** A typed job client of a skiplock deployment. */
 export function createClient(baseUrl: string, options: JobClientOptions = {}): JobClient {
   return new JobClient(baseUrl, options);
+}
+
+/** The headers of an enqueue request: the options sent as headers, not in the body. */
+function enqueueHeaders({ idempotencyKey, traceparent, tracestate }: ClientEnqueueOptions): Record<string, string> {
+  return {
+    ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+    ...(traceparent === undefined ? {} : { traceparent }),
+    ...(tracestate === undefined ? {} : { tracestate }),
+  };
 }

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { pgDb } from '../db/pg.js';
-import { prepareClaims, releaseWorker } from '../engine/index.js';
+import { prepareClaims, releaseWorker, type Tracing } from '../engine/index.js';
 import { drainWorkerId } from '../engine/internal.js';
 import type { JobDefinition, Logger, PeriodicJob, QueueDeliveries } from '../drain/index.js';
 import {
@@ -17,7 +17,7 @@ import { JobWakeups } from './wakeups.js';
 
 /**
  * The worker's options. Those that are settings (all but the handlers,
- * schedules, housekeeping interval, deliveries and logger) are checked, and
+ * schedules, housekeeping interval, deliveries, tracing and logger) are checked, and
  * defaulted, as their variables are: docs/configuration.md.
  */
 export interface WorkerOptions {
@@ -67,6 +67,12 @@ export interface WorkerOptions {
    * `skiplock work` gives one that reads the secrets from its environment.
    */
   deliveries?: QueueDeliveries;
+  /**
+   * Runs each attempt in a span of the trace its job was enqueued in,
+   * through the OpenTelemetry SDK the process runs: `openTelemetry(api)`
+   * (docs/operations.md#tracing). No spans when left out.
+   */
+  tracing?: Tracing;
   logger?: Logger;
 }
 
@@ -123,6 +129,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       retentionSeconds,
       statsRetentionDays,
       ...(options.deliveries === undefined ? {} : { deliveries: options.deliveries }),
+      tracing: options.tracing,
       logger,
       housekeepingDb,
       claimsDb,

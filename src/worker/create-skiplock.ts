@@ -12,6 +12,7 @@ import { uiRoutes } from '../ui/index.js';
 import { requestDatabase, sessionDatabase } from './database.js';
 import { workerDeliveries } from './deliveries.js';
 import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
+import type { Tracing } from '../engine/tracing.js';
 import { drainerClass, type SkiplockDrainerClass } from './drainer.js';
 import type { SkiplockEnv } from './env.js';
 import { QueueClock } from './queue-clock.js';
@@ -29,6 +30,11 @@ export interface SkiplockOptions extends SkiplockSettings {
   dashboard?: boolean;
   /** The built-in `http` job (deliveries to HTTP_ALLOWED_HOSTS). Default true. */
   httpJob?: boolean;
+  /**
+   * Spans for the API's enqueues and the drains' attempts, through your
+   * OpenTelemetry API and exporter: `openTelemetry(api)` (docs/operations.md#tracing). None when left out.
+   */
+  tracing?: Tracing;
 }
 
 /** The part of Workers' `ScheduledController` a drain uses. */
@@ -96,6 +102,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         registry,
         deliveries: workerDeliveries(env, settings.jobs.http),
         drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER,
+        tracing: options.tracing,
       };
       runtimes.set(env, runtime);
     }
@@ -126,6 +133,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
             destinationProblem(url, tenant, parseAllowedHosts(runtimeOf(env).settings.jobs.http.allowedHosts)),
         }),
     deliveryProblem: (env, delivery) => runtimeOf(env).deliveries.problemWith(delivery),
+    tracing: options.tracing,
   };
   const app = createApp(deps);
   if (dashboard) app.route('/', uiRoutes(deps));

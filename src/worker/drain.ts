@@ -5,6 +5,7 @@ import type { JobRegistry } from '../drain/registry.js';
 import { SubrequestBudget } from '../drain/subrequest-budget.js';
 import { WorkArrivals } from '../drain/work-arrivals.js';
 import { drainWorkerId } from '../engine/worker-id.js';
+import type { Tracing } from '../engine/tracing.js';
 import type { WaitUntil } from '../http/context.js';
 import type { Queryable } from '../db/types.js';
 import { nextDueAt } from '../engine/next-due.js';
@@ -23,6 +24,8 @@ export interface DrainRuntime {
   fastPath?: WorkArrivals | undefined;
   /** SKIPLOCK_DRAINER, when bound: the helpers a drain with a backlog starts (DRAIN_FANOUT). */
   drainers?: DrainerNamespace | undefined;
+  /** The Worker's `tracing` option: each attempt runs in a span of its job's trace. */
+  tracing?: Tracing | undefined;
 }
 
 /** An enqueue request's own statements before its fast path: its API key's lookup, the enqueue, one to spare. */
@@ -102,6 +105,7 @@ export async function scheduledDrain(
       connections,
       onBacklog: fanOut?.onBacklog,
       deliveries: runtime.deliveries,
+      tracing: runtime.tracing,
     });
     const helpers = (await fanOut?.helpersStarted()) ?? 0;
     if (clock !== undefined && epoch !== undefined) {
@@ -192,6 +196,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
       connections,
       onBacklog: fanOut?.onBacklog,
       deliveries,
+      tracing: runtime.tracing,
     })
       .then(
         async (counts) => {
@@ -218,7 +223,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
  * Never throws: a failure is a log line, and the cron drain goes on.
  */
 export async function helperDrain(
-  { settings, registry, deliveries }: DrainRuntime,
+  { settings, registry, deliveries, tracing }: DrainRuntime,
   name: string,
 ): Promise<DrainCounts | undefined> {
   const subrequests = new SubrequestBudget(settings.drain.subrequestLimit);
@@ -232,6 +237,7 @@ export async function helperDrain(
       subrequests,
       connections,
       deliveries,
+      tracing,
     });
     if (settings.drain.logBackgroundDrains)
       console.log(JSON.stringify({ event: 'helper-drain', name, ...counts, subrequests: subrequests.sent }));

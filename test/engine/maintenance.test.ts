@@ -207,6 +207,7 @@ describe('maintenance', () => {
       createdDays: 0,
       droppedDays: 1,
       deletedJobs: 1,
+      prunedTraceContexts: 0,
     });
     const kept = [recent, waiting].sort();
     expect(await history()).toEqual({ steps: kept, links: [recent], events: ['kept'] });
@@ -226,6 +227,7 @@ describe('maintenance', () => {
       createdDays: 0,
       droppedDays: 0,
       deletedJobs: 0,
+      prunedTraceContexts: 0,
     });
   });
 

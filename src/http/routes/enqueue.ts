@@ -1,12 +1,13 @@
 import { asKeyHolder } from '../auth/principal.js';
 import type { AppDeps } from '../context.js';
-import { enqueueJobs } from '../enqueue-jobs.js';
+import type { z } from '@hono/zod-openapi';
+import { enqueueJobs, type EnqueueRequest } from '../enqueue-jobs.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
 import {
   EnqueueBatchBodySchema,
   EnqueueBatchResponseSchema,
   EnqueueBodySchema,
-  IdempotencyHeadersSchema,
+  EnqueueHeadersSchema,
   QueueParamsSchema,
 } from '../schemas/enqueue.js';
 import { EnqueueAnswerSchema, EnqueuedJobSchema } from '../schemas/job.js';
@@ -29,7 +30,7 @@ export function enqueueRoutes(deps: AppDeps) {
         "Idempotency-Key matched (a job of the same queue and tenant); to a key without the read scope, that job's " +
         'id and status only. `debounced: true` or `replaced: true` say the enqueue gave that job its payload. ' +
         '409 when dedupOnConflict refuse (or replace of a started job) met a job holding the key, naming it.',
-      request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBodySchema) },
+      request: { params: QueueParamsSchema, headers: EnqueueHeadersSchema, body: jsonBody(EnqueueBodySchema) },
       responses: {
         201: jsonResponse(EnqueuedJobSchema, 'The job was created'),
         200: jsonResponse(
@@ -53,7 +54,7 @@ export function enqueueRoutes(deps: AppDeps) {
       description:
         'One transaction: one invalid job refuses the whole batch, naming its field (`jobs.3.priority`). ' +
         'Answers 201 when a job was created, 200 when every job was a dedup hit.',
-      request: { params: QueueParamsSchema, headers: IdempotencyHeadersSchema, body: jsonBody(EnqueueBatchBodySchema) },
+      request: { params: QueueParamsSchema, headers: EnqueueHeadersSchema, body: jsonBody(EnqueueBatchBodySchema) },
       responses: {
         201: jsonResponse(EnqueueBatchResponseSchema, 'The jobs, in request order'),
         200: jsonResponse(EnqueueBatchResponseSchema, 'Every job already existed'),
@@ -67,7 +68,7 @@ export function enqueueRoutes(deps: AppDeps) {
       const [job] = await enqueueJobs(c, deps, asKeyHolder(c.var.principal), {
         queue: c.req.valid('param').queue,
         jobs: [c.req.valid('json')],
-        idempotencyKey: c.req.valid('header')['idempotency-key'],
+        ...enqueueHeaders(c.req.valid('header')),
         batch: false,
       });
       // One job in, one job out.
@@ -79,9 +80,21 @@ export function enqueueRoutes(deps: AppDeps) {
       const jobs = await enqueueJobs(c, deps, asKeyHolder(c.var.principal), {
         queue: c.req.valid('param').queue,
         jobs: c.req.valid('json').jobs,
-        idempotencyKey: c.req.valid('header')['idempotency-key'],
+        ...enqueueHeaders(c.req.valid('header')),
         batch: true,
       });
       return c.json({ jobs }, jobs.every((job) => job.deduplicated) ? 200 : 201);
     });
+}
+
+/** What an enqueue request's headers say: its Idempotency-Key, and the trace context its jobs keep. */
+function enqueueHeaders(
+  headers: z.output<typeof EnqueueHeadersSchema>,
+): Pick<EnqueueRequest, 'idempotencyKey' | 'traceContext'> {
+  const { traceparent, tracestate } = headers;
+  return {
+    idempotencyKey: headers['idempotency-key'],
+    traceContext:
+      traceparent === undefined ? undefined : tracestate === undefined ? { traceparent } : { traceparent, tracestate },
+  };
 }

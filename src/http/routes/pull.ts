@@ -185,7 +185,7 @@ export function pullRoutes(deps: AppDeps) {
 
   return router()
     .openapi(claimRoute, async (c) => {
-      const { max, leaseSeconds, workerId, types } = c.req.valid('json');
+      const { max, leaseSeconds, workerId, types, traceContext } = c.req.valid('json');
       const { workerId: boundTo } = asKeyHolder(c.var.principal);
       if (boundTo !== null && workerId !== boundTo) {
         throw forbidden(`this key claims as worker ${boundTo} only`, [
@@ -199,6 +199,7 @@ export function pullRoutes(deps: AppDeps) {
         types,
         queues: [c.req.valid('param').queue],
         ...tenantScope(c.var.principal),
+        traceContexts: traceContext === true,
       });
       return c.json({ jobs }, 200);
     })

@@ -1,5 +1,11 @@
 import { z } from '@hono/zod-openapi';
-import { MAX_CALLBACK_URL_LENGTH, MAX_RATE_LIMIT, MAX_RATE_PERIOD_SECONDS } from '../../engine/index.js';
+import {
+  MAX_CALLBACK_URL_LENGTH,
+  MAX_RATE_LIMIT,
+  MAX_RATE_PERIOD_SECONDS,
+  traceparentProblem,
+  tracestateProblem,
+} from '../../engine/index.js';
 import { LIMITS } from '../limits.js';
 import {
   DateTimeInputSchema,
@@ -249,10 +255,31 @@ export const QueueParamsSchema = z.object({
   queue: NameSchema.openapi({ param: { name: 'queue', in: 'path' } }),
 });
 
-export const IdempotencyHeadersSchema = z.object({
-  'idempotency-key': z
-    .string()
-    .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters')
-    .optional()
-    .describe('A retried request with the same key (within 24 h) returns the job the first one made.'),
-});
+export const EnqueueHeadersSchema = z
+  .object({
+    'idempotency-key': z
+      .string()
+      .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters')
+      .optional()
+      .describe('A retried request with the same key (within 24 h) returns the job the first one made.'),
+    traceparent: z
+      .string()
+      .refine((text) => traceparentProblem(text) === undefined, { error: traceparentProblem('') })
+      .optional()
+      .describe(
+        "W3C Trace Context: the caller's span. Kept with the jobs this request makes, so the spans of their " +
+          'attempts join its trace.',
+      ),
+    tracestate: z
+      .string()
+      .check((check) => {
+        const problem = tracestateProblem(check.value);
+        if (problem !== undefined) check.issues.push({ code: 'custom', message: problem, input: check.value });
+      })
+      .optional()
+      .describe("W3C Trace Context: the vendors' entries that go with traceparent, at most 512 characters."),
+  })
+  .refine((headers) => headers.tracestate === undefined || headers.traceparent !== undefined, {
+    message: 'tracestate needs a traceparent',
+    path: ['tracestate'],
+  });

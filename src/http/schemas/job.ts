@@ -137,6 +137,10 @@ export const EnqueueAnswerSchema = z.union([EnqueuedJobSchema, EnqueuedJobRefere
 export const ClaimedJobSchema = JobSchema.omit({ tags: true })
   .extend({
     leaseToken: UuidSchema.describe('The fencing token: complete, fail, extend and release must present it.'),
+    traceContext: z
+      .object({ traceparent: z.string(), tracestate: z.string().optional() })
+      .optional()
+      .describe('The W3C trace context the job was enqueued with, when it has one and the claim asked (traceContext).'),
   })
   .openapi('ClaimedJob');
 

@@ -28,6 +28,13 @@ export const ClaimBodySchema = z
       'Recorded on the job and its events; a key bound to a worker id claims under that id only.',
     ),
     types: z.array(NameSchema).max(100).optional().describe('The job types this worker can run; all when left out.'),
+    traceContext: z
+      .boolean()
+      .optional()
+      .describe(
+        "Also answer each job's traceContext (its W3C traceparent and tracestate, kept from its enqueue), " +
+          'for a worker that continues the trace; default false.',
+      ),
   })
   .openapi('ClaimRequest');
 
