@@ -95,6 +95,7 @@ describe('a queue’s concurrency cap', () => {
       weight: 1,
       delivery: null,
       pausedAt: null,
+      retentionSeconds: null,
       custom: true,
       running: 3,
     });
@@ -138,6 +139,7 @@ describe('a queue’s concurrency cap', () => {
       weight: 1,
       delivery: null,
       pausedAt: null,
+      retentionSeconds: null,
       custom: false,
       running: 0,
     });
