@@ -23,12 +23,20 @@ const WEEK = 7 * 24 * 3600;
 /** Runs one job of `queue` (and `type`) to its end, `agoSeconds` in the past as far as the history knows. */
 async function finishJob(
   db: Db,
-  options: { queue: string; type?: string; outcome?: 'succeeded' | 'failed'; agoSeconds: number; dedupKey?: string },
+  options: {
+    queue: string;
+    type?: string;
+    outcome?: 'succeeded' | 'failed';
+    agoSeconds: number;
+    dedupKey?: string;
+    orderingKey?: string;
+  },
 ): Promise<string> {
   const { job } = await enqueue(db, {
     queue: options.queue,
     ...(options.type === undefined ? {} : { type: options.type }),
     ...(options.dedupKey === undefined ? {} : { dedupKey: options.dedupKey, dedupWindowSeconds: 30 * 24 * 3600 }),
+    ...(options.orderingKey === undefined ? {} : { orderingKey: options.orderingKey }),
   });
   const [claimed] = await claimBatch(db, { max: 1, workerId: 'w', queues: [options.queue] });
   expect(claimed!.id).toBe(job.id);
@@ -100,6 +108,13 @@ describe('retention per queue and per job type', () => {
       hourlyRecent: await finishJob(db, { queue: 'hourly', agoSeconds: 600 }),
       hourlyOld: await finishJob(db, { queue: 'hourly', agoSeconds: 2 * hour }),
       hourlyOldFailed: await finishJob(db, { queue: 'hourly', agoSeconds: 2 * hour, outcome: 'failed' }),
+      // Failed for good at the head of its ordering key: the key's later jobs wait on it, so it stays.
+      hourlyHeldHead: await finishJob(db, {
+        queue: 'hourly',
+        agoSeconds: 2 * hour,
+        outcome: 'failed',
+        orderingKey: 'acct-1',
+      }),
       trivialSucceeded: await finishJob(db, { queue: 'trivial', agoSeconds: 600 }),
       trivialFailed: await finishJob(db, { queue: 'trivial', agoSeconds: 600, outcome: 'failed' }),
       // Its dedup key still matches for a month: the job stays while it does.
@@ -115,6 +130,7 @@ describe('retention per queue and per job type', () => {
       }),
     };
     const live = (await enqueue(db, { queue: 'trivial' })).job.id;
+    const heldBehind = (await enqueue(db, { queue: 'hourly', orderingKey: 'acct-1' })).job.id;
 
     // Nothing goes before the statistics have summed it.
     await rollUpTo(db, 9 * 24 * hour);
@@ -125,6 +141,7 @@ describe('retention per queue and per job type', () => {
       [
         'defaultRecent',
         'hourlyRecent',
+        'hourlyHeldHead',
         'trivialFailed',
         'trivialDeduplicating',
         'auditOld',
@@ -132,6 +149,7 @@ describe('retention per queue and per job type', () => {
       ].sort(),
     );
     expect(await getJob(db, live)).toMatchObject({ status: 'queued' });
+    expect(await getJob(db, heldBehind)).toMatchObject({ status: 'queued' });
     // The sweeps remember how far they went: the next round finds nothing to look at again.
     expect(await maintainHistory(db, { retentionSeconds: WEEK })).toMatchObject({ deletedJobs: 0 });
 
@@ -140,7 +158,7 @@ describe('retention per queue and per job type', () => {
     await rollUpTo(db);
     expect(await maintainHistory(db, { retentionSeconds: WEEK })).toMatchObject({ deletedJobs: 2 });
     expect(await kept(db, ids)).toEqual(
-      ['defaultRecent', 'hourlyRecent', 'trivialFailed', 'trivialDeduplicating'].sort(),
+      ['defaultRecent', 'hourlyRecent', 'hourlyHeldHead', 'trivialFailed', 'trivialDeduplicating'].sort(),
     );
   });
 
