@@ -15,6 +15,7 @@ import {
   maintainHistory,
   setQueue,
 } from '../../src/engine';
+import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
@@ -181,23 +182,29 @@ describe('retention per queue and per job type', () => {
     expect([await sweep(), await sweep(), await sweep(), await sweep()]).toEqual([10, 10, 10, 0]);
     for (const id of ids) expect(await getJob(db, id)).toBeUndefined();
   });
+});
 
+describe.each(DRIVERS)("a job type's retention over %s", (driver) => {
   it("takes a type's retention from its definition, writes only changes, and clears one taken out", async () => {
-    const { db } = await open('pg');
+    const { db } = await open(driver);
     const retentions = async () =>
       db.query<{ type: string; retention_seconds: number | null }>({
         text: 'SELECT type, retention_seconds FROM skiplock.job_types ORDER BY type',
         params: [],
       });
     const plain = defineJob('plain', z.object({}), () => null);
-    await syncJobTypeRetentions(
-      db,
-      createRegistry([
-        defineJob('ping', z.object({}), () => null, { retentionSeconds: 'none' }),
-        defineJob('report', z.object({}), () => null, { retentionSeconds: 86_400 }),
-        plain,
-      ]),
-    );
+    const registry = createRegistry([
+      defineJob('ping', z.object({}), () => null, { retentionSeconds: 'none' }),
+      defineJob('report', z.object({}), () => null, { retentionSeconds: 86_400 }),
+      plain,
+    ]);
+    await syncJobTypeRetentions(db, registry);
+    const updatedAt = async () =>
+      db.query({ text: 'SELECT type, updated_at FROM skiplock.job_types ORDER BY type', params: [] });
+    const before = await updatedAt();
+    // The same definitions again write nothing.
+    await syncJobTypeRetentions(db, registry);
+    expect(await updatedAt()).toEqual(before);
     // A type without a retention of its own gets no row.
     expect(await retentions()).toEqual([
       { type: 'ping', retention_seconds: 0 },
