@@ -211,7 +211,8 @@ TABLE queues (
   delivery jsonb,
   updated_at timestamp with time zone NOT NULL DEFAULT now(),
   paused_at timestamp with time zone,
-  retention_seconds integer
+  retention_seconds integer,
+  dead_letter_queue text
 );
 
 TABLE retention_sweeps (
@@ -310,6 +311,7 @@ keyed_jobs keyed_jobs_slots_or_rate: CHECK (((slots IS NULL) <> (rate_limit IS N
 keyed_jobs keyed_jobs_slots_range: CHECK (((slots >= 1) AND (slots <= 1000)));
 migrations migrations_pkey: PRIMARY KEY (name);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
+queues queues_dead_letter_queue_another: CHECK (((dead_letter_queue <> name) AND ((length(dead_letter_queue) >= 1) AND (length(dead_letter_queue) <= 128))));
 queues queues_delivery_check: CHECK (((jsonb_typeof(delivery) = 'object'::text) AND ((delivery ->> 'target'::text) = ANY (ARRAY['webhook'::text, 'cloudflare-queue'::text]))));
 queues queues_name_check: CHECK (((length(name) >= 1) AND (length(name) <= 128)));
 queues queues_pkey: PRIMARY KEY (name);
@@ -2929,6 +2931,38 @@ BEGIN
 END
 $$;
 
+FUNCTION to_dead_letter_queue() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  target text;
+BEGIN
+  SELECT q.dead_letter_queue INTO target FROM skiplock.queues q WHERE q.name = NEW.queue;
+  IF target IS NULL
+     OR EXISTS (SELECT 1 FROM skiplock.keyed_jobs k
+                WHERE k.job_id = NEW.id AND k.slot IN ('taken', 'started', 'waiting'))
+     OR EXISTS (SELECT 1 FROM skiplock.job_events e
+                WHERE e.job_id = NEW.id AND e.kind = 'retried' AND e.detail ? 'deadLetter') THEN
+    RETURN NULL;
+  END IF;
+  WITH gone AS (
+    DELETE FROM skiplock.finished_jobs f WHERE f.id = NEW.id AND f.finished_at = NEW.finished_at RETURNING f.*
+  ),
+  back AS (
+    INSERT INTO skiplock.jobs AS j
+      (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
+       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
+       first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms)
+    SELECT id, target, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
+           backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
+           first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms
+    FROM gone
+    RETURNING j.id
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT b.id, 'retried', 0, jsonb_build_object('deadLetter', true, 'fromQueue', NEW.queue) FROM back b;
+  RETURN NULL;
+END
+$$;
+
 FUNCTION unblock_key(tenant text, key text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 BEGIN
@@ -3034,6 +3068,7 @@ CREATE TRIGGER finished_jobs_outcome_final BEFORE UPDATE OF state ON skiplock.fi
 CREATE TRIGGER finished_jobs_release_dedup_key AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.dedup_key IS NOT NULL)) EXECUTE FUNCTION skiplock.on_keyed_job_finished();
 CREATE TRIGGER finished_jobs_release_key_slots AFTER INSERT ON skiplock.finished_jobs REFERENCING NEW TABLE AS finished FOR EACH STATEMENT EXECUTE FUNCTION skiplock.release_key_slots();
 CREATE TRIGGER finished_jobs_resolve_links AFTER INSERT ON skiplock.finished_jobs REFERENCING NEW TABLE AS finished FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_linked_jobs_finished();
+CREATE TRIGGER finished_jobs_to_dead_letter_queue AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.state = 'failed'::text)) EXECUTE FUNCTION skiplock.to_dead_letter_queue();
 CREATE TRIGGER job_events_append_only BEFORE UPDATE ON skiplock.job_events FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();
 CREATE TRIGGER jobs_counted_delete AFTER DELETE ON skiplock.jobs REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION skiplock.count_job_changes();
 CREATE TRIGGER jobs_counted_insert AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION skiplock.count_job_changes();

@@ -263,3 +263,63 @@ BEGIN
   RETURN deleted;
 END
 $$;
+
+-- ---------------------------------------------------------------------------
+-- Dead-letter queues
+-- ---------------------------------------------------------------------------
+
+-- A queue may name a dead-letter queue: a job of it that fails for good (its
+-- attempts spent, a handler's PermanentError, a lease lost on its last
+-- attempt) moves there, as SQS and Cloudflare Queues move a message, and
+-- waits again with a fresh set of attempts: what `redrive` with `toQueue`
+-- does, at the moment the job fails. Its history keeps the failure, and a
+-- `retried` event that says so ({"deadLetter": true, "fromQueue": ...}).
+-- A job moves once: failing for good again, in the dead-letter queue or back
+-- in its own after a redrive, it stays failed there (so two queues that
+-- name each other do not pass a job back and forth). A job with a
+-- concurrency, ordering or rate key stays failed in its queue: its key's
+-- slots and order are settled where it failed.
+ALTER TABLE skiplock.queues ADD COLUMN dead_letter_queue text
+  CONSTRAINT queues_dead_letter_queue_another CHECK (dead_letter_queue <> name AND length(dead_letter_queue) BETWEEN 1 AND 128);
+
+-- Runs for failed jobs only (the trigger's WHEN), so a completion pays
+-- nothing; a failure pays a lookup of its queue's row. Row triggers run
+-- before the statement triggers that release key slots and resolve links,
+-- which read the failure from their transition tables as before.
+CREATE FUNCTION skiplock.to_dead_letter_queue() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  target text;
+BEGIN
+  SELECT q.dead_letter_queue INTO target FROM skiplock.queues q WHERE q.name = NEW.queue;
+  IF target IS NULL
+     OR EXISTS (SELECT 1 FROM skiplock.keyed_jobs k
+                WHERE k.job_id = NEW.id AND k.slot IN ('taken', 'started', 'waiting'))
+     OR EXISTS (SELECT 1 FROM skiplock.job_events e
+                WHERE e.job_id = NEW.id AND e.kind = 'retried' AND e.detail ? 'deadLetter') THEN
+    RETURN NULL;
+  END IF;
+  WITH gone AS (
+    DELETE FROM skiplock.finished_jobs f WHERE f.id = NEW.id AND f.finished_at = NEW.finished_at RETURNING f.*
+  ),
+  back AS (
+    INSERT INTO skiplock.jobs AS j
+      (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
+       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
+       first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms)
+    SELECT id, target, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
+           backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
+           first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms
+    FROM gone
+    RETURNING j.id
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT b.id, 'retried', 0, jsonb_build_object('deadLetter', true, 'fromQueue', NEW.queue) FROM back b;
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER finished_jobs_to_dead_letter_queue
+  AFTER INSERT ON skiplock.finished_jobs
+  FOR EACH ROW WHEN (NEW.state = 'failed')
+  EXECUTE FUNCTION skiplock.to_dead_letter_queue();

@@ -412,6 +412,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       delivery: null,
       pausedAt: null,
       retentionSeconds: null,
+      deadLetterQueue: null,
       custom: true,
       running: 0,
     });
@@ -453,10 +454,20 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       weight: 5,
       retentionSeconds: null,
     });
+    const lettered = await skiplock(['queues', 'set', 'cli-queue', '--dead-letter-queue', 'cli-dead']);
+    expect(lettered.stdout).toMatch(/\ndead letters +failed jobs move to cli-dead\n/);
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--dead-letter-queue', 'cli-queue']),
+      1,
+      /400 Invalid request: deadLetterQueue: a queue cannot be its own dead-letter queue/,
+    );
+    expect(
+      JSON.parse((await skiplock(['queues', 'set', 'cli-queue', '--dead-letter-queue', 'none', '--json'])).stdout),
+    ).toMatchObject({ weight: 5, deadLetterQueue: null });
     expectOneLine(
       await skiplock(['queues', 'set', 'cli-queue']),
       2,
-      /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention$/,
+      /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, --dead-letter-queue$/,
     );
     // The local stack allows no host (HTTP_ALLOWED_HOSTS is empty) and binds no Cloudflare queue: both targets are refused, by field.
     expectOneLine(

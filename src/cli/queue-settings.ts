@@ -28,6 +28,7 @@ const set = operatorCommand({
     'no-delivery': { type: 'boolean', default: false },
     'batch-size': { type: 'string' },
     retention: { type: 'string' },
+    'dead-letter-queue': { type: 'string' },
   },
   positionals: ['QUEUE'],
   async run({ values, positionals: [queue], connection }) {
@@ -39,20 +40,24 @@ const set = operatorCommand({
       ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
       ...(delivery === undefined ? {} : { delivery }),
       ...(values.retention === undefined ? {} : { retentionSeconds: retentionFlag(values.retention) }),
+      ...(values['dead-letter-queue'] === undefined
+        ? {}
+        : { deadLetterQueue: values['dead-letter-queue'] === 'none' ? null : values['dead-letter-queue'] }),
     };
     if (Object.keys(given).length === 0) {
       throw usageFailure(
-        'give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention',
+        'give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, ' +
+          '--dead-letter-queue',
       );
     }
     const route = connection.api.v1.queues[':queue'];
     // The API replaces every setting at once; those not given here keep their current values.
     const current = await successBody(route.$get({ param: { queue: queue! } }));
-    const { concurrency, weight, retentionSeconds } = current;
+    const { concurrency, weight, retentionSeconds, deadLetterQueue } = current;
     const answer = await successBody(
       route.$put({
         param: { queue: queue! },
-        json: { concurrency, weight, delivery: current.delivery, retentionSeconds, ...given },
+        json: { concurrency, weight, delivery: current.delivery, retentionSeconds, deadLetterQueue, ...given },
       }),
     );
     return { json: answer, human: describeQueue(answer) };
@@ -110,7 +115,7 @@ function deliveryOf(values: {
   return values['no-delivery'] === true ? null : undefined;
 }
 
-/** `skiplock queues get|set|pause|resume`: a queue's concurrency cap, weight, delivery target and retention, and pausing it. */
+/** `skiplock queues get|set|pause|resume`: a queue's settings, and pausing it. */
 export const queueSettingsCommand = withSubcommands('queues', {
   get: { run: get, summary: "a queue's concurrency cap, weight, delivery target, retention and running jobs" },
   set: {
@@ -133,6 +138,10 @@ function describeQueue(queue: QueueAnswer): string {
     ['running', String(queue.running)],
     ['paused', queue.pausedAt === null ? 'no' : `since ${queue.pausedAt}`],
     ['retention', describeRetention(queue.retentionSeconds)],
+    [
+      'dead letters',
+      queue.deadLetterQueue === null ? 'none (failed jobs stay here)' : `failed jobs move to ${queue.deadLetterQueue}`,
+    ],
   ]);
 }
 

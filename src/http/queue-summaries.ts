@@ -31,6 +31,7 @@ export function summarizeQueues(
         delivery: null,
         pausedAt: null,
         retentionSeconds: null,
+        deadLetterQueue: null,
       };
       const heldBy = { concurrency: 0, order: 0, failedHead: 0, rate: 0 };
       summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, held: 0, heldBy, ...own };

@@ -96,6 +96,7 @@ describe('a queue’s concurrency cap', () => {
       delivery: null,
       pausedAt: null,
       retentionSeconds: null,
+      deadLetterQueue: null,
       custom: true,
       running: 3,
     });
@@ -140,6 +141,7 @@ describe('a queue’s concurrency cap', () => {
       delivery: null,
       pausedAt: null,
       retentionSeconds: null,
+      deadLetterQueue: null,
       custom: false,
       running: 0,
     });

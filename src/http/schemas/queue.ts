@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { DELIVERY_QUEUE_PREFIX, DELIVERY_SECRET_PREFIX, type DeliveryTarget } from '../../engine/types.js';
-import { intSchema } from './common.js';
+import { intSchema, NameSchema } from './common.js';
 
 /** A Worker secret's or binding's name that starts with `prefix`: the ones named for the API to reach. */
 const reachableName = (prefix: string) =>
@@ -80,6 +80,12 @@ export const RetentionSchema = z
       "retention. Null for the default (RETENTION_SECONDS); a job type's own retention wins over it.",
   );
 
+/** The queue a queue's jobs that fail for good move to. */
+export const DeadLetterQueueSchema = NameSchema.describe(
+  "Where the queue's jobs that fail for good move, to wait again with fresh attempts (as a redrive with toQueue): " +
+    'once a job; a job with a concurrency, ordering or rate key stays failed in its queue. Null for none. Not the queue itself.',
+);
+
 /** PUT replaces every setting; one left out takes its default (no cap, weight 1, no delivery target, the default retention). */
 export const QueueSettingsBodySchema = z
   .strictObject({
@@ -90,6 +96,7 @@ export const QueueSettingsBodySchema = z
     weight: intSchema(1, 1000).default(1).describe("Share of each tenant's turns when its queues compete."),
     delivery: DeliveryTargetSchema.nullable().default(null),
     retentionSeconds: RetentionSchema.nullable().default(null),
+    deadLetterQueue: DeadLetterQueueSchema.nullable().default(null),
   })
   .openapi('QueueSettings');
 
@@ -107,6 +114,7 @@ export const QueueSchema = z
     delivery: QueueDeliverySchema,
     pausedAt: PausedAtSchema,
     retentionSeconds: RetentionSchema.nullable(),
+    deadLetterQueue: DeadLetterQueueSchema.nullable(),
     custom: z.boolean().describe('False when the queue runs on the defaults.'),
     running: z.int().describe("Jobs of this queue running now (a tenant-bound key counts its own tenant's)."),
   })

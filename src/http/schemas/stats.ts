@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine/index.js';
 import { JobStatusSchema } from './job.js';
-import { PausedAtSchema, RetentionSchema, QueueDeliverySchema } from './queue.js';
+import { DeadLetterQueueSchema, PausedAtSchema, RetentionSchema, QueueDeliverySchema } from './queue.js';
 
 const FINISHED_WINDOW =
   'Final statuses (succeeded, failed, cancelled, expired) count the jobs that finished in the last hour.';
@@ -102,6 +102,7 @@ export const QueueSummarySchema = z
     delivery: QueueDeliverySchema,
     pausedAt: PausedAtSchema,
     retentionSeconds: RetentionSchema.nullable(),
+    deadLetterQueue: DeadLetterQueueSchema.nullable(),
   })
   .openapi('QueueSummary');
 

@@ -68,6 +68,7 @@ describe('queue settings', () => {
       delivery: null,
       pausedAt: null,
       retentionSeconds: null,
+      deadLetterQueue: null,
       custom: false,
       running: 0,
     });
@@ -78,6 +79,7 @@ describe('queue settings', () => {
       delivery: null,
       pausedAt: null,
       retentionSeconds: null,
+      deadLetterQueue: null,
       custom: true,
       running: 0,
     });
@@ -124,6 +126,12 @@ describe('queue settings', () => {
       body: JSON.stringify({ concurrency: 5, retentionSeconds: 30 }),
     });
     const afterRefusal = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
+    const itself = await request(`/v1/queues/${queue}`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ concurrency: 5, deadLetterQueue: queue }),
+    });
     const reset = await put({ concurrency: 2 });
 
     expect(before).toMatchObject({ retentionSeconds: null, custom: false });
@@ -134,12 +142,48 @@ describe('queue settings', () => {
       status: 400,
       errors: [{ path: 'retentionSeconds', message: expect.stringContaining('"none"') }],
     });
+    expect(await problemOf(itself)).toMatchObject({ status: 400, errors: [{ path: 'deadLetterQueue' }] });
     expect(afterRefusal).toMatchObject({ retentionSeconds: 'none', concurrency: 2 });
+    expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({
+      concurrency: 2,
+      deadLetterQueue: null,
+    });
     expect(reset).toMatchObject({ retentionSeconds: null });
+  });
+
+  it("names a dead-letter queue: a job that fails for good there waits again in it, and leaves the queue's dead set", async () => {
+    const queue = uniqueName('letters');
+    const deadLetters = `${queue}-dead`;
+    const set = await success(
+      api.v1.queues[':queue'].$put({ param: { queue }, json: { deadLetterQueue: deadLetters } }),
+    );
+    const { id } = await enqueueJob(queue);
+    const claimed = await claimOne(queue);
+    await success(
+      api.v1.jobs[':id'].fail.$post({
+        param: { id },
+        json: { leaseToken: claimed.leaseToken, error: { message: 'bounced' }, forGood: true },
+      }),
+    );
+
+    expect(set).toMatchObject({ deadLetterQueue: deadLetters, custom: true });
+    expect(await success(api.v1.jobs[':id'].$get({ param: { id }, query: {} }))).toMatchObject({
+      queue: deadLetters,
+      status: 'queued',
+      attempts: 0,
+      lastError: { message: 'bounced' },
+    });
+    const dead = await success(api.v1['dead-jobs'].$get({ query: { queue } }));
+    expect(dead.jobs).toEqual([]);
+    const listed = (await success(api.v1.queues.$get())).queues.find((summary) => summary.queue === deadLetters);
+    expect(listed).toMatchObject({ counts: { queued: 1 }, deadLetterQueue: null });
   });
 
   it.each([
     [{ retentionSeconds: 59 }, 'retentionSeconds'],
+    [{ deadLetterQueue: '' }, 'deadLetterQueue'],
+    [{ deadLetterQueue: 'a\u0007b' }, 'deadLetterQueue'],
+    [{ deadLetterQueue: 7 }, 'deadLetterQueue'],
     [{ retentionSeconds: 0 }, 'retentionSeconds'],
     [{ retentionSeconds: 3600.5 }, 'retentionSeconds'],
     [{ retentionSeconds: 'forever' }, 'retentionSeconds'],
