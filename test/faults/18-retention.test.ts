@@ -6,7 +6,7 @@ import { defineJob } from '../../src/drain/define-job';
 import { PermanentError } from '../../src/drain/job-errors';
 import { createRegistry } from '../../src/drain/registry';
 import { runUntilStopped } from '../../src/drain/run-until-stopped';
-import { maintainHistory, setQueue } from '../../src/engine';
+import { maintainHistory, pauseQueue, setQueue } from '../../src/engine';
 import { sleep } from '../../src/engine/sleep';
 import { engineDatabases } from '../support/engine-db';
 import { waitFor } from '../support/wait-for';
@@ -48,7 +48,11 @@ const verdictSql = /* sql */ `
 SELECT e.queue, e.type, e.state, coalesce(e.finished_at < now() - interval '1 hour', false) AS "pastAnHour",
        coalesce(e.finished_at < now() - interval '61 minutes', false) AS "wellPastAnHour",
        EXISTS (SELECT 1 FROM skiplock.finished_jobs f WHERE f.id = e.id) AS kept,
-       EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = e.id) AS live,
+       EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = e.id AND j.queue <> 'bounced-dead') AS live,
+       EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = e.id AND j.queue = 'bounced-dead' AND j.state = 'queued')
+         AS "deadLettered",
+       (SELECT count(*) FROM skiplock.job_events v
+        WHERE v.job_id = e.id AND v.kind = 'retried' AND v.detail ? 'deadLetter')::integer AS moves,
        EXISTS (SELECT 1 FROM ran r WHERE r.job_id = e.id) OR e.type = 'seed' AS ran
 FROM expected e`;
 
@@ -60,6 +64,9 @@ interface Verdict {
   wellPastAnHour: boolean;
   kept: boolean;
   live: boolean;
+  /** Waiting in the dead-letter queue of `bounced` (paused, so they stay). */
+  deadLettered: boolean;
+  moves: number;
   ran: boolean;
 }
 
@@ -77,8 +84,10 @@ async function count(db: Queryable, text: string): Promise<number> {
   return (await db.query<{ n: number }>({ text: `SELECT (${text})::integer AS n`, params: [] }))[0]!.n;
 }
 
-describe('scenario 18: retention sweeps during a busy drain', () => {
-  it('never prunes a live job or one inside its retention, and prunes the rest', { timeout: 120_000 }, async () => {
+describe('scenario 18: retention sweeps and dead letters during a busy drain', () => {
+  it('never prunes a live job or one inside its retention, prunes the rest, and moves each failure to its dead-letter queue once', {
+    timeout: 120_000,
+  }, async () => {
     const { db, url } = await open('pg', 4);
     await db.query({ text: 'CREATE TABLE ran (job_id uuid NOT NULL)', params: [] });
     await db.query({
@@ -87,6 +96,9 @@ describe('scenario 18: retention sweeps during a busy drain', () => {
     });
     await setQueue(db, 'trivial', { concurrency: null, weight: 1, retentionSeconds: 'none' });
     await setQueue(db, 'hourly', { concurrency: null, weight: 1, retentionSeconds: HOUR });
+    // The failures of `bounced` move to its dead-letter queue, paused so they wait there to be counted.
+    await setQueue(db, 'bounced', { concurrency: null, weight: 1, deadLetterQueue: 'bounced-dead' });
+    await pauseQueue(db, 'bounced-dead');
     await db.query({ text: seedSql, params: [QUEUES, SEEDED] });
     await db.query({
       text: 'INSERT INTO expected SELECT id, queue, type, state, finished_at FROM skiplock.finished_jobs',
@@ -111,7 +123,9 @@ describe('scenario 18: retention sweeps during a busy drain', () => {
       defineJob('ping', z.object({ n: z.int() }), run, { retentionSeconds: 'none' }),
     ]);
     const live = [
-      ...QUEUES.flatMap((queue) => jobs(LIVE, (n) => ({ queue, type: 'work', payload: { n }, maxAttempts: 1 }))),
+      ...[...QUEUES, 'bounced'].flatMap((queue) =>
+        jobs(LIVE, (n) => ({ queue, type: 'work', payload: { n }, maxAttempts: 1 })),
+      ),
       ...jobs(LIVE, (n) => ({ queue: 'kept', type: 'ping', payload: { n }, maxAttempts: 1 })),
     ];
     await enqueueMany(db, live);
@@ -150,11 +164,11 @@ describe('scenario 18: retention sweeps during a busy drain', () => {
       await waitFor(
         'every live job to finish',
         async () => {
-          const waiting = await count(db, 'SELECT count(*) FROM skiplock.jobs');
+          const waiting = await count(db, "SELECT count(*) FROM skiplock.jobs WHERE queue <> 'bounced-dead'");
           if (waiting > 0) {
             sweptWhileDraining = await count(
               db,
-              `SELECT ${QUEUES.length * SEEDED} + ${live.length} - (SELECT count(*) FROM skiplock.finished_jobs) - ${waiting}`,
+              `SELECT ${QUEUES.length * SEEDED} + ${live.length} - (SELECT count(*) FROM skiplock.all_jobs) - ${waiting}`,
             );
           }
           return waiting === 0;
@@ -182,34 +196,45 @@ describe('scenario 18: retention sweeps during a busy drain', () => {
     const verdicts = await db.query<Verdict>({ text: verdictSql, params: [] });
     // Lost: a live job that never ran or never finished, or any job gone inside its retention.
     const neverRan = verdicts.filter((job) => !job.ran || job.live).length;
+    // Each failure of `bounced` waits in its dead-letter queue, moved once; nothing else moved.
+    const bounced = verdicts.filter((job) => job.queue === 'bounced');
+    const notMoved = bounced.filter((job) => job.state === 'failed' && !(job.deadLettered && job.moves === 1)).length;
+    const movedWrongly = verdicts.filter(
+      (job) => job.moves > 0 && !(job.queue === 'bounced' && job.state === 'failed'),
+    ).length;
     const prunedTooSoon = verdicts.filter(
-      (job) => !job.kept && !job.live && !pastRetention(job, job.pastAnHour),
+      (job) => !job.kept && !job.live && !job.deadLettered && !pastRetention(job, job.pastAnHour),
     ).length;
     const leftBehind = verdicts.filter((job) => job.kept && pastRetention(job, job.wellPastAnHour)).length;
-    const pruned = verdicts.filter((job) => !job.kept && !job.live).length;
+    const pruned = verdicts.filter((job) => !job.kept && !job.live && !job.deadLettered).length;
 
     await recordScenario({
       scenario: 18,
-      name: 'Retention sweeps during a busy drain',
+      name: 'Retention sweeps and dead letters during a busy drain',
       load:
         `a history of ${QUEUES.length} × ${SEEDED} finished jobs over 3 h (queues: "none", 1 h, the 7-day default); ` +
         `${live.length} jobs run by ${DRAINS} drain loops × 8 (1 in ${FAIL_EVERY} fails for good; ${LIVE} of a type whose ` +
-        'retention is "none")',
+        `retention is "none", ${LIVE} in a queue with a dead-letter queue)`,
       faults:
         "every drain's housekeeping sweeping every 20 ms while the drains complete into the same day's partition; " +
         "the statistics' horizon moved every 200 ms, so jobs become prunable as they finish",
-      jobsLost: neverRan + prunedTooSoon,
+      jobsLost: neverRan + prunedTooSoon + notMoved,
       runTwiceAtOnce: ranTwice,
-      limitViolations: leftBehind,
+      limitViolations: leftBehind + movedWrongly,
       recovery: `all ${live.length} live jobs finished ${seconds(tookMs)} after the drains started`,
       notes: [
         `${pruned} of ${verdicts.length} jobs pruned (${sweptWhileDraining} while the drains ran), then ${finalRounds} more rounds until a sweep found nothing`,
-        `lost here: live jobs that never ran or never finished (${neverRan}), jobs pruned inside their retention (${prunedTooSoon})`,
-        `limit violations here: jobs past their retention left behind once the sweeps found nothing more (${leftBehind}); ` +
+        `${bounced.filter((job) => job.deadLettered).length} failures of a queue with a dead-letter queue waiting there, each moved once`,
+        `lost here: live jobs that never ran or never finished (${neverRan}), jobs pruned inside their retention (${prunedTooSoon}), ` +
+          `failures not in the dead-letter queue once (${notMoved})`,
+        `limit violations here: jobs past their retention left behind once the sweeps found nothing more (${leftBehind}), ` +
+          `jobs moved that should not have (${movedWrongly}); ` +
           'ran twice: jobs the handlers recorded twice',
       ],
     });
-    expect({ neverRan, prunedTooSoon, leftBehind, ranTwice }).toEqual({
+    expect({ neverRan, prunedTooSoon, leftBehind, ranTwice, notMoved, movedWrongly }).toEqual({
+      notMoved: 0,
+      movedWrongly: 0,
       neverRan: 0,
       prunedTooSoon: 0,
       leftBehind: 0,
