@@ -11,6 +11,9 @@
 -- the jobs of a shorter one go row by row, in bounded sweeps that walk the
 -- history once in finish order (skiplock.retention_sweeps), so neither
 -- touches skiplock.jobs and a claim costs what it did.
+--
+-- And dead-letter queues: where a queue's jobs that fail for good move (at
+-- the end of this file).
 
 ALTER TABLE skiplock.queues ADD COLUMN retention_seconds integer
   CONSTRAINT queues_retention_none_or_a_minute CHECK (retention_seconds = 0 OR retention_seconds >= 60);
