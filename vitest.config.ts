@@ -10,7 +10,10 @@ export default defineConfig({
     // security suites have their own runs (npm run test:faults, npm run test:security).
     exclude: ['test/worker/**', 'test/faults/**', 'test/security/**', 'node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
-    testTimeout: 60_000,
+    // Each file has its own databases and Worker; three at a time keep both cores busy while one waits on I/O.
+    maxWorkers: 3,
+    // A deadline for a test that hangs, not a measure: a file that runs the CLI a dozen times needs it on a loaded machine.
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     // expect.poll waits for a state: give up only on a deadline a loaded machine cannot reach by being slow (its default is 1 s).
     expect: { poll: { timeout: 30_000 } },

@@ -112,4 +112,67 @@ export async function enqueueBurst(
   };
 }
 
+export interface SerialEnqueues {
+  requests: number;
+  jobsPerRequest: number;
+  latencyMs: { p50: number; p99: number };
+  /** From sending the request to the job's start, each job enqueued on an idle system (after the one before finished). */
+  sentToStartMs?: { p50: number; p99: number };
+}
+
+/**
+ * One client sending `requests` enqueues one after another, each of
+ * `jobsPerRequest` no-op jobs (a batch when more than one): the latency a
+ * caller sees. With `untilFinished`, each waits for its job to finish before
+ * the next is sent, so every job starts on an idle system, and the time from
+ * the send to its start is measured too (Postgres and this process share the
+ * machine's clock).
+ */
+export async function serialEnqueues(
+  target: WorkerTarget,
+  queue: string,
+  options: { requests: number; jobsPerRequest: number; untilFinished?: boolean },
+): Promise<SerialEnqueues> {
+  const batch = options.jobsPerRequest > 1;
+  const latencies: number[] = [];
+  const sentToStart: number[] = [];
+  for (let request = 0; request < options.requests; request += 1) {
+    const sentAt = Date.now();
+    const sent = performance.now();
+    const response = await fetch(`${target.api}/v1/queues/${queue}/jobs${batch ? '/batch' : ''}`, {
+      method: 'POST',
+      headers: target.headers,
+      body: JSON.stringify(
+        batch ? { jobs: Array.from({ length: options.jobsPerRequest }, () => ({ type: 'noop' })) } : { type: 'noop' },
+      ),
+    });
+    const answer = (await response.json()) as { id?: string };
+    latencies.push(performance.now() - sent);
+    if (response.status !== 201) throw new Error(`enqueue: ${response.status} ${JSON.stringify(answer)}`);
+    if (options.untilFinished) {
+      const id = answer.id!;
+      for (;;) {
+        const [job] = await target.db.query<{ started: number | null; finished: boolean }>({
+          text: `SELECT extract(epoch FROM started_at) * 1000 AS started, finished_at IS NOT NULL AS finished
+                   FROM skiplock.all_jobs WHERE id = $1`,
+          params: [id],
+        });
+        if (job?.finished) {
+          sentToStart.push(Number(job.started) - sentAt);
+          break;
+        }
+        await sleep(2);
+      }
+    }
+  }
+  return {
+    requests: options.requests,
+    jobsPerRequest: options.jobsPerRequest,
+    latencyMs: { p50: round(percentile(latencies, 0.5)), p99: round(percentile(latencies, 0.99)) },
+    ...(options.untilFinished
+      ? { sentToStartMs: { p50: round(percentile(sentToStart, 0.5)), p99: round(percentile(sentToStart, 0.99)) } }
+      : {}),
+  };
+}
+
 export const round = (value: number) => Math.round(value * 100) / 100;

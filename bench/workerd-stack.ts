@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Miniflare } from 'miniflare';
 import { applyMigrations } from '../src/cli/apply-migrations';
-import { startNeonProxy } from '../src/local/neon-proxy';
+import { networkDelayFrom, type NeonProxyTraffic, startNeonProxy } from '../src/local/neon-proxy';
 import { startScheduledTrigger } from '../src/local/scheduled-trigger';
 import { BENCH_ADMIN_TOKEN } from './worker-stack';
 
@@ -13,7 +13,20 @@ import { BENCH_ADMIN_TOKEN } from './worker-stack';
 export interface WorkerdStack {
   /** Straight to workerd: no wrangler, no proxy Worker. */
   url: string;
+  /** Where the bundle is: worker.js, and worker.js.map when asked for. */
+  bundleDir: string;
+  /** What the Worker has sent towards Postgres through the Neon proxy so far. */
+  traffic(): NeonProxyTraffic;
   stop(): Promise<void>;
+}
+
+export interface WorkerdStackOptions {
+  /** Write worker.js.map beside the bundle, to name the sources of a profile's functions. */
+  sourceMaps?: boolean;
+  /** Serve the DevTools protocol on this port, for a CPU profile. */
+  inspectorPort?: number;
+  /** Fire the cron every second (the default), or never, to measure requests alone. */
+  cron?: boolean;
 }
 
 /**
@@ -23,9 +36,14 @@ export interface WorkerdStack {
  * (in this process) in front of the database, and its cron fired every
  * second. `vars` are Worker variables beside the stack's own (DRAIN_FANOUT...).
  */
-export async function startWorkerdStack(databaseUrl: string, vars: Record<string, string> = {}): Promise<WorkerdStack> {
+export async function startWorkerdStack(
+  databaseUrl: string,
+  vars: Record<string, string> = {},
+  options: WorkerdStackOptions = {},
+): Promise<WorkerdStack> {
   const bundleDir = await mkdtemp(join(tmpdir(), 'skiplock-bundle-'));
-  execFileSync('npx', ['wrangler', 'deploy', '--dry-run', '--outdir', bundleDir], {
+  const sourceMaps = options.sourceMaps ? ['--upload-source-maps'] : [];
+  execFileSync('npx', ['wrangler', 'deploy', '--dry-run', '--outdir', bundleDir, ...sourceMaps], {
     stdio: 'ignore',
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
   });
@@ -38,7 +56,8 @@ export async function startWorkerdStack(databaseUrl: string, vars: Record<string
     user: decodeURIComponent(target.username),
     source: 'DATABASE_URL',
   });
-  const proxy = await startNeonProxy({ postgres });
+  // NEON_PROXY_ROUND_TRIP_MS puts the database a round trip away, as from a Worker to Neon.
+  const proxy = await startNeonProxy({ postgres, networkDelay: networkDelayFrom(process.env) });
   const worker = new Miniflare({
     modules: true,
     scriptPath: join(bundleDir, 'worker.js'),
@@ -63,13 +82,19 @@ export async function startWorkerdStack(databaseUrl: string, vars: Record<string
     },
     host: '127.0.0.1',
     port: 0,
+    ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
   });
   const url = (await worker.ready).href.replace(/\/$/, '');
-  const trigger = startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => console.error(line));
+  const trigger =
+    options.cron === false
+      ? undefined
+      : startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => console.error(line));
   return {
     url,
+    bundleDir,
+    traffic: () => proxy.traffic(),
     async stop() {
-      trigger.stop();
+      trigger?.stop();
       await worker.dispose();
       await proxy.close();
       await rm(bundleDir, { recursive: true, force: true });

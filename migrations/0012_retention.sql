@@ -62,14 +62,16 @@ CREATE TABLE skiplock.retention_sweeps (
   settings      text             NOT NULL
 );
 
--- Makes the partitions of the next days; drops the days whose whole day is
--- past the longest retention in force (the default, or a queue's or type's
--- longer one); deletes what the default partition holds past it; then
--- sweeps the jobs of the shorter retentions, at most sweep_rows a call.
--- Each change waits at most lock_timeout for its lock and is otherwise left
--- for the next call, so a long reader never stalls the completions queued
--- behind a waiting drop. Nothing goes before the statistics' rollup has
--- summed it.
+-- 0010's function, with the longest retention in force: makes the
+-- partitions of the next days; drops the days whose whole day is past the
+-- longest retention (the default, or a queue's or type's longer one);
+-- deletes what the default partition holds past it; then sweeps the jobs of
+-- the shorter retentions (skiplock.sweep_finished_jobs, about 10,000 a
+-- call). Each change waits at most lock_timeout for its lock and is
+-- otherwise left for the next call, so a long reader never stalls the
+-- completions queued behind a waiting drop, and two calls that meet (one
+-- making a partition locks the default one) leave the work to the next.
+-- Nothing goes before the statistics' rollup has summed it.
 CREATE OR REPLACE FUNCTION skiplock.maintain_finished_jobs(retention interval, days_ahead integer DEFAULT 2)
 RETURNS TABLE (created integer, dropped integer, deleted integer)
 LANGUAGE plpgsql
@@ -90,11 +92,13 @@ BEGIN
   FOR day IN SELECT generate_series(today, today + days_ahead, interval '1 day')::date LOOP
     partition_name := 'finished_jobs_' || to_char(day, 'YYYYMMDD');
     CONTINUE WHEN to_regclass('skiplock.' || partition_name) IS NOT NULL;
-    -- Rows of that day already in the default partition keep the day there.
-    CONTINUE WHEN EXISTS (
-      SELECT 1 FROM skiplock.finished_jobs_default
-      WHERE finished_at >= day::timestamp AT TIME ZONE 'UTC' AND finished_at < (day + 1)::timestamp AT TIME ZONE 'UTC');
     BEGIN
+      -- Rows of that day already in the default partition keep the day there.
+      -- Reading the default partition waits for a call making another day's
+      -- partition (which locks it), so it is inside the lock timeout's handler.
+      CONTINUE WHEN EXISTS (
+        SELECT 1 FROM skiplock.finished_jobs_default
+        WHERE finished_at >= day::timestamp AT TIME ZONE 'UTC' AND finished_at < (day + 1)::timestamp AT TIME ZONE 'UTC');
       EXECUTE format('CREATE TABLE skiplock.%I PARTITION OF skiplock.finished_jobs FOR VALUES FROM (%L) TO (%L)',
                      partition_name, day::timestamp AT TIME ZONE 'UTC', (day + 1)::timestamp AT TIME ZONE 'UTC');
       created := created + 1;
@@ -121,20 +125,25 @@ BEGIN
   END LOOP;
 
   -- Rows of days that had no partition go one by one, in a bounded batch
-  -- (the next round takes the rest): normally there are none.
-  WITH gone AS (
-    DELETE FROM skiplock.finished_jobs_default
-    WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
-                           WHERE finished_at < prune_before LIMIT 10000))
-    RETURNING id
-  ),
-  steps AS (
-    DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
-  ),
-  links AS (
-    DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
-  )
-  SELECT count(*) INTO deleted FROM gone;
+  -- (the next round takes the rest): normally there are none. A call making
+  -- a partition locks the default one: then they wait for the next round.
+  BEGIN
+    WITH gone AS (
+      DELETE FROM skiplock.finished_jobs_default
+      WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
+                             WHERE finished_at < prune_before LIMIT 10000))
+      RETURNING id
+    ),
+    steps AS (
+      DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
+    ),
+    links AS (
+      DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
+    )
+    SELECT count(*) INTO deleted FROM gone;
+  EXCEPTION WHEN lock_not_available THEN
+    NULL;
+  END;
 
   deleted := deleted + skiplock.sweep_finished_jobs(retention, longest, 10000);
 
@@ -204,11 +213,17 @@ BEGIN
     IF lo IS NULL THEN
       -- From the oldest job there is: the first day with a partition, or an older one in the default partition.
       IF oldest IS NULL THEN
-        SELECT least(
-          (SELECT min(to_date(substr(c.relname, 15), 'YYYYMMDD'))::timestamp AT TIME ZONE 'UTC'
-           FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-           WHERE i.inhparent = 'skiplock.finished_jobs'::regclass AND c.relname ~ '^finished_jobs_\d{8}$'),
-          (SELECT min(d.finished_at) FROM skiplock.finished_jobs_default d)) INTO oldest;
+        -- The default partition is locked while a call makes a partition: then the next round sweeps.
+        BEGIN
+          SELECT least(
+            (SELECT min(to_date(substr(c.relname, 15), 'YYYYMMDD'))::timestamp AT TIME ZONE 'UTC'
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'skiplock.finished_jobs'::regclass AND c.relname ~ '^finished_jobs_\d{8}$'),
+            (SELECT min(d.finished_at) FROM skiplock.finished_jobs_default d)) INTO oldest;
+        EXCEPTION WHEN lock_not_available THEN
+          stalled := true;
+        END;
+        EXIT WHEN stalled;
       END IF;
       lo := least(coalesce(oldest, upto), upto);
     END IF;

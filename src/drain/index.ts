@@ -23,7 +23,12 @@ export {
   type BatchOutcome,
   type BatchOutcomes,
 } from './define-batch-job.js';
-export { definePeriodicJob, type PeriodicJob, type TypedPeriodicJob } from './periodic.js';
+export {
+  definePeriodicJob,
+  type NamedPeriodicJob,
+  type PeriodicJob,
+  type TypedPeriodicJob,
+} from './periodic.js';
 export {
   AttemptInterruptedError,
   InvalidBatchOutcomeError,

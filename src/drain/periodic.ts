@@ -32,12 +32,23 @@ export interface TypedPeriodicJob<J extends JobType> extends Omit<PeriodicJob, '
 }
 
 /**
+ * A periodic job naming one of the job types `J` (a union of definitions):
+ * its type must be one of their names and its payload must fit that one's schema.
+ */
+export type NamedPeriodicJob<J extends JobType> = J extends JobType
+  ? Omit<PeriodicJob, 'type' | 'payload'> & { type: J['type']; payload: PayloadOf<J> }
+  : never;
+
+/**
  * Checks the expression at once, so a typo fails at start-up, not at the
  * first tick. Given the job's definition (`job`), its payload is checked
- * against the schema when this compiles; given a type name, when the drain
- * or the worker starts, if one of its definitions has that type.
+ * against the schema when this compiles; given a type name and the
+ * definitions as the type argument (`definePeriodicJob<typeof jobs>(...)`),
+ * the name and the payload are; given a type name alone, the payload is
+ * checked when the drain or the worker starts, if one of its definitions has that type.
  */
 export function definePeriodicJob<J extends JobType>(job: TypedPeriodicJob<J>): PeriodicJob;
+export function definePeriodicJob<Jobs extends readonly JobType[]>(job: NamedPeriodicJob<Jobs[number]>): PeriodicJob;
 export function definePeriodicJob(job: PeriodicJob): PeriodicJob;
 export function definePeriodicJob(input: PeriodicJob | TypedPeriodicJob<JobType>): PeriodicJob {
   const job = 'job' in input ? periodicJobOf(input) : input;

@@ -37,13 +37,22 @@ export type { ApiSettings, AppDeps, Bindings, WaitUntil } from './context.js';
  * CORS headers, so their browsers refuse the response.
  */
 function corsForConfiguredOrigins(deps: AppDeps): MiddlewareHandler<AppEnv> {
-  return (c, next) =>
-    cors({
-      origin: [...deps.settings(c.env).corsOrigins],
-      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID'],
-      exposeHeaders: ['ETag', 'Location', 'Retry-After', 'X-Request-Id'],
-      maxAge: 600,
-    })(c, next);
+  // One middleware per list of origins: the settings, and so the list, are read once per environment.
+  const byOrigins = new WeakMap<readonly string[], MiddlewareHandler<AppEnv>>();
+  return (c, next) => {
+    const origins = deps.settings(c.env).corsOrigins;
+    let handler = byOrigins.get(origins);
+    if (handler === undefined) {
+      handler = cors({
+        origin: [...origins],
+        allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID'],
+        exposeHeaders: ['ETag', 'Location', 'Retry-After', 'X-Request-Id'],
+        maxAge: 600,
+      });
+      byOrigins.set(origins, handler);
+    }
+    return handler(c, next);
+  };
 }
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -45,6 +45,10 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
         ...(options.projectVarsFile === undefined ? [] : ['--env-file', options.projectVarsFile]),
         ...['--env-file', options.envFile],
         ...['--persist-to', options.persistTo],
+        // Port 0: the system's pick as the inspector binds. Left to itself wrangler picks 9229 (or the
+        // next free one) and binds it a second or two later, so of two started together the later dies
+        // (Address already in use 127.0.0.1:9229); the CLI offers no way to turn the inspector off.
+        ...['--inspector-port', '0'],
         '--show-interactive-dev-session=false',
       ],
       {

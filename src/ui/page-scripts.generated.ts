@@ -247,7 +247,9 @@ export const dashboardScript = `"use strict";
     callback_delivered: "Callback delivered",
     parked: "Parked at a step",
     resumed: "Resumed",
-    held: "Held for its key's turn"
+    held: "Held for its key's turn",
+    debounced: "Debounced",
+    replaced: "Payload replaced"
   };
   var shownJobId = null;
   function jobPath(id) {
@@ -334,6 +336,8 @@ export const dashboardScript = `"use strict";
         return \`Waiting for job \${wait.jobId}\`;
       case "key":
         return wait.blockedBy === null ? \`Held for its turn of \${wait.ordered ? "ordering" : "concurrency"} key \${wait.key}\` : \`Held: ordering key \${wait.key} waits for failed job \${wait.blockedBy} to be retried or the key unblocked\`;
+      case "debounce":
+        return \`Debounced: \${wait.enqueues} enqueues of key \${wait.key} so far; starts \${formatTime(wait.until)} unless another moves it\`;
     }
   }
   function renderSteps({ steps, waitingFor, links }) {
@@ -603,7 +607,8 @@ export const dashboardScript = `"use strict";
             "th",
             { scope: "row" },
             h("a", { href: jobsHash({ queue: queue.queue }) }, queue.queue),
-            queueSettings(queue)
+            queueSettings(queue),
+            pauseButton(queue)
           ),
           h("td", {}, depthBar(queue.counts, deepest)),
           ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
@@ -623,13 +628,50 @@ export const dashboardScript = `"use strict";
   }
   function queueSettings(queue) {
     const said = [];
+    if (isPaused(queue)) said.push(\`paused since \${formatTime(queue.pausedAt)}\`);
     if (queue.concurrency !== null) said.push(\`cap \${queue.concurrency}\`);
     if (queue.weight !== 1) said.push(\`weight \${queue.weight}\`);
     if (queue.delivery !== null && queue.delivery !== void 0) said.push(\`to \${deliveryTarget(queue.delivery)}\`);
     if (queue.held > 0) said.push(\`\${queue.held} held for a key's turn\`);
     if (said.length === 0) return null;
-    const title = "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. To: where the drains deliver its jobs, instead of to handlers. Held: waiting jobs whose concurrency or ordering key has no free slot (counted as queued or scheduled).";
+    const title = "Paused: no claim takes its waiting jobs until it is resumed. Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. To: where the drains deliver its jobs, instead of to handlers. Held: waiting jobs whose concurrency or ordering key has no free slot (counted as queued or scheduled).";
     return h("div", { class: "muted queue-settings", "data-settings": "", title }, said.join(", "));
+  }
+  function isPaused(queue) {
+    return typeof queue.pausedAt === "string";
+  }
+  function pauseButton(queue) {
+    const action = isPaused(queue) ? "resume" : "pause";
+    return h(
+      "button",
+      { type: "button", class: "secondary queue-action", "data-queue-action": action, "data-queue-name": queue.queue },
+      isPaused(queue) ? "Resume" : "Pause"
+    );
+  }
+  var QUEUE_ACTIONS = {
+    pause: {
+      title: (queue) => \`Pause queue \${queue}?\`,
+      text: "No claim takes its waiting jobs until it is resumed; running jobs finish, and its settings stay.",
+      done: (queue) => \`Paused. Queue \${queue} keeps its waiting jobs until it is resumed.\`
+    },
+    resume: {
+      title: (queue) => \`Resume queue \${queue}?\`,
+      text: "Its waiting jobs are claimed again, under its settings as they were.",
+      done: (queue) => \`Resumed. Queue \${queue} runs its waiting jobs.\`
+    }
+  };
+  async function pauseOrResume(button, refresh) {
+    const action = button.dataset.queueAction === "resume" ? "resume" : "pause";
+    const queue = button.dataset.queueName ?? "";
+    const said = QUEUE_ACTIONS[action];
+    if (!await confirmAction(said.title(queue), said.text, action === "pause" ? "Pause" : "Resume")) return;
+    try {
+      await api(\`/v1/queues/\${encodeURIComponent(queue)}/\${action}\`, { method: "POST" });
+      showNotice("ok", said.done(queue));
+    } catch (problem) {
+      showNotice("error", \`Refused. \${problemMessage(problem)}\`);
+    }
+    refresh();
   }
   function deliveryTarget(delivery) {
     if (delivery.target !== "webhook") return \`Cloudflare queue \${delivery.binding}\`;
@@ -692,6 +734,10 @@ export const dashboardScript = `"use strict";
   }
   function wireOverview(refresh) {
     byId("timings-window").addEventListener("change", refresh);
+    byId("queues-table").addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-queue-action]");
+      if (button !== null) void pauseOrResume(button, refresh);
+    });
   }
   function renderRunning(jobs) {
     showRows(

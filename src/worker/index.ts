@@ -21,6 +21,7 @@ export {
   RetryAfterError,
   StepFailedError,
   type DeliveredJob,
+  type NamedPeriodicJob,
   type PeriodicJob,
   type TypedPeriodicJob,
 } from '../drain/index.js';

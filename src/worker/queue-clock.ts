@@ -27,6 +27,11 @@ interface ClockState {
   definitions: string;
   /** When the last drain began: a safety recheck runs after `recheckMs` however idle the clock says the queue is. */
   lastDrainAt: number;
+  /**
+   * The epoch is the one the last `begin` handed a drain: a lowering must move
+   * it on, and store that. Unset (a state stored before it was kept) counts as yes.
+   */
+  epochHandedOut?: boolean;
 }
 
 type ClockRequest =
@@ -88,17 +93,23 @@ export class SkiplockClock {
           state.definitions = body.definitions;
           state.lastDrainAt = body.now;
           state.epoch += 1;
+          state.epochHandedOut = true;
         }
         answer = { drain, epoch: state.epoch };
         break;
       }
       case 'lower':
+        // Already due by then, and no drain's settle could match the epoch: nothing to change or store.
+        // (A busy queue lowers the clock on every change, so this is most lowerings.)
+        if (state.dueAt <= body.at && state.epochHandedOut === false) return Response.json(null);
         state.dueAt = Math.min(state.dueAt, body.at);
         state.epoch += 1;
+        state.epochHandedOut = false;
         break;
       case 'settle':
         state.dueAt = state.epoch === body.epoch ? body.at : Math.min(state.dueAt, body.at);
         state.epoch += 1;
+        state.epochHandedOut = false;
         break;
       default:
         return new Response('unknown clock operation', { status: 400 });

@@ -193,6 +193,8 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
   it("changes a tenant's concurrency once confirmed", async () => {
     const page = await newPage();
     await signIn(page, stack().url, ADMIN_TOKEN);
+    // The overview shows once its figures have loaded, which a loaded machine can take longer than an action's timeout for.
+    await page.locator('#overview-view').waitFor({ timeout: 90_000 });
     await page.fill('#open-tenant-name', 'acme');
     await page.press('#open-tenant-name', 'Enter');
     await page.locator('#tenant-summary:has-text("running now")').waitFor();
@@ -208,6 +210,28 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
       weight: 1,
       custom: true,
     });
+  });
+
+  it('pauses a queue once confirmed, shows it paused with its settings kept, and resumes it', async () => {
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.locator('#overview-view').waitFor({ timeout: 90_000 });
+    const row = page.locator('tr[data-queue="reports"]');
+    await row.locator('button[data-queue-action="pause"]').click();
+    await confirm(page);
+    expect(await noticeText(page)).toBe('Paused. Queue reports keeps its waiting jobs until it is resumed.');
+    const paused = (await queueSummaries(stack().api)).queues.find((queue) => queue.queue === 'reports');
+    expect(paused).toMatchObject({ concurrency: 40, weight: 2, pausedAt: expect.any(String) });
+    // The refreshed row says so, beside the settings it kept, and offers to resume.
+    await row.locator('button[data-queue-action="resume"]').waitFor();
+    expect(await row.locator('[data-settings]').textContent()).toMatch(/^paused since .+, cap 40, weight 2$/);
+
+    await row.locator('button[data-queue-action="resume"]').click();
+    await confirm(page);
+    await row.locator('button[data-queue-action="pause"]').waitFor();
+    const resumed = (await queueSummaries(stack().api)).queues.find((queue) => queue.queue === 'reports');
+    expect(resumed).toMatchObject({ concurrency: 40, weight: 2, pausedAt: null });
+    expect(await row.locator('[data-settings]').textContent()).toBe('cap 40, weight 2');
   });
 
   it('refuses the actions of a key without the scope for them, saying why', async () => {

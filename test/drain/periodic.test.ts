@@ -47,7 +47,7 @@ async function jobsOfType(db: Db, type: string): Promise<number> {
 }
 
 describe('periodic jobs', () => {
-  it('takes a job definition, whose payload it types, or a type name, whose payload is checked at start', async () => {
+  it('takes a job definition, whose payload it types; a type name checked against the definitions given, or one whose payload is checked at start', async () => {
     const typed = definePeriodicJob({
       name: 'typed-report',
       cron: '0 0 1 1 *',
@@ -58,6 +58,20 @@ describe('periodic jobs', () => {
     expect(typed).not.toHaveProperty('job');
     // @ts-expect-error -- kind is a string in the schema: this must not compile.
     definePeriodicJob({ name: 'typed-bad', cron: '0 0 1 1 *', job: report, payload: { kind: 1 } });
+    const named = definePeriodicJob<[typeof report]>({
+      name: 'named-report',
+      cron: '0 0 1 1 *',
+      type: 'report',
+      payload: { kind: 'named' },
+    });
+    expect(named).toEqual({ name: 'named-report', cron: '0 0 1 1 *', type: 'report', payload: { kind: 'named' } });
+    definePeriodicJob<[typeof report]>({
+      name: 'named-bad',
+      cron: '0 0 1 1 *',
+      // @ts-expect-error -- no definition has the type repotr: this must not compile.
+      type: 'repotr',
+      payload: { kind: 'x' },
+    });
 
     const { db } = await open('pg');
     const misfit = definePeriodicJob({ name: 'misfit', cron: '0 0 1 1 *', type: 'report', payload: { kind: 7 } });

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import {
   claimBatch,
@@ -226,6 +227,33 @@ describe('maintenance', () => {
       droppedDays: 0,
       deletedJobs: 0,
     });
+  });
+
+  it('two housekeeping calls meeting over the days ahead: the one that finds the default partition locked leaves its work to the next call', async () => {
+    const { db, url } = await open('pg');
+    await maintainHistory(db, { retentionSeconds: 86_400 });
+    // Another call, in the middle of making a day's partition, holds the lock on the default one.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`CREATE TABLE skiplock.finished_jobs_29991231 PARTITION OF skiplock.finished_jobs
+                         FOR VALUES FROM ('2999-12-31 00:00+00') TO ('3000-01-01 00:00+00')`);
+      // Days ahead with no partition yet, whose check reads the locked default partition.
+      const [meeting] = await db.query<{ created: number; dropped: number; deleted: number }>({
+        text: "SELECT * FROM skiplock.maintain_finished_jobs(interval '1 day', 5)",
+        params: [],
+      });
+      expect(meeting).toEqual({ created: 0, dropped: 0, deleted: 0 });
+      await other.query('COMMIT');
+    } finally {
+      await other.end();
+    }
+    const [next] = await db.query<{ created: number }>({
+      text: "SELECT created FROM skiplock.maintain_finished_jobs(interval '1 day', 5)",
+      params: [],
+    });
+    expect(next?.created).toBe(3);
   });
 
   it('prunes events past the retention in bounded batches', async () => {

@@ -2,7 +2,6 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { oneWranglerStartAtATime } from './wrangler-start';
 
 export { scratchCheckout } from './scratch-checkout';
 
@@ -16,12 +15,7 @@ export interface NpmStart {
   stop(): Promise<void>;
 }
 
-/** Other files' `npm start` and wrangler dev wait until this one is up, or has ended (test/support/wrangler-start.ts). */
-export function npmStart(checkout: string, env: NodeJS.ProcessEnv, upWithinMs = 90_000): Promise<NpmStart> {
-  return oneWranglerStartAtATime(() => startNpm(checkout, env, upWithinMs));
-}
-
-async function startNpm(checkout: string, env: NodeJS.ProcessEnv, upWithinMs: number): Promise<NpmStart> {
+export async function npmStart(checkout: string, env: NodeJS.ProcessEnv, upWithinMs = 90_000): Promise<NpmStart> {
   const child = spawn('npm', ['start'], {
     cwd: checkout,
     env: { ...process.env, ...env },

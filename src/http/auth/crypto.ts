@@ -38,8 +38,26 @@ export async function sameSecret(presented: string, expected: string): Promise<b
   return difference === 0;
 }
 
+/**
+ * Imported keys by usage and secret, kept for the isolate's life: importing
+ * one costs more than the signature it makes, and every enqueue signs. A
+ * Worker has a secret or two; a rotation adds one, and the map is emptied
+ * should it ever hold more than a few.
+ */
+const importedKeys = new Map<string, Promise<CryptoKey>>();
+const MAX_IMPORTED_KEYS = 8;
+
 function hmacKey(secret: string, usage: 'sign' | 'verify'): Promise<CryptoKey> {
-  return crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [usage]);
+  const id = `${usage}:${secret}`;
+  let key = importedKeys.get(id);
+  if (key === undefined) {
+    if (importedKeys.size >= MAX_IMPORTED_KEYS) importedKeys.clear();
+    key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [usage]);
+    // A failed import is not kept: the next call tries again.
+    key.catch(() => importedKeys.delete(id));
+    importedKeys.set(id, key);
+  }
+  return key;
 }
 
 /** Signs many messages with one imported key (a batch enqueue signs up to 1,000 status tokens). */

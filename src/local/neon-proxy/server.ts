@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { localNeonConfig } from '../../db/neon-local.js';
 import { randomSecret } from '../random-secret.js';
 import { localClientsOnly, type Admission } from './local-clients-only.js';
+import { delays, NO_NETWORK_DELAY, oneWayMs, type NetworkDelay } from './network-delay.js';
 import { createSqlOverHttpHandler } from './sql-over-http.js';
 import { createWebSocketPipe, refuseUpgrade, type PostgresAddress } from './ws-pipe.js';
 
@@ -13,6 +14,8 @@ export interface NeonProxyOptions {
   port?: number;
   /** Defaults to 127.0.0.1: the proxy is for this machine's own clients, so keep it off the network. */
   host?: string;
+  /** The network to play between the clients and Postgres; none by default. */
+  networkDelay?: NetworkDelay;
 }
 
 export interface NeonProxy {
@@ -31,6 +34,15 @@ export interface NeonProxy {
   close(): Promise<void>;
   /** Abruptly cuts every piped WebSocket and every SQL-over-HTTP connection (for fault injection). */
   dropConnections(): void;
+  /** What the clients have sent towards Postgres so far, for counting trips to the database. */
+  traffic(): NeonProxyTraffic;
+}
+
+export interface NeonProxyTraffic {
+  /** SQL-over-HTTP requests: one round trip each. */
+  httpRequests: number;
+  /** WebSocket messages from clients: a round trip each at most (a client may send several before an answer). */
+  webSocketMessages: number;
 }
 
 /**
@@ -39,10 +51,16 @@ export interface NeonProxy {
  * WebSocket pipe (Neon's wsproxy protocol) on `/<secret>/v1`, to the local
  * stack's own clients only (see local-clients-only.ts).
  */
-export async function startNeonProxy({ postgres, port = 0, host = '127.0.0.1' }: NeonProxyOptions): Promise<NeonProxy> {
+export async function startNeonProxy({
+  postgres,
+  port = 0,
+  host = '127.0.0.1',
+  networkDelay = NO_NETWORK_DELAY,
+}: NeonProxyOptions): Promise<NeonProxy> {
   const sqlOverHttp = createSqlOverHttpHandler(postgres);
-  const webSocketPipe = createWebSocketPipe([postgres]);
+  const webSocketPipe = createWebSocketPipe([postgres], networkDelay);
   const secret = randomSecret();
+  let httpRequests = 0;
   // Set once the port is bound, which the Host check needs.
   let admit = (_request: IncomingMessage): Admission => ({ admitted: false, status: 503, reason: 'starting' });
 
@@ -55,7 +73,13 @@ export async function startNeonProxy({ postgres, port = 0, host = '127.0.0.1' }:
     } else if (request.method !== 'POST') {
       response.writeHead(405, { Allow: 'POST' }).end();
     } else {
-      void sqlOverHttp.handle(request, response);
+      httpRequests += 1;
+      // One request is one transaction: where in its round trip the wait falls changes nothing a client sees.
+      if (delays(networkDelay)) {
+        setTimeout(() => void sqlOverHttp.handle(request, response), oneWayMs(networkDelay) + oneWayMs(networkDelay));
+      } else {
+        void sqlOverHttp.handle(request, response);
+      }
     }
   });
   server.on('upgrade', (request, socket, head: Buffer) => {
@@ -86,6 +110,7 @@ export async function startNeonProxy({ postgres, port = 0, host = '127.0.0.1' }:
     address,
     url: `http://${address}`,
     wsProxy: localNeonConfig(address).wsProxy,
+    traffic: () => ({ httpRequests, webSocketMessages: webSocketPipe.messagesFromClients() }),
     dropConnections() {
       webSocketPipe.dropConnections();
       sqlOverHttp.dropConnections();

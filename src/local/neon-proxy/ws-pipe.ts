@@ -2,6 +2,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { delayLine, NO_NETWORK_DELAY, type NetworkDelay } from './network-delay.js';
 
 /** A TCP address where Postgres listens. */
 export interface PostgresAddress {
@@ -19,6 +20,8 @@ export interface WebSocketPipe {
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Abruptly cuts every open pipe on both sides, as a network failure would. */
   dropConnections(): void;
+  /** Messages clients have sent over every pipe so far. */
+  messagesFromClients(): number;
   /** Cuts every open pipe; the pipe must not be given upgrades afterwards. */
   close(): void;
 }
@@ -34,11 +37,16 @@ const WEBSOCKET_HIGH_WATER_MARK = 1024 * 1024;
 /**
  * @param allowedAddresses the only Postgres addresses a client may ask for,
  *   so the pipe cannot be used as an open TCP relay.
+ * @param networkDelay the network to play between client and Postgres, per message.
  */
-export function createWebSocketPipe(allowedAddresses: readonly PostgresAddress[]): WebSocketPipe {
+export function createWebSocketPipe(
+  allowedAddresses: readonly PostgresAddress[],
+  networkDelay: NetworkDelay = NO_NETWORK_DELAY,
+): WebSocketPipe {
   const allowed = new Map(allowedAddresses.map((address) => [`${address.host}:${address.port}`, address]));
   const webSocketServer = new WebSocketServer({ noServer: true });
   const openPipes = new Set<OpenPipe>();
+  const counted = { messagesFromClients: 0 };
 
   const dropConnections = (): void => {
     for (const { webSocket, postgres } of openPipes) {
@@ -57,10 +65,11 @@ export function createWebSocketPipe(allowedAddresses: readonly PostgresAddress[]
         return;
       }
       webSocketServer.handleUpgrade(request, socket, head, (webSocket) => {
-        openPipes.add(pipeToPostgres(webSocket, address, (closed) => openPipes.delete(closed)));
+        openPipes.add(pipeToPostgres(webSocket, address, networkDelay, counted, (closed) => openPipes.delete(closed)));
       });
     },
     dropConnections,
+    messagesFromClients: () => counted.messagesFromClients,
     close() {
       dropConnections();
       webSocketServer.close();
@@ -79,27 +88,41 @@ export function refuseUpgrade(socket: Duplex, status: number, reason: string): v
   );
 }
 
-function pipeToPostgres(webSocket: WebSocket, address: PostgresAddress, onClosed: (pipe: OpenPipe) => void): OpenPipe {
+function pipeToPostgres(
+  webSocket: WebSocket,
+  address: PostgresAddress,
+  networkDelay: NetworkDelay,
+  counted: { messagesFromClients: number },
+  onClosed: (pipe: OpenPipe) => void,
+): OpenPipe {
   // Bytes the client sends before the TCP connection is up are queued by the socket.
   const postgres = connect({ host: address.host, port: address.port, noDelay: true });
   const pipe = { webSocket, postgres };
+  // Each direction's messages, and the close that follows them, cross the played network in order.
+  const toPostgres = delayLine(networkDelay);
+  const toClient = delayLine(networkDelay);
 
   webSocket.on('message', (data) => {
-    if (!postgres.write(messageBytes(data))) {
-      webSocket.pause();
-      postgres.once('drain', () => webSocket.resume());
-    }
+    counted.messagesFromClients += 1;
+    toPostgres(() => {
+      if (!postgres.write(messageBytes(data))) {
+        webSocket.pause();
+        postgres.once('drain', () => webSocket.resume());
+      }
+    });
   });
   postgres.on('data', (chunk) => {
-    webSocket.send(chunk, { binary: true }, () => {
-      if (webSocket.bufferedAmount < WEBSOCKET_HIGH_WATER_MARK) postgres.resume();
+    toClient(() => {
+      webSocket.send(chunk, { binary: true }, () => {
+        if (webSocket.bufferedAmount < WEBSOCKET_HIGH_WATER_MARK) postgres.resume();
+      });
+      if (webSocket.bufferedAmount >= WEBSOCKET_HIGH_WATER_MARK) postgres.pause();
     });
-    if (webSocket.bufferedAmount >= WEBSOCKET_HIGH_WATER_MARK) postgres.pause();
   });
 
   // A client closing normally may have just sent Terminate: flush it, then let
   // Postgres close the connection. An errored client has nothing worth flushing.
-  webSocket.on('close', () => postgres.end());
+  webSocket.on('close', () => toPostgres(() => postgres.end()));
   webSocket.on('error', () => postgres.destroy());
 
   postgres.on('error', (error: NodeJS.ErrnoException) => {
@@ -109,7 +132,9 @@ function pipeToPostgres(webSocket: WebSocket, address: PostgresAddress, onClosed
   postgres.on('close', () => {
     onClosed(pipe);
     // Postgres ending the session is a normal close for the client, as in Neon's wsproxy.
-    if (webSocket.readyState === WebSocket.OPEN) webSocket.close(1000, 'Postgres connection closed');
+    toClient(() => {
+      if (webSocket.readyState === WebSocket.OPEN) webSocket.close(1000, 'Postgres connection closed');
+    });
   });
 
   return pipe;

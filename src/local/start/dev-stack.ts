@@ -1,6 +1,6 @@
 import { basename, join } from 'node:path';
 import { writeDevVarsFile } from '../dev-vars-file.js';
-import { startNeonProxy } from '../neon-proxy/index.js';
+import { delays, type NetworkDelay, startNeonProxy } from '../neon-proxy/index.js';
 import { anyFreePort } from '../ports.js';
 import { startScheduledTrigger } from '../scheduled-trigger.js';
 import { readWranglerConfig } from '../wrangler-config.js';
@@ -73,7 +73,7 @@ async function startStack(
   console.log(`migrations: ${describeMigrateResult(await migrateDatabase(database))}`);
 
   const { host, port } = database.target;
-  const proxy = await startNeonProxy({ postgres: { host, port }, port: proxyPort });
+  const proxy = await startNeonProxy({ postgres: { host, port }, port: proxyPort, networkDelay: config.networkDelay });
   running.add('the Neon proxy', () => proxy.close());
 
   const adminToken = config.adminToken ?? (await savedSecret(paths.adminToken)).secret;
@@ -123,7 +123,7 @@ async function startStack(
       workerUrl,
       adminToken,
       adminTokenSource: config.adminToken === undefined ? shownPath(paths.adminToken) : 'ADMIN_TOKEN',
-      database: database.description,
+      database: describeDatabase(database.description, config.networkDelay),
       drains: describeDrainSchedule(schedule, configName),
       logFile,
       demoJobs: config.demoJobs,
@@ -152,4 +152,11 @@ async function startDatabase(config: StartConfig, paths: LocalPaths): Promise<Da
   if (config.database !== undefined) return externalDatabase(config.database);
   const port = await choosePort(config.postgresPort, anyFreePort);
   return startEmbeddedDatabase(await postgresDataDir(paths), paths.postgresPassword, port, paths.projectDir);
+}
+
+/** The database as the Worker reaches it: through a played network when one is set. */
+function describeDatabase(description: string, delay: NetworkDelay): string {
+  if (!delays(delay)) return description;
+  const jitter = delay.jitterMs > 0 ? ` (+ up to ${delay.jitterMs} ms each way)` : '';
+  return `${description}, a ${delay.roundTripMs} ms round trip away${jitter}`;
 }

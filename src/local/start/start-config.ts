@@ -1,5 +1,6 @@
 import { parseDatabaseUrl, type DatabaseTarget } from '../../cli/database-url.js';
 import { ConfigurationError, resolveSettings, TUNING_VARIABLES } from '../../worker/settings.js';
+import { networkDelayFrom, type NetworkDelay } from '../neon-proxy/network-delay.js';
 
 /** A port that a flag or an environment variable may fix; otherwise `skiplock dev` picks one. */
 export interface PortSetting {
@@ -28,6 +29,8 @@ export interface StartConfig {
   workerPort: PortSetting;
   postgresPort: PortSetting;
   proxyPort: PortSetting;
+  /** The round trip the Neon proxy plays between the Worker and Postgres (NEON_PROXY_ROUND_TRIP_MS, NEON_PROXY_JITTER_MS). */
+  networkDelay: NetworkDelay;
   /** Fire the drain this often instead of on the cron schedule. */
   drainEverySeconds: number | undefined;
   /** The Worker's first admin key; without it a saved dev key is used. */
@@ -49,6 +52,7 @@ export function readStartConfig(env: NodeJS.ProcessEnv, flags: DevFlags): StartC
     workerPort: portSetting(flags.port, '--port') ?? portSetting(setting(env, 'PORT'), 'PORT') ?? unset('--port'),
     postgresPort: portSetting(setting(env, 'POSTGRES_PORT'), 'POSTGRES_PORT') ?? unset('POSTGRES_PORT'),
     proxyPort: portSetting(setting(env, 'PROXY_PORT'), 'PROXY_PORT') ?? unset('PROXY_PORT'),
+    networkDelay: networkDelayFrom(env),
     drainEverySeconds:
       drainInterval(flags.drainEvery, '--drain-every') ??
       drainInterval(setting(env, 'DRAIN_EVERY_SECONDS'), 'DRAIN_EVERY_SECONDS'),

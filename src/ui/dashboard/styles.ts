@@ -50,6 +50,7 @@ label { font-weight: 600; }
 .total dd { margin: 0.2rem 0 0; font-size: 1.6rem; font-weight: 700; font-variant-numeric: tabular-nums; }
 
 .queue-settings { font-size: 0.8rem; font-weight: 400; }
+.queue-action { display: block; min-height: 1.75rem; padding: 0.1rem 0.6rem; font-size: 0.8rem; margin-top: 0.3rem; }
 
 .chart svg { display: block; width: 100%; height: 140px; }
 .axis { display: flex; justify-content: space-between; margin: 0.3rem 0 0; font-size: 0.8rem; }

@@ -8,7 +8,6 @@ import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startNeonProxy } from '../../../src/local/neon-proxy';
 import { createTestDatabase } from '../../support/database';
 import { postgresAddressOf } from '../../support/postgres-address';
-import { oneWranglerStartAtATime } from '../../support/wrangler-start';
 
 export const ADMIN_TOKEN = 'browser-test-admin';
 
@@ -44,12 +43,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     SKIPLOCK_DEV: '1',
     CORS_ORIGINS: (options.corsOrigins ?? []).join(','),
   });
-  const worker = await oneWranglerStartAtATime(() =>
-    startLocalWorker(
-      { variable: 'PORT', requested: undefined },
-      { projectRoot, envFile, persistTo: join(folder, 'wrangler'), logFile: join(folder, 'wrangler.log') },
-      new AbortController().signal,
-    ),
+  const worker = await startLocalWorker(
+    { variable: 'PORT', requested: undefined },
+    { projectRoot, envFile, persistTo: join(folder, 'wrangler'), logFile: join(folder, 'wrangler.log') },
+    new AbortController().signal,
   );
   return {
     url: worker.url,

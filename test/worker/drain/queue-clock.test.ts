@@ -48,6 +48,24 @@ describe('the queue clock', () => {
     expect((await clock.begin(tick(now + 5_000))).drain).toBe(true);
   });
 
+  it('a change due after the time a running drain holds the clock for is not hidden by that drain settling', async () => {
+    const clock = freshClock();
+    const now = Date.now();
+    const drain = await clock.begin(tick(now));
+
+    // Later than the drain's hold (25 s): the clock's time does not move, but the drain's reading is now stale.
+    await clock.lower(now + 40_000);
+    await clock.lower(now + 50_000);
+    await clock.settle(now + 86_400_000, drain.epoch);
+
+    // The hold passes with the drain settled: the next drain is due by the change's time at the latest.
+    const next = await clock.begin(tick(now + 40_000));
+    expect(next.drain).toBe(true);
+    await clock.settle(now + 86_400_000, next.epoch);
+    // Settled with nothing lowered since: the drain's reading stands.
+    expect((await clock.begin(tick(now + 50_000))).drain).toBe(false);
+  });
+
   it('a drain that never settles holds the clock for its budget only', async () => {
     const clock = freshClock();
     const now = Date.now();

@@ -1,6 +1,6 @@
 import type { JobStatus } from '../../../engine/types.js';
 import { byId, formatTime } from '../../browser/shared.js';
-import { api } from './api.js';
+import { api, problemMessage } from './api.js';
 import type {
   AttemptTimings,
   DailyAttemptStats,
@@ -14,6 +14,7 @@ import type {
 } from './api-types.js';
 import { depthBar, finishedIn, minuteSlots, sparkline, throughputChart } from './charts.js';
 import { h, showRows } from './elements.js';
+import { confirmAction, showNotice } from './notice.js';
 import { formatDuration, formatFromNow, formatSeconds } from './format.js';
 import { jobLink, jobsHash } from './job-list.js';
 
@@ -125,6 +126,7 @@ function renderQueues(queues: readonly QueueSummary[], throughputRows: readonly 
           { scope: 'row' },
           h('a', { href: jobsHash({ queue: queue.queue }) }, queue.queue),
           queueSettings(queue),
+          pauseButton(queue),
         ),
         h('td', {}, depthBar(queue.counts, deepest)),
         ...QUEUE_COLUMNS.map((status) => countCell(queue.queue, status, queue.counts[status])),
@@ -146,6 +148,7 @@ function renderQueues(queues: readonly QueueSummary[], throughputRows: readonly 
 /** A queue's own settings, under its name; nothing for the defaults (no cap, weight 1, no delivery target). */
 function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   const said: string[] = [];
+  if (isPaused(queue)) said.push(`paused since ${formatTime(queue.pausedAt)}`);
   if (queue.concurrency !== null) said.push(`cap ${queue.concurrency}`);
   if (queue.weight !== 1) said.push(`weight ${queue.weight}`);
   // Left out for a tenant-bound key: where a queue's jobs go is its operator's.
@@ -153,10 +156,53 @@ function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   if (queue.held > 0) said.push(`${queue.held} held for a key's turn`);
   if (said.length === 0) return null;
   const title =
+    'Paused: no claim takes its waiting jobs until it is resumed. ' +
     "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
     'To: where the drains deliver its jobs, instead of to handlers. ' +
     'Held: waiting jobs whose concurrency or ordering key has no free slot (counted as queued or scheduled).';
   return h('div', { class: 'muted queue-settings', 'data-settings': '', title }, said.join(', '));
+}
+
+function isPaused(queue: QueueSummary): queue is QueueSummary & { pausedAt: string } {
+  return typeof queue.pausedAt === 'string';
+}
+
+/** Pauses or resumes the queue, once confirmed (see pauseOrResume). */
+function pauseButton(queue: QueueSummary): HTMLButtonElement {
+  const action = isPaused(queue) ? 'resume' : 'pause';
+  return h(
+    'button',
+    { type: 'button', class: 'secondary queue-action', 'data-queue-action': action, 'data-queue-name': queue.queue },
+    isPaused(queue) ? 'Resume' : 'Pause',
+  );
+}
+
+const QUEUE_ACTIONS = {
+  pause: {
+    title: (queue: string) => `Pause queue ${queue}?`,
+    text: 'No claim takes its waiting jobs until it is resumed; running jobs finish, and its settings stay.',
+    done: (queue: string) => `Paused. Queue ${queue} keeps its waiting jobs until it is resumed.`,
+  },
+  resume: {
+    title: (queue: string) => `Resume queue ${queue}?`,
+    text: 'Its waiting jobs are claimed again, under its settings as they were.',
+    done: (queue: string) => `Resumed. Queue ${queue} runs its waiting jobs.`,
+  },
+} as const;
+
+/** A click on a queue's Pause or Resume button: confirmed, sent, told, then the overview refreshed. */
+async function pauseOrResume(button: HTMLButtonElement, refresh: () => void): Promise<void> {
+  const action = button.dataset.queueAction === 'resume' ? 'resume' : 'pause';
+  const queue = button.dataset.queueName ?? '';
+  const said = QUEUE_ACTIONS[action];
+  if (!(await confirmAction(said.title(queue), said.text, action === 'pause' ? 'Pause' : 'Resume'))) return;
+  try {
+    await api(`/v1/queues/${encodeURIComponent(queue)}/${action}`, { method: 'POST' });
+    showNotice('ok', said.done(queue));
+  } catch (problem) {
+    showNotice('error', `Refused. ${problemMessage(problem)}`);
+  }
+  refresh();
 }
 
 /** Where a queue's jobs go: the webhook's host, or the Cloudflare queue's binding. */
@@ -230,6 +276,10 @@ function renderTimings(rows: readonly TimingsRow[]): void {
 /** Another window: `refresh` shows the overview again, read as a refresh (the page stays where it is). */
 export function wireOverview(refresh: () => void): void {
   byId('timings-window').addEventListener('change', refresh);
+  byId('queues-table').addEventListener('click', (event) => {
+    const button = (event.target as Element).closest<HTMLButtonElement>('button[data-queue-action]');
+    if (button !== null) void pauseOrResume(button, refresh);
+  });
 }
 
 function renderRunning(jobs: readonly Job[]): void {
