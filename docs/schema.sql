@@ -105,7 +105,8 @@ TABLE finished_jobs PARTITIONED BY RANGE (finished_at) (
   failure_callback_url text,
   run_ms bigint NOT NULL DEFAULT 0,
   finished_at timestamp with time zone NOT NULL,
-  result jsonb
+  result jsonb,
+  tags text[]
 );
 
 TABLE job_counts (
@@ -181,7 +182,8 @@ TABLE jobs (
   last_error jsonb,
   callback_url skiplock.callback_url,
   failure_callback_url skiplock.callback_url,
-  run_ms bigint NOT NULL DEFAULT 0
+  run_ms bigint NOT NULL DEFAULT 0,
+  tags text[]
 ) WITH (fillfactor=80);
 
 TABLE keyed_jobs (
@@ -350,6 +352,8 @@ CREATE UNIQUE INDEX event_waits_pkey ON skiplock.event_waits USING btree (job_id
 CREATE UNIQUE INDEX events_pkey ON skiplock.events USING btree (tenant, name, key);
 CREATE INDEX finished_jobs_finished_at_idx ON ONLY skiplock.finished_jobs USING brin (finished_at);
 CREATE INDEX finished_jobs_id_idx ON ONLY skiplock.finished_jobs USING btree (id);
+CREATE INDEX finished_jobs_payload_idx ON ONLY skiplock.finished_jobs USING gin (payload jsonb_path_ops);
+CREATE INDEX finished_jobs_tags_idx ON ONLY skiplock.finished_jobs USING gin (tags) WHERE (tags IS NOT NULL);
 CREATE INDEX job_events_at_idx ON skiplock.job_events USING brin (at);
 CREATE INDEX job_events_job_idx ON skiplock.job_events USING btree (job_id, id);
 CREATE UNIQUE INDEX job_events_pkey ON skiplock.job_events USING btree (id);
@@ -407,7 +411,8 @@ VIEW all_jobs AS
     j.failure_callback_url,
     j.run_ms,
     NULL::timestamp with time zone AS finished_at,
-    NULL::jsonb AS result
+    NULL::jsonb AS result,
+    j.tags
    FROM skiplock.jobs j
 UNION ALL
  SELECT f.id,
@@ -439,7 +444,8 @@ UNION ALL
     f.failure_callback_url,
     f.run_ms,
     f.finished_at,
-    f.result
+    f.result,
+    f.tags
    FROM skiplock.finished_jobs f;;
 
 VIEW job_graph AS
@@ -584,7 +590,8 @@ TYPE job_shape AS (
   lastError jsonb,
   callbackUrl text,
   failureCallbackUrl text,
-  runMs bigint
+  runMs bigint,
+  tags text[]
 );
 
 -- Functions
@@ -690,7 +697,7 @@ FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error 
     j.callback_url, j.failure_callback_url,
     j.run_ms + CASE WHEN held_ms IS NULL THEN 0
                     ELSE skiplock.ms_between(skiplock.handler_started_at(j.started_at, held_ms), clock_timestamp()) END,
-    clock_timestamp(), outcome_result)::skiplock.finished_jobs
+    clock_timestamp(), outcome_result, j.tags)::skiplock.finished_jobs
 $$;
 
 FUNCTION attempt_stats(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(day date, queue text, tenant text, attempts bigint, succeeded bigint, failed bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb) LANGUAGE sql STABLE AS $$
@@ -1146,7 +1153,7 @@ BEGIN
               j.payload, j.progress, j.last_error, j.callback_url, j.failure_callback_url,
               j.run_ms + skiplock.ms_between(skiplock.handler_started_at(j.started_at, coalesce(input.held_ms, 0)),
                                              clock_timestamp()) AS run_ms,
-              clock_timestamp() AS finished_at, input.result
+              clock_timestamp() AS finished_at, input.result, j.tags
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
@@ -1155,7 +1162,7 @@ BEGIN
            done.expires_at, done.dedup_key, done.dedup_window_seconds, done.created_at, done.first_started_at,
            done.started_at, done.worker_id, done.lease_token, done.lease_expires_at, done.cancel_requested_at,
            done.payload, done.progress, done.last_error, done.callback_url, done.failure_callback_url,
-           done.run_ms, done.finished_at, done.result
+           done.run_ms, done.finished_at, done.result, done.tags
     FROM done
     -- Only when asked (a single completion): building the job costs as much as moving it.
     RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
@@ -1232,7 +1239,7 @@ FUNCTION ended_attempts(since timestamp with time zone, until timestamp with tim
   WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
 $$;
 
-FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, concurrency_limit integer DEFAULT NULL::integer, ordering_key text DEFAULT NULL::text, ordering_on_failure text DEFAULT NULL::text, dedup_on_conflict text DEFAULT NULL::text, dedup_scope text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_period_seconds integer DEFAULT NULL::integer, debounce_max_delay_seconds integer DEFAULT NULL::integer, rate_key text DEFAULT NULL::text, rate_limit integer DEFAULT NULL::integer, rate_period_seconds integer DEFAULT NULL::integer, rate_on_excess text DEFAULT NULL::text) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
+FUNCTION enqueue(queue text, payload jsonb DEFAULT 'null'::jsonb, tenant text DEFAULT 'default'::text, type text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, max_attempts integer DEFAULT NULL::integer, lease_seconds integer DEFAULT NULL::integer, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, dedup_key text DEFAULT NULL::text, dedup_window_seconds integer DEFAULT NULL::integer, backoff_base_seconds real DEFAULT NULL::real, backoff_max_seconds real DEFAULT NULL::real, callback_url text DEFAULT NULL::text, failure_callback_url text DEFAULT NULL::text, concurrency_key text DEFAULT NULL::text, concurrency_limit integer DEFAULT NULL::integer, ordering_key text DEFAULT NULL::text, ordering_on_failure text DEFAULT NULL::text, dedup_on_conflict text DEFAULT NULL::text, dedup_scope text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_period_seconds integer DEFAULT NULL::integer, debounce_max_delay_seconds integer DEFAULT NULL::integer, rate_key text DEFAULT NULL::text, rate_limit integer DEFAULT NULL::integer, rate_period_seconds integer DEFAULT NULL::integer, rate_on_excess text DEFAULT NULL::text, tags text[] DEFAULT NULL::text[]) RETURNS json LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   enqueued json;
   new_id uuid;
@@ -1305,8 +1312,15 @@ BEGIN
       format('from 1 to 86400 seconds, with a rate_key, not %s', rate_period_seconds));
   ELSIF rate_on_excess NOT IN ('throttle', 'drop') OR (rate_on_excess IS NOT NULL AND rate_key IS NULL) THEN
     PERFORM skiplock.refuse('rate_on_excess', format('throttle or drop, with a rate_key, not %s', rate_on_excess));
+  ELSIF cardinality(tags) > 16 THEN
+    PERFORM skiplock.refuse('tags', format('at most 16 tags, not %s', cardinality(tags)));
+  ELSIF EXISTS (SELECT 1 FROM unnest(tags) t WHERE t IS NULL OR NOT skiplock.is_tag(t)) THEN
+    PERFORM skiplock.refuse('tags', format('a tag is 1 to 64 of A-Z a-z 0-9 _ . : / = -, starting with a letter or digit, not %s',
+      (SELECT coalesce(left(t, 100), 'null') FROM unnest(tags) t WHERE t IS NULL OR NOT skiplock.is_tag(t) LIMIT 1)));
   END IF;
   start_at := coalesce(run_at, now() + coalesce(delay, interval '0'));
+  -- Each tag once, in the order given; none as null.
+  tags := nullif(ARRAY(SELECT u.t FROM unnest(tags) WITH ORDINALITY AS u(t, n) GROUP BY u.t ORDER BY min(u.n)), '{}');
   IF coalesce(dedup_on_conflict, dedup_scope, debounce_key) IS NOT NULL THEN
     SELECT e.id, e."heldJob" INTO new_id, enqueued
     -- Without the nulls (stripped before the payload goes in, which may hold some).
@@ -1320,7 +1334,8 @@ BEGIN
       'orderingOnFailure', ordering_on_failure, 'rateKey', rate_key, 'rateLimit', rate_limit,
       'ratePeriodSeconds', rate_period_seconds, 'rateOnExcess', rate_on_excess, 'dedupOnConflict', dedup_on_conflict,
       'dedupScope', dedup_scope, 'debounceKey', debounce_key, 'debouncePeriodSeconds', debounce_period_seconds,
-      'debounceMaxDelaySeconds', debounce_max_delay_seconds)) || jsonb_build_object('payload', coalesce(payload, 'null'))) e;
+      'debounceMaxDelaySeconds', debounce_max_delay_seconds, 'tags', tags))
+      || jsonb_build_object('payload', coalesce(payload, 'null'))) e;
     IF enqueued IS NULL THEN
       -- A new job, read after the insert trigger has settled its turn (a
       -- dropped one is in the history already).
@@ -1354,11 +1369,11 @@ BEGIN
       INSERT INTO skiplock.jobs AS j
         (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
          backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
-         callback_url, failure_callback_url)
+         callback_url, failure_callback_url, tags)
       VALUES (new_id, queue, coalesce(type, queue), tenant, coalesce(payload, 'null'), coalesce(priority, 0),
               CASE WHEN start_at > now() THEN 'scheduled' ELSE 'queued' END, start_at, coalesce(max_attempts, 5),
               coalesce(lease_seconds, 60), coalesce(backoff_base_seconds, 1), coalesce(backoff_max_seconds, 3600),
-              expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url)
+              expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url, tags)
       RETURNING j.id INTO new_id;
       -- Read after the insert trigger has settled the job's turn (a dropped
       -- job is in the history already).
@@ -1430,7 +1445,7 @@ BEGIN
     lease_seconds => NEW.lease_seconds, expires_at => NEW.expires_at, dedup_key => NEW.dedup_key,
     dedup_window_seconds => NEW.dedup_window_seconds, backoff_base_seconds => NEW.backoff_base_seconds,
     backoff_max_seconds => NEW.backoff_max_seconds, callback_url => NEW.callback_url,
-    failure_callback_url => NEW.failure_callback_url);
+    failure_callback_url => NEW.failure_callback_url, tags => NEW.tags);
   SELECT * INTO NEW FROM skiplock.all_jobs a WHERE a.id = (enqueued->>'id')::uuid;
   RETURN NEW;
 END
@@ -1450,11 +1465,11 @@ BEGIN
       INSERT INTO skiplock.jobs AS j
         (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
          backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
-         callback_url, failure_callback_url)
+         callback_url, failure_callback_url, tags)
       SELECT i.id, i.queue, i.type, i.tenant, i.payload, i.priority,
              CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'queued' END,
              i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
-             i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url
+             i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url, i.tags
       FROM skiplock.enqueue_rows(jobs) i
       RETURNING skiplock.enqueued_job(j) AS job
     )
@@ -1488,11 +1503,11 @@ BEGIN
     INSERT INTO skiplock.jobs AS j
       (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
        backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
-       callback_url, failure_callback_url)
+       callback_url, failure_callback_url, tags)
     SELECT id, queue, type, tenant, payload, priority,
            CASE WHEN run_at > now() THEN 'scheduled' ELSE 'queued' END,
            run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
-           expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url
+           expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url, tags
     FROM input
     WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
     ORDER BY ordinal
@@ -1528,7 +1543,7 @@ BEGIN
 END
 $$;
 
-FUNCTION enqueue_rows(jobs jsonb) RETURNS TABLE(ordinal bigint, id uuid, queue text, type text, tenant text, payload jsonb, priority smallint, run_at timestamp with time zone, max_attempts smallint, lease_seconds integer, backoff_base_seconds real, backoff_max_seconds real, expires_at timestamp with time zone, dedup_key text, dedup_window_seconds integer, callback_url text, failure_callback_url text) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
+FUNCTION enqueue_rows(jobs jsonb) RETURNS TABLE(ordinal bigint, id uuid, queue text, type text, tenant text, payload jsonb, priority smallint, run_at timestamp with time zone, max_attempts smallint, lease_seconds integer, backoff_base_seconds real, backoff_max_seconds real, expires_at timestamp with time zone, dedup_key text, dedup_window_seconds integer, callback_url text, failure_callback_url text, tags text[]) LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET jit=off AS $$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
@@ -1549,7 +1564,10 @@ BEGIN
          i.job->>'dedupKey' AS dedup_key,
          coalesce((i.job->>'dedupWindowSeconds')::integer, 0) AS dedup_window_seconds,
          i.job->>'callbackUrl' AS callback_url,
-         i.job->>'failureCallbackUrl' AS failure_callback_url
+         i.job->>'failureCallbackUrl' AS failure_callback_url,
+         -- The engine sends them checked and each once; none as null.
+         CASE WHEN jsonb_array_length(coalesce(i.job->'tags', '[]')) > 0
+              THEN ARRAY(SELECT jsonb_array_elements_text(i.job->'tags')) END AS tags
   FROM jsonb_array_elements(jobs) WITH ORDINALITY AS i(job, ordinal)
   -- OFFSET 0 keeps the planner from copying clock_timestamp() (and the
   -- draw of the ids' seed) into every use of at.
@@ -1950,6 +1968,10 @@ BEGIN
 END
 $$;
 
+FUNCTION is_tag(tag text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT tag ~ '^[A-Za-z0-9][A-Za-z0-9_.:/=-]{0,63}$'
+$$;
+
 FUNCTION iso(ts timestamp with time zone) RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 $$;
@@ -1965,11 +1987,17 @@ FUNCTION job_json(j skiplock.all_jobs) RETURNS json LANGUAGE sql STABLE AS $$
     j.created_at, j.first_started_at, j.started_at, j.finished_at,
     (extract(epoch FROM j.finished_at - j.started_at) * 1000)::bigint,
     j.lease_expires_at, j.worker_id, j.cancel_requested_at IS NOT NULL,
-    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url, j.run_ms)::skiplock.job_shape)
+    j.progress, j.result, j.last_error, j.callback_url, j.failure_callback_url, j.run_ms,
+    coalesce(j.tags, '{}'))::skiplock.job_shape)
 $$;
 
 FUNCTION job_json(j skiplock.jobs) RETURNS json LANGUAGE sql STABLE AS $$
-  SELECT skiplock.job_json(ROW(j.*, NULL, NULL)::skiplock.all_jobs)
+  SELECT skiplock.job_json(ROW(
+    j.id, j.queue, j.type, j.tenant, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_seconds,
+    j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key, j.dedup_window_seconds,
+    j.created_at, j.first_started_at, j.started_at, j.worker_id, j.lease_token, j.lease_expires_at,
+    j.cancel_requested_at, j.payload, j.progress, j.last_error, j.callback_url, j.failure_callback_url, j.run_ms,
+    NULL, NULL, j.tags)::skiplock.all_jobs)
 $$;
 
 FUNCTION job_status(state text, run_at timestamp with time zone) RETURNS text LANGUAGE sql STABLE AS $$
@@ -2963,10 +2991,12 @@ BEGIN
     INSERT INTO skiplock.jobs AS j
       (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
        backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
-       first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms)
+       first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
+       tags)
     SELECT id, target, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
            backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
-           first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms
+           first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
+           tags
     FROM gone
     RETURNING j.id
   )

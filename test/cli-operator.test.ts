@@ -163,12 +163,64 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
 
     const human = await skiplock(['jobs', 'list', '--queue', 'cli-list', '--limit', '3']);
     const lines = human.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID +QUEUE +TYPE +TENANT +STATUS +ATTEMPTS +CREATED$/);
+    expect(lines[0]).toMatch(/^ID +QUEUE +TYPE +TENANT +STATUS +ATTEMPTS +CREATED +TAGS$/);
     expect(lines.slice(1, 4)).toEqual(
       Array(3).fill(expect.stringMatching(/^[0-9a-f-]{36} +cli-list +cli-idle +(acme|globex) +queued +0\/5 +\d{4}-/)),
     );
     expect(lines[4]).toMatch(/^more: add --cursor \S+$/);
     expect({ code: human.code, stderr: human.stderr }).toEqual({ code: 0, stderr: '' });
+  });
+
+  it('jobs list and jobs bulk filter by --tag (all of them) and --payload; a bad one is refused in one line', async () => {
+    const eu = await enqueue('cli-tags', {
+      type: 'cli-idle',
+      tags: ['batch:7', 'env=prod'],
+      payload: { region: 'eu' },
+    });
+    const us = await enqueue('cli-tags', { type: 'cli-idle', tags: ['batch:7'], payload: { region: 'us' } });
+    const listed = async (...flags: string[]) =>
+      (
+        JSON.parse((await skiplock(['jobs', 'list', '--queue', 'cli-tags', ...flags, '--json'])).stdout) as {
+          jobs: JobJson[];
+        }
+      ).jobs.map((job) => job.id);
+    expect(await listed('--tag', 'batch:7')).toEqual([us.id, eu.id]);
+    expect(await listed('--tag', 'batch:7', '--tag', 'env=prod')).toEqual([eu.id]);
+    expect(await listed('--payload', '{"region":"us"}')).toEqual([us.id]);
+    const human = await skiplock(['jobs', 'list', '--queue', 'cli-tags', '--tag', 'env=prod']);
+    expect(human.stdout.split('\n')[1]).toMatch(/ batch:7 env=prod$/);
+
+    expect(
+      await skiplock([
+        'jobs',
+        'bulk',
+        'cancel',
+        '--queue',
+        'cli-tags',
+        '--tag',
+        'batch:7',
+        '--payload',
+        '{"region":"eu"}',
+      ]),
+    ).toMatchObject({ code: 0, stdout: 'cancel: 1 of 1 matching job changed\n' });
+    expect(await listed('--status', 'cancelled')).toEqual([eu.id]);
+
+    expectOneLine(
+      await skiplock(['jobs', 'list', '--tag', 'no spaces']),
+      1,
+      /^skiplock jobs: 400 .*\(tag: a tag is 1 to 64/,
+    );
+    expectOneLine(
+      await skiplock(['jobs', 'list', '--payload', '[1]']),
+      1,
+      /^skiplock jobs: 400 .*\(payload: must be a JSON object/,
+    );
+    expectOneLine(
+      await skiplock(['jobs', 'bulk', 'cancel', '--payload', '"eu"']),
+      2,
+      /^skiplock jobs: --payload must be a JSON object the payload contains/,
+    );
+    expect(await listed('--status', 'cancelled')).toEqual([eu.id]);
   });
 
   it('jobs get prints a job; --wait follows it to its end: exit 0 succeeded, 6 failed, 7 past --timeout', async () => {

@@ -25,7 +25,8 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0008_rate_limited_keys.sql': '2b6afaec2c2cf0e95b31561f685d663507f05c1e52a826882ff67c65066231c2',
   '0009_metrics.sql': '9e5f2a4f8aa6e1618b7dc92c33435036ea1e1b76b929975501670b7d3deeadb5',
   '0010_history_days_under_contention.sql': '31c473e1d74467cb6cf1327286a6f9e8ed4c89dd665ae820906c53b2ed36395c',
-  '0012_retention.sql': '4b1ace00b20ea6272446a4efc0d22ad50f75e59633fa6fa4efb45fb386d021bf',
+  '0011_tags.sql': '736aeb9cda69b284e2afbade7abdf0976ce99758a773df8fc476101d51d28a06',
+  '0012_retention.sql': 'c0f51ea58caa2686068940956cf6dcc49b69442929a6fc4734fd7f23674b3530',
 };
 
 /**

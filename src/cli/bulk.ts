@@ -1,7 +1,7 @@
 import { successBody, type JobStatus } from '../http/client.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand } from './operator-command.js';
-import { wholeNumberFlag } from './read-options.js';
+import { jsonObjectFlag, wholeNumberFlag } from './read-options.js';
 
 const ACTIONS = ['retry', 'cancel', 'reschedule', 'delete', 'redrive'] as const;
 type Action = (typeof ACTIONS)[number];
@@ -18,6 +18,7 @@ export const bulk = operatorCommand({
   usage:
     'skiplock jobs bulk retry|cancel|reschedule|delete|redrive [--queue Q] [--tenant T] [--type T] [--status S[,S]] ' +
     '[--created-after TIME] [--created-before TIME] [--finished-after TIME] [--finished-before TIME] [--id JOB_ID]... ' +
+    "[--tag TAG]... [--payload '{...}'] " +
     '[--all] [--dry-run] [--limit N] [--priority N] [--run-at TIME | --delay SECONDS] [--to-queue Q]',
   options: {
     queue: { type: 'string' },
@@ -29,6 +30,8 @@ export const bulk = operatorCommand({
     'finished-after': { type: 'string' },
     'finished-before': { type: 'string' },
     id: { type: 'string', multiple: true },
+    tag: { type: 'string', multiple: true },
+    payload: { type: 'string' },
     all: { type: 'boolean', default: false },
     'dry-run': { type: 'boolean', default: false },
     limit: { type: 'string' },
@@ -51,6 +54,8 @@ export const bulk = operatorCommand({
       finishedAfter: values['finished-after'],
       finishedBefore: values['finished-before'],
       ids: values.id,
+      tags: values.tag,
+      payload: values.payload === undefined ? undefined : jsonObjectFlag(values.payload, '--payload'),
     };
     const change = {
       priority: values.priority === undefined ? undefined : Number(values.priority),

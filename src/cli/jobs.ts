@@ -15,18 +15,23 @@ import { operatorCommand, withSubcommands, type Answer } from './operator-comman
 import { compactJson, duration, fields, shortTime, table } from './table.js';
 
 const list = operatorCommand({
-  usage: 'skiplock jobs list [--queue Q] [--tenant T] [--status S] [--type T] [--limit N] [--cursor C]',
+  usage:
+    'skiplock jobs list [--queue Q] [--tenant T] [--status S] [--type T] [--tag TAG]... ' +
+    "[--payload '{...}'] [--error TEXT] [--limit N] [--cursor C]",
   options: {
     queue: { type: 'string' },
     tenant: { type: 'string' },
     status: { type: 'string' },
     type: { type: 'string' },
+    tag: { type: 'string', multiple: true },
+    payload: { type: 'string' },
+    error: { type: 'string' },
     limit: { type: 'string' },
     cursor: { type: 'string' },
   },
-  async run({ values: { queue, tenant, status, type, limit, cursor }, connection }) {
-    // The API checks the status, and names the ones there are when it is none of them.
-    const query = { queue, tenant, status: status as JobStatus | undefined, type, limit, cursor };
+  async run({ values: { queue, tenant, status, type, tag, payload, error, limit, cursor }, connection }) {
+    // The API checks the status, the tags and the payload match, and names what is wrong.
+    const query = { queue, tenant, status: status as JobStatus | undefined, type, tag, payload, error, limit, cursor };
     const page = await successBody(connection.api.v1.jobs.$get({ query }));
     const rows = page.jobs.map((job) => [
       job.id,
@@ -36,11 +41,12 @@ const list = operatorCommand({
       job.status,
       `${job.attempts}/${job.maxAttempts}`,
       shortTime(job.createdAt),
+      job.tags.join(' '),
     ]);
     const lines = [
       page.jobs.length === 0
         ? 'no jobs'
-        : table(['id', 'queue', 'type', 'tenant', 'status', 'attempts', 'created'], rows),
+        : table(['id', 'queue', 'type', 'tenant', 'status', 'attempts', 'created', 'tags'], rows),
     ];
     if (page.nextCursor !== null) lines.push(`more: add --cursor ${page.nextCursor}`);
     return { json: page, human: lines.join('\n') };
@@ -145,7 +151,11 @@ const cancel = operatorCommand({
 });
 
 export const jobsCommand = withSubcommands('jobs', {
-  list: { run: list, summary: 'jobs, newest first, filtered by --queue, --tenant, --status, --type; --cursor pages' },
+  list: {
+    run: list,
+    summary:
+      'jobs, newest first, filtered by --queue, --tenant, --status, --type, --tag, --payload, --error; --cursor pages',
+  },
   get: {
     run: get,
     summary: 'one job, with its durable steps and what it waits for; --wait follows it until it ends',
@@ -156,7 +166,8 @@ export const jobsCommand = withSubcommands('jobs', {
   bulk: {
     run: bulk,
     summary:
-      'retry, cancel, reschedule, delete or redrive every job matching --queue, --tenant, --type, --status, times; --dry-run counts',
+      'retry, cancel, reschedule, delete or redrive every job matching --queue, --tenant, --type, --status, times, --tag, ' +
+      '--payload; --dry-run counts',
   },
 });
 

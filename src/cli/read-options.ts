@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type Json, parsePayloadMatch } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 
 export type ParsedOptions<Options extends NonNullable<ParseArgsConfig['options']>> = ReturnType<
@@ -29,4 +30,13 @@ export function wholeNumberFlag(value: string, flag: string, orElse = ''): numbe
 /** The same, or null for `none`. */
 export function wholeNumberOrNoneFlag(value: string, flag: string): number | null {
   return value === 'none' ? null : wholeNumberFlag(value, flag, ' or none');
+}
+
+/** A flag's value as a JSON object (a payload match), or a one-line refusal naming the flag. */
+export function jsonObjectFlag(value: string, flag: string): { [key: string]: Json } {
+  const match = parsePayloadMatch(value);
+  if (match === undefined) {
+    throw usageFailure(`${flag} must be a JSON object the payload contains, like '{"customer":42}', not ${value}`);
+  }
+  return match;
 }

@@ -15,6 +15,7 @@ import { InvalidPayloadError } from './job-errors.js';
 import type { Logger } from './logger.js';
 import type { Steps } from './steps.js';
 import type { DependencyEnd } from '../engine/flows.js';
+import { MAX_TAGS, TAG_PATTERN, TAG_SYNTAX } from '../engine/tags.js';
 
 /** Retry delays: full jitter over min(maxSeconds, baseSeconds * 2^(attempt-1)). */
 export interface Backoff {
@@ -34,6 +35,8 @@ export interface JobOptions<Result = unknown, Payload = unknown> {
    * type write it to `skiplock.job_types`, where every drain's pruning reads it.
    */
   retentionSeconds?: Retention;
+  /** Tags every job of this type carries, before its enqueue's own (see `EnqueueInput.tags`). */
+  tags?: readonly string[];
   /** Retry delays for this type; the job's own backoff when left out. */
   backoff?: Backoff;
   /** Wall time one attempt may take; past it the signal fires and the attempt fails (and may retry). */
@@ -178,6 +181,7 @@ export function defineJob<const Type extends string, Schema extends z.ZodType, R
     ...(publicResult === undefined ? {} : { publicResult: (result: Json) => publicResult(result as Awaited<Result>) }),
     ...(publicProgress === undefined ? {} : { publicProgress }),
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+    ...(options.tags === undefined ? {} : { tags: [...options.tags] }),
     ...(keysOf === undefined ? {} : { keysOf }),
     async checkPayload(payload) {
       const parsed = await safeParse(schema, payload);
@@ -311,6 +315,13 @@ function checkOptions<Result, Payload>(type: string, options: JobOptions<Result,
       options.ordering.onFailure !== 'hold' &&
       options.ordering.onFailure !== 'continue' &&
       'ordering.onFailure must be hold or continue',
+    options.tags !== undefined &&
+      !(
+        Array.isArray(options.tags) &&
+        options.tags.length <= MAX_TAGS &&
+        options.tags.every((tag) => typeof tag === 'string' && TAG_PATTERN.test(tag))
+      ) &&
+      `tags must be at most ${MAX_TAGS} tags, each ${TAG_SYNTAX}`,
     ...rateLimitProblems(options.rateLimit),
     ...debounceProblems(options),
   ].filter((problem) => problem !== false);

@@ -1,5 +1,6 @@
 import { InvalidInputError } from './errors.js';
-import { JOB_STATUSES, type JobStatus } from './types.js';
+import { checkPayloadMatch, checkTag } from './tags.js';
+import { JOB_STATUSES, type JobStatus, type Json } from './types.js';
 
 /**
  * Which jobs a bulk action reaches. Every field narrows (they combine with
@@ -20,6 +21,10 @@ export interface BulkFilter {
   finishedBefore?: Date | string;
   /** These jobs only (at most MAX_BULK_IDS): what a dashboard selected. */
   ids?: readonly string[];
+  /** Jobs carrying every one of these tags. */
+  tags?: readonly string[];
+  /** Jobs whose payload contains this JSON object (jsonb `@>`). */
+  payload?: { [key: string]: Json };
 }
 
 export const MAX_BULK_IDS = 1000;
@@ -38,8 +43,8 @@ const TIME_FIELDS = ['createdAfter', 'createdBefore', 'finishedAfter', 'finished
 
 /**
  * The filter as the one jsonb parameter ($1) of every bulk statement: a new
- * filter (tags, a payload match) is a key here and a line in both MATCHES
- * predicates below, and every action and the dry run take it at once.
+ * filter is a key here and a line in both MATCHES predicates below, and
+ * every action and the dry run take it at once.
  * Refuses a field it cannot use by name, before the database is asked.
  */
 export function filterParam(filter: BulkFilter): string {
@@ -67,6 +72,9 @@ export function filterParam(filter: BulkFilter): string {
     const bad = filter.ids.find((id) => !UUID.test(id));
     if (bad !== undefined) throw new InvalidInputError(`ids must be job ids (UUIDs), not "${bad}"`, 'filter.ids');
   }
+  const tags = filter.tags?.map((tag, index) => checkTag(tag, `filter.tags.${index}`));
+  if (tags?.length === 0) throw new InvalidInputError('tags must name at least one tag', 'filter.tags');
+  const payload = filter.payload === undefined ? undefined : checkPayloadMatch(filter.payload, 'filter.payload');
   return JSON.stringify({
     queue: filter.queue,
     tenant: filter.tenant,
@@ -74,6 +82,8 @@ export function filterParam(filter: BulkFilter): string {
     statuses,
     ...times,
     ids: filter.ids?.map((id) => id.toLowerCase()),
+    tags,
+    payload,
   });
 }
 
@@ -95,7 +105,9 @@ export const LIVE_MATCHES = /* sql */ `
   AND ($1::jsonb->>'createdAfter' IS NULL OR j.created_at >= ($1::jsonb->>'createdAfter')::timestamptz)
   AND ($1::jsonb->>'createdBefore' IS NULL OR j.created_at < ($1::jsonb->>'createdBefore')::timestamptz)
   AND $1::jsonb->>'finishedAfter' IS NULL AND $1::jsonb->>'finishedBefore' IS NULL
-  AND ($1::jsonb->'ids' IS NULL OR $1::jsonb->'ids' ? j.id::text)`;
+  AND ($1::jsonb->'ids' IS NULL OR $1::jsonb->'ids' ? j.id::text)
+  AND ($1::jsonb->'tags' IS NULL OR j.tags @> ARRAY(SELECT jsonb_array_elements_text($1::jsonb->'tags')))
+  AND ($1::jsonb->'payload' IS NULL OR j.payload @> ($1::jsonb->'payload'))`;
 
 /** A finished job (alias f) matching the filter $1. */
 export const FINISHED_MATCHES = /* sql */ `
@@ -107,7 +119,9 @@ export const FINISHED_MATCHES = /* sql */ `
   AND ($1::jsonb->>'createdBefore' IS NULL OR f.created_at < ($1::jsonb->>'createdBefore')::timestamptz)
   AND ($1::jsonb->>'finishedAfter' IS NULL OR f.finished_at >= ($1::jsonb->>'finishedAfter')::timestamptz)
   AND ($1::jsonb->>'finishedBefore' IS NULL OR f.finished_at < ($1::jsonb->>'finishedBefore')::timestamptz)
-  AND ($1::jsonb->'ids' IS NULL OR $1::jsonb->'ids' ? f.id::text)`;
+  AND ($1::jsonb->'ids' IS NULL OR $1::jsonb->'ids' ? f.id::text)
+  AND ($1::jsonb->'tags' IS NULL OR f.tags @> ARRAY(SELECT jsonb_array_elements_text($1::jsonb->'tags')))
+  AND ($1::jsonb->'payload' IS NULL OR f.payload @> ($1::jsonb->'payload'))`;
 
 /** Where a bulk action resumes: after this job id, in id order. */
 const CURSOR = /^bulk:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;

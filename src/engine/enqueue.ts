@@ -4,6 +4,7 @@ import { DedupConflictError, InvalidInputError } from './errors.js';
 import { jobHandle, type JobHandle } from './job-handle.js';
 import { toJob } from './job-json.js';
 import { getJobSql } from './read-jobs.js';
+import { jobTags } from './tags.js';
 import { typeInput, type JobType, type PayloadOf, type ResultOf } from './job-type.js';
 import type { Job, Json } from './types.js';
 
@@ -99,6 +100,12 @@ export interface EnqueueInput {
    * window has room; `drop` ends it cancelled at enqueue, saying why.
    */
   rateOnExcess?: RateOnExcess;
+  /**
+   * Up to 16 tags, each 1 to 64 characters of A-Z a-z 0-9 _ . : / = -
+   * starting with a letter or digit (`env=prod`, `customer:42`): kept once
+   * each, after the job definition's own, for the job list and bulk actions to filter by.
+   */
+  tags?: readonly string[];
 }
 
 /** What an ordering key's later jobs do when its head fails for good. */
@@ -221,7 +228,11 @@ type EnqueueRow = EnqueuedColumns & {
 export function enqueueQuery(jobs: EnqueueInput | readonly EnqueueInput[]): Query {
   const batch = Array.isArray(jobs) ? jobs : [jobs as EnqueueInput];
   checkBatch(batch);
-  return { name: 'skiplock_enqueue', text: enqueueSql, params: [JSON.stringify(batch)] };
+  // Each tag once, as stored: skiplock.enqueue_rows takes them as sent.
+  const stored = batch.map((job, index) =>
+    job.tags === undefined ? job : { ...job, tags: jobTags(job.tags, `jobs.${index}.tags`) },
+  );
+  return { name: 'skiplock_enqueue', text: enqueueSql, params: [JSON.stringify(stored)] };
 }
 
 /**
@@ -283,14 +294,14 @@ async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Prom
       const reread = deduplicated || jobs[index]!.rateOnExcess === 'drop';
       const job = reread
         ? toJob(row.heldJob ?? (await readJob(db, deduplicated ? row.heldBy! : row.id)))
-        : enqueuedJob(row);
+        : enqueuedJob(row, jobTags(jobs[index]!.tags ?? [], `jobs.${index}.tags`));
       return { job, deduplicated, debounced, replaced };
     }),
   );
 }
 
 /** A job just enqueued: its columns, and what every new job has (no attempt yet), written out in the one shape all jobs share. */
-function enqueuedJob(row: EnqueuedColumns): Job {
+function enqueuedJob(row: EnqueuedColumns, tags: string[]): Job {
   return toJob({
     id: row.id,
     queue: row.queue,
@@ -319,6 +330,7 @@ function enqueuedJob(row: EnqueuedColumns): Job {
     callbackUrl: row.callbackUrl,
     failureCallbackUrl: row.failureCallbackUrl,
     runMs: 0,
+    tags,
   });
 }
 
@@ -385,6 +397,7 @@ export function checkBatch(jobs: readonly EnqueueInput[]): void {
       }
     }
     checkKeys(job, `jobs.${index}`);
+    if (job.tags !== undefined) jobTags(job.tags, `jobs.${index}.tags`);
     if (job.debounceKey !== undefined && (job.runAt !== undefined || job.delaySeconds !== undefined)) {
       throw new InvalidInputError(
         'debounceKey cannot combine with runAt or delaySeconds: the debounce period sets the start',

@@ -68,10 +68,12 @@ export {
   type BulkActionResult,
 } from './bulk-action.js';
 export { MAX_BULK_IDS, type BulkFilter } from './bulk-filter.js';
+export { MAX_TAGS, parsePayloadMatch, TAG_PATTERN, TAG_SYNTAX } from './tags.js';
 export {
   getJob,
   getJobEvents,
   listJobs,
+  MAX_ERROR_SEARCH,
   MAX_PAGE,
   type JobPage,
   type ListJobsOptions,

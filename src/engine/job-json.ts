@@ -26,7 +26,7 @@ const lastWritten: string[] = TIMESTAMP_FIELDS.map(() => '');
  * the API shows them in UTC to the millisecond with a Z, as JavaScript's
  * Date does. Changes the row in place: it is fresh from the driver.
  */
-export function toJob<T extends Job>(row: T): T {
+export function toJob<T extends Omit<Job, 'tags'>>(row: T): T {
   for (let index = 0; index < TIMESTAMP_FIELDS.length; index++) {
     const field = TIMESTAMP_FIELDS[index]!;
     const value = row[field];

@@ -28,6 +28,8 @@ export interface JobType<Type extends string = string, Payload = unknown, Result
   publicProgress?(progress: Json): Json;
   /** The most attempts a job of this type gets: what enqueue stores when given none or more. */
   readonly maxAttempts?: number;
+  /** Tags every job of this type carries, before the enqueue's own. */
+  readonly tags?: readonly string[];
   /** The concurrency or ordering key a payload's job takes (the enqueue's own options win). */
   keysOf?(payload: unknown): JobKeys;
   /** Types only, never set at run time: what enqueue takes and what the handler returns. */
@@ -51,10 +53,11 @@ function typeAttempts(job: JobType, maxAttempts: number | undefined): { maxAttem
 
 /**
  * An enqueue input of this type as it is stored: the keys its definition
- * makes from the payload (the input's own win) and its attempts within the
- * type's cap. A key function that throws refuses the job, naming the type.
+ * makes from the payload (the input's own win), its attempts within the
+ * type's cap, and the type's tags before the input's (enqueue keeps each
+ * once). A key function that throws refuses the job, naming the type.
  */
-export function typeInput<Input extends JobKeys & { maxAttempts?: number }>(
+export function typeInput<Input extends JobKeys & { maxAttempts?: number; tags?: readonly string[] }>(
   job: JobType,
   payload: unknown,
   input: Input,
@@ -68,5 +71,6 @@ export function typeInput<Input extends JobKeys & { maxAttempts?: number }>(
       'payload',
     );
   }
-  return { ...keys, ...input, ...typeAttempts(job, input.maxAttempts) };
+  const tags = job.tags === undefined ? {} : { tags: [...job.tags, ...(input.tags ?? [])] };
+  return { ...keys, ...input, ...typeAttempts(job, input.maxAttempts), ...tags };
 }

@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/types.js';
 import { InvalidInputError } from './errors.js';
 import { toJob } from './job-json.js';
-import type { Job, JobEvent, JobStatus } from './types.js';
+import { checkPayloadMatch, checkTag } from './tags.js';
+import type { Job, JobEvent, JobStatus, Json } from './types.js';
 
 /** Tenant scope of a read: a tenant-bound caller sees only its tenant's jobs. */
 export interface TenantScope {
@@ -26,6 +27,12 @@ export interface ListJobsOptions extends TenantScope {
   queue?: string;
   status?: JobStatus;
   type?: string;
+  /** Jobs carrying every one of these tags. */
+  tags?: readonly string[];
+  /** Jobs whose payload contains this JSON object (jsonb `@>`): `{ customer: 42 }`. */
+  payload?: { [key: string]: Json };
+  /** Finished jobs whose last error holds this text (any case): its message, its name, anything in it. */
+  error?: string;
   /** Opaque cursor from a previous page's `nextCursor`. */
   cursor?: string;
   /** Page size, 1..500, default 50. */
@@ -53,7 +60,11 @@ export interface JobPage {
  * the page: of the jobs the page would hold, those whose JSON starts past
  * the cap stay in the database (a payload, result, error and progress may
  * each be 256 KiB); `fetched` tells the caller that the cap, not the end of
- * the jobs, ended the page.
+ * the jobs, ended the page. Tags ($8, all of them) and a payload match ($9)
+ * use the history's GIN indexes; the live table has none (they would slow
+ * every claim), so its branch reads it newest first until the page is full.
+ * An error's text ($10) is searched in finished jobs only, so it switches
+ * the live branch off.
  */
 const listJobsSql = /* sql */ `
 WITH page AS (
@@ -64,6 +75,9 @@ WITH page AS (
      AND ($3::text IS NULL OR skiplock.job_status(j.state, j.run_at) = $3)
      AND ($4::text IS NULL OR j.type = $4)
      AND ($5::uuid IS NULL OR j.id < $5)
+     AND ($8::text[] IS NULL OR j.tags @> $8)
+     AND ($9::jsonb IS NULL OR j.payload @> $9)
+     AND $10::text IS NULL
    ORDER BY j.id DESC
    LIMIT $6)
   UNION ALL
@@ -74,6 +88,9 @@ WITH page AS (
      AND ($3::text IS NULL OR f.state = $3)
      AND ($4::text IS NULL OR f.type = $4)
      AND ($5::uuid IS NULL OR f.id < $5)
+     AND ($8::text[] IS NULL OR f.tags @> $8)
+     AND ($9::jsonb IS NULL OR f.payload @> $9)
+     AND ($10::text IS NULL OR strpos(lower(f.last_error #>> '{}'), lower($10)) > 0)
    ORDER BY f.id DESC
    LIMIT $6)
   ORDER BY id DESC
@@ -106,6 +123,11 @@ export async function listJobs(db: Queryable, options: ListJobsOptions = {}): Pr
       options.cursor === undefined ? null : decodeCursor(options.cursor),
       limit + 1,
       options.maxBytes ?? null,
+      options.tags === undefined || options.tags.length === 0
+        ? null
+        : options.tags.map((tag, index) => checkTag(tag, `tags.${index}`)),
+      options.payload === undefined ? null : JSON.stringify(checkPayloadMatch(options.payload, 'payload')),
+      errorText(options.error),
     ],
   });
   const page = rows.slice(0, limit);
@@ -114,6 +136,17 @@ export async function listJobs(db: Queryable, options: ListJobsOptions = {}): Pr
     jobs: page.map((row) => toJob(row.job)),
     nextCursor: rows.length > limit || cutByBytes ? encodeCursor(page[page.length - 1]!.id) : null,
   };
+}
+
+/** The longest error text a list searches for. */
+export const MAX_ERROR_SEARCH = 256;
+
+function errorText(error: string | undefined): string | null {
+  if (error === undefined) return null;
+  if (typeof error !== 'string' || error.length < 1 || error.length > MAX_ERROR_SEARCH) {
+    throw new InvalidInputError(`error must be a text of 1 to ${MAX_ERROR_SEARCH} characters`, 'error');
+  }
+  return error;
 }
 
 function encodeCursor(id: string): string {

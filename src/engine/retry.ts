@@ -18,10 +18,12 @@ back AS (
   INSERT INTO skiplock.jobs AS j
     (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
      backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
-     first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms)
+     first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
+     tags)
   SELECT id, queue, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
          backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
-         first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms
+         first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
+         tags
   FROM gone
   RETURNING j.id, skiplock.job_json(j) AS job
 ),

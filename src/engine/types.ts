@@ -47,10 +47,15 @@ export interface Job {
   failureCallbackUrl: string | null;
   /** How long its handler ran, summed over the attempts ended so far. */
   runMs: number;
+  /** Its tags, given at enqueue and by its job definition; empty when none. */
+  tags: string[];
 }
 
-/** A job handed out by a claim, with the fencing token its worker must present. */
-export interface ClaimedJob extends Job {
+/**
+ * A job handed out by a claim, with the fencing token its worker must
+ * present. Without its tags: a claim reads only what running the job needs.
+ */
+export interface ClaimedJob extends Omit<Job, 'tags'> {
   leaseToken: string;
   /**
    * Its queue's delivery target, when the claim named that target

@@ -133,7 +133,7 @@ export const dashboardScript = `"use strict";
   }
 
   // src/ui/dashboard/browser/job-list.ts
-  var FILTERS = ["queue", "tenant", "status"];
+  var FILTERS = ["queue", "tenant", "tag", "status"];
   var PAGE_SIZE = 25;
   var shownJobsParams = new URLSearchParams();
   var olderCursor = null;
@@ -177,6 +177,7 @@ export const dashboardScript = `"use strict";
       h("td", {}, job.queue),
       h("td", {}, job.tenant),
       h("td", {}, job.type),
+      h("td", {}, ...job.tags.map((tag) => h("span", { class: "tag" }, tag))),
       h("td", { class: "num" }, \`\${job.attempts} / \${job.maxAttempts}\`),
       h("td", {}, formatTime(job.createdAt)),
       h("td", {}, formatTime(job.finishedAt))

@@ -133,6 +133,31 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     expect(history).toEqual(['Enqueued', 'Claimed', 'Attempt failed']);
   });
 
+  it("filters the job list by tag, shows each job's tags, and will not send a tag of a bad syntax", async () => {
+    const { api } = stack();
+    const spring = await enqueueManual(api, 'tagged', { tenant: 'acme', tags: ['campaign:spring', 'env=prod'] });
+    await enqueueManual(api, 'tagged', { tenant: 'acme', tags: ['env=test'] });
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await page.click('nav >> text=Jobs');
+    await page.fill('#filter-tag', 'env=prod');
+    await page.click('#job-filters button[type="submit"]');
+    await page.waitForURL(/tag=env%3Dprod/);
+    await expect.poll(() => page.locator('#jobs-table tbody tr').count()).toBe(1);
+    await page.locator(`tr[data-job="${spring.id}"]`).waitFor();
+    expect(await page.locator(`tr[data-job="${spring.id}"] .tag`).allTextContents()).toEqual([
+      'campaign:spring',
+      'env=prod',
+    ]);
+
+    await page.fill('#filter-tag', 'not a tag');
+    expect(
+      await page.locator('#filter-tag').evaluate((input) => (input as { checkValidity(): boolean }).checkValidity()),
+    ).toBe(false);
+    await page.click('#job-filters button[type="submit"]');
+    expect(page.url()).toMatch(/tag=env%3Dprod/);
+  });
+
   it('retries a failed job once confirmed, and shows it queued again', async () => {
     const id = await failedJob('reports-failing', 'globex');
     const page = await newPage();

@@ -17,7 +17,7 @@ const IMAGES = join(projectRoot, 'docs/img');
 describe.runIf(process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the docs', () => {
   const { stack, newPage } = useStackAndBrowser();
 
-  it('dashboard on a desktop and on a phone, a job, and a status page', { timeout: 120_000 }, async () => {
+  it('dashboard on a desktop and on a phone, a job, jobs by tag, and a status page', { timeout: 120_000 }, async () => {
     const { api, url, databaseUrl } = stack();
     await seedDemoData(databaseUrl);
 
@@ -43,6 +43,21 @@ describe.runIf(process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the docs
     await desktop.goto(`${url}/#/jobs/${failing.id}`);
     await desktop.locator('#job-history li').nth(2).waitFor();
     await desktop.screenshot({ path: join(IMAGES, 'dashboard-job.png'), fullPage: true });
+
+    for (const [customer, plan] of [
+      ['4711', 'pro'],
+      ['4712', 'team'],
+      ['4713', 'pro'],
+    ] as const) {
+      await enqueueManual(api, 'invoices', {
+        tenant: 'acme',
+        payload: { customer, plan },
+        tags: ['campaign:spring', `plan=${plan}`],
+      });
+    }
+    await desktop.goto(`${url}/#/jobs?tag=campaign%3Aspring`);
+    await desktop.locator('#jobs-table tbody tr').nth(2).waitFor();
+    await desktop.screenshot({ path: join(IMAGES, 'dashboard-jobs.png'), fullPage: true });
 
     const exported = await enqueueManual(api, 'exports', { tenant: 'acme' });
     const running = await claimNext(api, 'exports');

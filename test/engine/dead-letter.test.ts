@@ -27,7 +27,12 @@ describe('dead-letter queues', () => {
     const { db } = await open('pg');
     await setQueue(db, 'emails', { concurrency: null, weight: 1, deadLetterQueue: 'emails-dead' });
     expect(await getQueue(db, 'emails')).toMatchObject({ deadLetterQueue: 'emails-dead', custom: true });
-    const { job } = await enqueue(db, { queue: 'emails', payload: { to: 'a@example.com' }, maxAttempts: 3 });
+    const { job } = await enqueue(db, {
+      queue: 'emails',
+      payload: { to: 'a@example.com' },
+      maxAttempts: 3,
+      tags: ['welcome'],
+    });
 
     await failForGood(db, 'emails');
 
@@ -37,6 +42,7 @@ describe('dead-letter queues', () => {
       attempts: 0,
       maxAttempts: 3,
       payload: { to: 'a@example.com' },
+      tags: ['welcome'],
       lastError: { message: 'no luck in emails' },
     });
     const events = (await getJobEvents(db, job.id)).filter((event) => ['failed', 'retried'].includes(event.kind));

@@ -3,6 +3,7 @@ import type { Queryable } from '../../db/types.js';
 import {
   cancel,
   listJobs,
+  MAX_ERROR_SEARCH,
   reschedule,
   retry,
   type Job,
@@ -16,7 +17,7 @@ import { matchesIfNoneMatch, pollJob, POLL_INTERVAL_MS, type JobVersion } from '
 import { LIMITS } from '../limits.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
 import { conflict, jobNotFound, tooManyRequests } from '../problem.js';
-import { NameSchema, queryNumberSchema } from '../schemas/common.js';
+import { NameSchema, PayloadMatchQuerySchema, queryNumberSchema, TagQuerySchema } from '../schemas/common.js';
 import { RescheduleBodySchema } from '../schemas/enqueue.js';
 import {
   ChangedJobSchema,
@@ -46,6 +47,14 @@ export const ListJobsQuerySchema = z.object({
   tenant: NameSchema.optional(),
   status: JobStatusSchema.optional(),
   type: NameSchema.optional(),
+  tag: TagQuerySchema.optional(),
+  payload: PayloadMatchQuerySchema.optional(),
+  error: z
+    .string()
+    .min(1)
+    .max(MAX_ERROR_SEARCH)
+    .optional()
+    .describe("Finished jobs whose last error holds this text, in any case (live jobs don't match)."),
   cursor: z.string().max(64).optional().describe('The nextCursor of the previous page.'),
   limit: queryNumberSchema(1, LIMITS.maxPage, { integer: true })
     .optional()
@@ -55,15 +64,18 @@ export const ListJobsQuerySchema = z.object({
 const WHOLE_JOB_NEEDS_READ =
   'Answers the whole job to a key with the read scope, else its JobReference (id and status).';
 
-/** A page of the jobs list as the caller may see it: a tenant-bound key asking for another tenant's jobs sees none. */
+/**
+ * A page of the jobs list as the caller may see it: a tenant-bound key asking for another tenant's jobs sees none.
+ * Takes the list's query (`tag`, repeatable, is the engine's `tags`).
+ */
 export async function listJobsFor(
   db: Queryable,
   principal: Principal,
-  { tenant, ...filters }: Omit<ListJobsOptions, 'maxBytes'>,
+  { tenant, tag, ...filters }: Omit<ListJobsOptions, 'maxBytes' | 'tags'> & { tag?: readonly string[] },
 ): Promise<JobPage> {
   const bound = tenantScope(principal).tenant;
   if (bound !== undefined && tenant !== undefined && tenant !== bound) return { jobs: [], nextCursor: null };
-  return listJobs(db, { ...filters, tenant: bound ?? tenant, maxBytes: LIMITS.maxPageBytes });
+  return listJobs(db, { ...filters, tags: tag, tenant: bound ?? tenant, maxBytes: LIMITS.maxPageBytes });
 }
 
 export function jobRoutes(deps: AppDeps) {

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { MAX_BULK_IDS, MAX_BULK_LIMIT } from '../../engine/index.js';
-import { DateTimeInputSchema, intSchema, NameSchema, UuidSchema } from './common.js';
+import { DateTimeInputSchema, intSchema, NameSchema, PayloadMatchSchema, TagsSchema, UuidSchema } from './common.js';
 import { RescheduleBodySchema } from './enqueue.js';
 import { JobStatusSchema } from './job.js';
 
@@ -23,6 +23,8 @@ export const BulkFilterSchema = z
       .max(MAX_BULK_IDS)
       .optional()
       .describe(`These jobs only, at most ${MAX_BULK_IDS}: what a dashboard selected.`),
+    tags: TagsSchema.min(1).optional().describe('Jobs carrying every one of these tags.'),
+    payload: PayloadMatchSchema.optional(),
   })
   .describe('Every field narrows; an empty filter needs `all: true`.')
   .openapi('BulkFilter');

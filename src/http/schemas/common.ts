@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import type { Json } from '../../engine/index.js';
+import { type Json, MAX_TAGS, parsePayloadMatch, TAG_PATTERN, TAG_SYNTAX } from '../../engine/index.js';
 import { LIMITS } from '../limits.js';
 
 /**
@@ -88,3 +88,35 @@ export const JsonValueSchema = z
 export function isTooLargeIssue(issue: z.core.$ZodIssue): boolean {
   return issue.code === 'custom' && issue.params?.tooLarge === true;
 }
+
+/** A job's tag (see `EnqueueInput.tags`). */
+export const TagSchema = z.string().regex(TAG_PATTERN, `a tag is ${TAG_SYNTAX}`).openapi({ example: 'env=prod' });
+
+/** A job's tags, as an enqueue gives them. */
+export const TagsSchema = z
+  .array(TagSchema)
+  .max(MAX_TAGS)
+  .describe(`Up to ${MAX_TAGS} tags (${TAG_SYNTAX}), each kept once, after its job definition's own.`);
+
+/** Tags in a query string: `tag=a&tag=b` (one or more), every one of them required. */
+export const TagQuerySchema = z
+  .union([TagSchema, z.array(TagSchema).min(1).max(MAX_TAGS)])
+  .transform((tags) => (typeof tags === 'string' ? [tags] : tags))
+  .describe('Jobs carrying this tag; repeat it (`tag=a&tag=b`) for jobs carrying all of them.');
+
+/** A payload match in a query string: a JSON object the job's payload contains (jsonb `@>`). */
+export const PayloadMatchQuerySchema = z
+  .string()
+  .max(4096)
+  .transform((text, ctx) => {
+    const match = parsePayloadMatch(text);
+    if (match !== undefined) return match;
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object the payload contains, like {"customer":42}' });
+    return z.NEVER;
+  })
+  .describe('Jobs whose payload contains this JSON object (jsonb containment), like `{"customer":42}`.');
+
+/** A payload match in a request body. */
+export const PayloadMatchSchema = z
+  .record(z.string(), JsonValueSchema)
+  .describe('Jobs whose payload contains this JSON object (jsonb containment), like `{"customer":42}`.');

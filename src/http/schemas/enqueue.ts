@@ -8,6 +8,7 @@ import {
   JsonValueSchema,
   LeaseSecondsSchema,
   NameSchema,
+  TagsSchema,
 } from './common.js';
 import { EnqueueAnswerSchema } from './job.js';
 
@@ -157,6 +158,7 @@ export const EnqueueBodySchema = z
         'A job beyond the limit: throttle (the default) holds it until the window has room; drop ends it ' +
           'cancelled at enqueue, its lastError saying why.',
       ),
+    tags: TagsSchema.optional(),
   })
   .refine((job) => job.runAt === undefined || job.delaySeconds === undefined, {
     message: 'give runAt or delaySeconds, not both',

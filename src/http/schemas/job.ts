@@ -36,6 +36,7 @@ export const JobSchema = z
     runMs: z
       .int()
       .describe("How long its handler ran, summed over the attempts ended so far (durationMs is the last attempt's)."),
+    tags: z.array(z.string()).describe('Its tags, given at enqueue and by its job definition; empty when none.'),
   })
   .openapi('Job');
 
@@ -132,9 +133,12 @@ export const EnqueuedJobReferenceSchema = z
 /** What an enqueue answers for each job. */
 export const EnqueueAnswerSchema = z.union([EnqueuedJobSchema, EnqueuedJobReferenceSchema]);
 
-export const ClaimedJobSchema = JobSchema.extend({
-  leaseToken: UuidSchema.describe('The fencing token: complete, fail, extend and release must present it.'),
-}).openapi('ClaimedJob');
+/** A claimed job: without its tags, which a claim does not read. */
+export const ClaimedJobSchema = JobSchema.omit({ tags: true })
+  .extend({
+    leaseToken: UuidSchema.describe('The fencing token: complete, fail, extend and release must present it.'),
+  })
+  .openapi('ClaimedJob');
 
 export const JobPageSchema = z
   .object({

@@ -31,17 +31,20 @@ export function oneWayMs(delay: NetworkDelay): number {
 export function delayLine(delay: NetworkDelay): (deliver: () => void) => void {
   if (!delays(delay)) return (deliver) => deliver();
   const inFlight: Array<{ due: number; deliver: () => void }> = [];
-  let timer: NodeJS.Timeout | undefined;
+  let waiting = false;
+  const waitForNext = (): void => {
+    waiting = true;
+    setTimeout(deliverDue, inFlight[0]!.due - performance.now());
+  };
   const deliverDue = (): void => {
-    timer = undefined;
+    waiting = false;
     while (inFlight.length > 0 && inFlight[0]!.due <= performance.now()) inFlight.shift()!.deliver();
-    if (inFlight.length > 0) timer = setTimeout(deliverDue, inFlight[0]!.due - performance.now());
+    if (inFlight.length > 0) waitForNext();
   };
   return (deliver) => {
-    const sentAt = performance.now();
-    const due = Math.max(inFlight.at(-1)?.due ?? 0, sentAt + oneWayMs(delay));
+    const due = Math.max(inFlight.at(-1)?.due ?? 0, performance.now() + oneWayMs(delay));
     inFlight.push({ due, deliver });
-    timer ??= setTimeout(deliverDue, due - sentAt);
+    if (!waiting) waitForNext();
   };
 }
 

@@ -1,8 +1,8 @@
-import { JOB_STATUSES } from '../../engine/index.js';
+import { JOB_STATUSES, TAG_PATTERN } from '../../engine/index.js';
 import { STATUS_LABELS } from '../job-status.js';
 import { ScrollTable } from './panel.js';
 
-/** Jobs, newest first, filtered by queue, tenant and status, a page at a time. */
+/** Jobs, newest first, filtered by queue, tenant, tag and status, a page at a time. */
 export function JobList() {
   return (
     <section id="jobs-view" aria-labelledby="jobs-title" hidden>
@@ -17,6 +17,10 @@ export function JobList() {
         <div class="field">
           <label for="filter-tenant">Tenant</label>
           <input id="filter-tenant" name="tenant" list="tenant-names" />
+        </div>
+        <div class="field">
+          <label for="filter-tag">Tag</label>
+          <input id="filter-tag" name="tag" placeholder="env=prod" pattern={TAG_PATTERN.source} />
         </div>
         <div class="field">
           <label for="filter-status">Status</label>
@@ -38,7 +42,7 @@ export function JobList() {
         <ScrollTable
           id="jobs-table"
           label="Jobs"
-          columns={['Job', 'Status', 'Queue', 'Tenant', 'Type', { numeric: 'Attempts' }, 'Created', 'Finished']}
+          columns={['Job', 'Status', 'Queue', 'Tenant', 'Type', 'Tags', { numeric: 'Attempts' }, 'Created', 'Finished']}
         />
         <p id="jobs-empty" class="empty muted" hidden>
           No jobs match.

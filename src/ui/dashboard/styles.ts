@@ -78,6 +78,7 @@ td svg { display: block; }
 .filters { display: flex; flex-wrap: wrap; align-items: end; gap: 0.75rem; }
 .filters input, .filters select { width: 12rem; }
 .pager { display: flex; justify-content: space-between; margin-top: 0.75rem; }
+.tag { display: inline-block; margin-right: 0.3rem; padding: 0 0.35rem; border: 1px solid var(--line); border-radius: 0.25rem; font-size: 0.8rem; }
 
 .job-head { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem 1rem; margin-bottom: 1rem; }
 .job-head h1 { margin: 0; font-size: 1.2rem; overflow-wrap: anywhere; }

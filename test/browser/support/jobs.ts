@@ -7,7 +7,11 @@ import type { SkiplockClient } from '../../../src/http/client';
  */
 export const MANUAL_TYPE = 'manual';
 
-export function enqueueManual(api: SkiplockClient, queue: string, json: { tenant?: string; payload?: unknown } = {}) {
+export function enqueueManual(
+  api: SkiplockClient,
+  queue: string,
+  json: { tenant?: string; payload?: unknown; tags?: string[] } = {},
+) {
   return parseResponse(
     api.v1.queues[':queue'].jobs.$post({ param: { queue }, json: { type: MANUAL_TYPE, ...json }, header: {} }),
   );

@@ -7,12 +7,12 @@ import { shortId } from './format.js';
 
 /**
  * The job list. Filters and the page's cursor live in the URL hash
- * (#/jobs?queue=…&status=…&cursor=…), so a view can be bookmarked or shared;
+ * (#/jobs?queue=…&tag=…&status=…&cursor=…), so a view can be bookmarked or shared;
  * the cursors of newer pages are remembered here, since the API pages only
  * towards older jobs.
  */
 
-const FILTERS = ['queue', 'tenant', 'status'] as const;
+const FILTERS = ['queue', 'tenant', 'tag', 'status'] as const;
 type Filter = (typeof FILTERS)[number];
 const PAGE_SIZE = 25;
 let shownJobsParams = new URLSearchParams();
@@ -65,6 +65,7 @@ function jobRow(job: Job): HTMLTableRowElement {
     h('td', {}, job.queue),
     h('td', {}, job.tenant),
     h('td', {}, job.type),
+    h('td', {}, ...job.tags.map((tag) => h('span', { class: 'tag' }, tag))),
     h('td', { class: 'num' }, `${job.attempts} / ${job.maxAttempts}`),
     h('td', {}, formatTime(job.createdAt)),
     h('td', {}, formatTime(job.finishedAt)),
