@@ -154,6 +154,12 @@ TABLE job_trace_contexts (
   tracestate text
 );
 
+TABLE job_types (
+  type text NOT NULL,
+  retention_seconds integer,
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 TABLE jobs (
   id uuid NOT NULL DEFAULT skiplock.uuid_v7(clock_timestamp()),
   queue skiplock.short_name NOT NULL,
@@ -212,7 +218,15 @@ TABLE queues (
   claim_seq bigint NOT NULL DEFAULT 0,
   delivery jsonb,
   updated_at timestamp with time zone NOT NULL DEFAULT now(),
-  paused_at timestamp with time zone
+  paused_at timestamp with time zone,
+  retention_seconds integer,
+  dead_letter_queue text
+);
+
+TABLE retention_sweeps (
+  seconds double precision NOT NULL,
+  swept_through timestamp with time zone NOT NULL,
+  settings text NOT NULL
 );
 
 TABLE schedules (
@@ -290,6 +304,9 @@ job_steps job_steps_pkey: PRIMARY KEY (job_id, name);
 job_trace_contexts job_trace_contexts_pkey: PRIMARY KEY (job_id);
 job_trace_contexts job_trace_contexts_traceparent_w3c: CHECK (((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text) AND (substr(traceparent, 4, 32) <> repeat('0'::text, 32)) AND (substr(traceparent, 37, 16) <> repeat('0'::text, 16))));
 job_trace_contexts job_trace_contexts_tracestate_length: CHECK ((length(tracestate) <= 512));
+job_types job_types_pkey: PRIMARY KEY (type);
+job_types job_types_retention_none_or_a_minute: CHECK (((retention_seconds = 0) OR (retention_seconds >= 60)));
+job_types job_types_type_check: CHECK (((length(type) >= 1) AND (length(type) <= 128)));
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
 jobs jobs_pkey: PRIMARY KEY (id);
 jobs jobs_state_live: CHECK ((state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text, 'running'::text, 'parked'::text, 'held'::text])));
@@ -305,10 +322,13 @@ keyed_jobs keyed_jobs_slots_or_rate: CHECK (((slots IS NULL) <> (rate_limit IS N
 keyed_jobs keyed_jobs_slots_range: CHECK (((slots >= 1) AND (slots <= 1000)));
 migrations migrations_pkey: PRIMARY KEY (name);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
+queues queues_dead_letter_queue_another: CHECK (((dead_letter_queue <> name) AND ((length(dead_letter_queue) >= 1) AND (length(dead_letter_queue) <= 128))));
 queues queues_delivery_check: CHECK (((jsonb_typeof(delivery) = 'object'::text) AND ((delivery ->> 'target'::text) = ANY (ARRAY['webhook'::text, 'cloudflare-queue'::text]))));
 queues queues_name_check: CHECK (((length(name) >= 1) AND (length(name) <= 128)));
 queues queues_pkey: PRIMARY KEY (name);
+queues queues_retention_none_or_a_minute: CHECK (((retention_seconds = 0) OR (retention_seconds >= 60)));
 queues queues_weight_check: CHECK (((weight >= 1) AND (weight <= 1000)));
+retention_sweeps retention_sweeps_pkey: PRIMARY KEY (seconds);
 schedules schedules_pkey: PRIMARY KEY (name);
 tenant_defaults tenant_defaults_concurrency_check: CHECK ((concurrency >= 0));
 tenant_defaults tenant_defaults_pkey: PRIMARY KEY (singleton);
@@ -351,6 +371,7 @@ CREATE INDEX job_links_parent_idx ON skiplock.job_links USING btree (job_id);
 CREATE UNIQUE INDEX job_links_pkey ON skiplock.job_links USING btree (job_id, other_id);
 CREATE UNIQUE INDEX job_steps_pkey ON skiplock.job_steps USING btree (job_id, name);
 CREATE UNIQUE INDEX job_trace_contexts_pkey ON skiplock.job_trace_contexts USING btree (job_id);
+CREATE UNIQUE INDEX job_types_pkey ON skiplock.job_types USING btree (type);
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])));
 CREATE INDEX jobs_parked_idx ON skiplock.jobs USING btree (run_at) WHERE (state = 'parked'::text);
 CREATE INDEX jobs_running_idx ON skiplock.jobs USING btree (tenant, queue, lease_expires_at) WHERE (state = 'running'::text);
@@ -363,6 +384,7 @@ CREATE INDEX keyed_jobs_unsettled_idx ON skiplock.keyed_jobs USING btree (tenant
 CREATE UNIQUE INDEX keyed_jobs_pkey ON skiplock.keyed_jobs USING btree (job_id);
 CREATE UNIQUE INDEX migrations_pkey ON skiplock.migrations USING btree (name);
 CREATE UNIQUE INDEX queues_pkey ON skiplock.queues USING btree (name);
+CREATE UNIQUE INDEX retention_sweeps_pkey ON skiplock.retention_sweeps USING btree (seconds);
 CREATE UNIQUE INDEX schedules_pkey ON skiplock.schedules USING btree (name);
 CREATE UNIQUE INDEX tenant_defaults_pkey ON skiplock.tenant_defaults USING btree (singleton);
 CREATE UNIQUE INDEX tenants_pkey ON skiplock.tenants USING btree (name);
@@ -1184,6 +1206,14 @@ BEGIN
 END
 $$;
 
+FUNCTION define_job_types(types text[], retentions integer[]) RETURNS void LANGUAGE sql VOLATILE AS $$
+  INSERT INTO skiplock.job_types AS t (type, retention_seconds)
+  SELECT d.type, d.retention FROM unnest(types, retentions) AS d(type, retention)
+  WHERE d.retention IS NOT NULL OR EXISTS (SELECT 1 FROM skiplock.job_types e WHERE e.type = d.type)
+  ON CONFLICT (type) DO UPDATE SET retention_seconds = excluded.retention_seconds, updated_at = now()
+  WHERE t.retention_seconds IS DISTINCT FROM excluded.retention_seconds;
+$$;
+
 FUNCTION drop_idle_keys(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
 BEGIN
   WITH idle AS MATERIALIZED (
@@ -1988,6 +2018,11 @@ FUNCTION job_status(state text, run_at timestamp with time zone) RETURNS text LA
   END
 $$;
 
+FUNCTION kept_seconds(state text, type_seconds integer, queue_seconds integer, default_seconds double precision) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN state = 'succeeded' THEN coalesce(type_seconds, queue_seconds, default_seconds)
+              ELSE coalesce(nullif(type_seconds, 0), nullif(queue_seconds, 0), default_seconds) END
+$$;
+
 FUNCTION lock_event(tenant text, event text) RETURNS void LANGUAGE sql VOLATILE AS $$
   SELECT pg_advisory_xact_lock(1936418166, hashtext(tenant || '/' || event))
 $$;
@@ -1995,8 +2030,11 @@ $$;
 FUNCTION maintain_finished_jobs(retention interval, days_ahead integer DEFAULT 2) RETURNS TABLE(created integer, dropped integer, deleted integer) LANGUAGE plpgsql VOLATILE SET lock_timeout=100ms AS $$
 DECLARE
   today date := (now() AT TIME ZONE 'UTC')::date;
-  -- Past the retention, and summed by the statistics' rollup.
-  prune_before timestamptz := least(now() - retention, (SELECT rolled_through FROM skiplock.attempt_stats_rollup));
+  rolled timestamptz := (SELECT rolled_through FROM skiplock.attempt_stats_rollup);
+  longest interval := greatest(retention,
+    make_interval(secs => coalesce((SELECT max(retention_seconds) FROM skiplock.queues), 0)),
+    make_interval(secs => coalesce((SELECT max(retention_seconds) FROM skiplock.job_types), 0)));
+  prune_before timestamptz := least(now() - longest, rolled);
   day date;
   partition_name text;
   partition_day date;
@@ -2057,6 +2095,8 @@ BEGIN
   EXCEPTION WHEN lock_not_available THEN
     NULL;
   END;
+
+  deleted := deleted + skiplock.sweep_finished_jobs(retention, longest, 10000);
 
   -- Events whose keep has passed, once a day with the day's history (a
   -- send drops those of its own name as it goes).
@@ -2791,6 +2831,116 @@ BEGIN
 END
 $$;
 
+FUNCTION sweep_finished_jobs(retention interval, longest interval, max_rows integer) RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  default_seconds double precision := extract(epoch FROM retention);
+  rolled timestamptz := (SELECT rolled_through FROM skiplock.attempt_stats_rollup);
+  fingerprint text := md5(concat_ws('|', default_seconds,
+    (SELECT string_agg(name || '=' || retention_seconds, ',' ORDER BY name) FROM skiplock.queues
+      WHERE retention_seconds IS NOT NULL),
+    (SELECT string_agg(type || '=' || retention_seconds, ',' ORDER BY type) FROM skiplock.job_types
+      WHERE retention_seconds IS NOT NULL)));
+  oldest timestamptz;
+  class_seconds double precision;
+  lo timestamptz;
+  hi timestamptz;
+  upto timestamptz;
+  width interval;
+  slice_seen integer;
+  slice_deleted integer;
+  seen integer := 0;
+  deleted integer := 0;
+  stalled boolean := false;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(1936419947, 12) THEN
+    RETURN 0;
+  END IF;
+  FOR class_seconds IN
+    SELECT DISTINCT c.s FROM (
+      SELECT default_seconds AS s
+      UNION ALL SELECT q.retention_seconds FROM skiplock.queues q WHERE q.retention_seconds IS NOT NULL
+      UNION ALL SELECT t.retention_seconds FROM skiplock.job_types t WHERE t.retention_seconds IS NOT NULL
+    ) c
+    WHERE c.s < extract(epoch FROM longest)
+    ORDER BY c.s
+  LOOP
+    EXIT WHEN seen >= max_rows OR stalled;
+    upto := least(now() - make_interval(secs => class_seconds), rolled);
+    lo := NULL;
+    SELECT w.swept_through INTO lo FROM skiplock.retention_sweeps w
+    WHERE w.seconds = class_seconds AND w.settings = fingerprint;
+    IF lo IS NULL THEN
+      -- From the oldest job there is: the first day with a partition, or an older one in the default partition.
+      IF oldest IS NULL THEN
+        -- The default partition is locked while a call makes a partition: then the next round sweeps.
+        BEGIN
+          SELECT least(
+            (SELECT min(to_date(substr(c.relname, 15), 'YYYYMMDD'))::timestamp AT TIME ZONE 'UTC'
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'skiplock.finished_jobs'::regclass AND c.relname ~ '^finished_jobs_\d{8}$'),
+            (SELECT min(d.finished_at) FROM skiplock.finished_jobs_default d)) INTO oldest;
+        EXCEPTION WHEN lock_not_available THEN
+          stalled := true;
+        END;
+        EXIT WHEN stalled;
+      END IF;
+      lo := least(coalesce(oldest, upto), upto);
+    END IF;
+    width := interval '1 minute';
+    WHILE lo < upto AND seen < max_rows LOOP
+      hi := least(lo + width, upto);
+      BEGIN
+        WITH slice AS MATERIALIZED (
+          SELECT f.id, f.finished_at, f.state, f.type, f.queue, f.tenant, f.dedup_key
+          FROM skiplock.finished_jobs f
+          WHERE f.finished_at >= lo AND f.finished_at < hi
+        ),
+        doomed AS MATERIALIZED (
+          SELECT s.id, s.finished_at FROM slice s
+          LEFT JOIN skiplock.job_types t ON t.type = s.type
+          LEFT JOIN skiplock.queues q ON q.name = s.queue
+          WHERE skiplock.kept_seconds(s.state, t.retention_seconds, q.retention_seconds, default_seconds) <= class_seconds
+            AND s.id <> ALL (ARRAY(SELECT c.blocked_by FROM skiplock.concurrency_keys c WHERE c.blocked_by IS NOT NULL))
+            AND (s.dedup_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM skiplock.dedup_keys k
+              WHERE (k.tenant, k.queue, k.dedup_key) = (s.tenant, s.queue, s.dedup_key) AND k.job_id = s.id))
+        ),
+        gone AS (
+          DELETE FROM skiplock.finished_jobs f USING doomed d
+          WHERE f.id = d.id AND f.finished_at = d.finished_at
+          RETURNING f.id
+        ),
+        events AS (
+          DELETE FROM skiplock.job_events e USING gone g WHERE e.job_id = g.id
+        ),
+        steps AS (
+          DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
+        ),
+        links AS (
+          DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
+        )
+        SELECT (SELECT count(*) FROM slice), (SELECT count(*) FROM gone) INTO slice_seen, slice_deleted;
+      EXCEPTION WHEN lock_not_available THEN
+        stalled := true;
+      END;
+      EXIT WHEN stalled;
+      seen := seen + slice_seen;
+      deleted := deleted + slice_deleted;
+      lo := hi;
+      width := CASE WHEN slice_seen > max_rows / 10 THEN greatest(width / 2, interval '1 second')
+                    WHEN slice_seen < max_rows / 40 THEN least(width * 2, interval '1 day')
+                    ELSE width END;
+    END LOOP;
+    INSERT INTO skiplock.retention_sweeps AS w (seconds, swept_through, settings)
+    VALUES (class_seconds, lo, fingerprint)
+    ON CONFLICT (seconds) DO UPDATE SET swept_through = excluded.swept_through, settings = excluded.settings;
+  END LOOP;
+  -- Sweeps begun under other retentions (those still in force start over).
+  DELETE FROM skiplock.retention_sweeps w WHERE w.settings <> fingerprint;
+  RETURN deleted;
+END
+$$;
+
 FUNCTION take_key_slots() RETURNS trigger LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
 DECLARE
   key_tenants text[];
@@ -2840,6 +2990,40 @@ BEGIN
     AND EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.job_id = c.blocked_by AND kj.slot IS NULL);
 
   PERFORM skiplock.fill_key_slots(key_tenants, key_names);
+  RETURN NULL;
+END
+$$;
+
+FUNCTION to_dead_letter_queue() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  target text;
+BEGIN
+  SELECT q.dead_letter_queue INTO target FROM skiplock.queues q WHERE q.name = NEW.queue;
+  IF target IS NULL
+     OR EXISTS (SELECT 1 FROM skiplock.keyed_jobs k
+                WHERE k.job_id = NEW.id AND k.slot IN ('taken', 'started', 'waiting'))
+     OR EXISTS (SELECT 1 FROM skiplock.job_events e
+                WHERE e.job_id = NEW.id AND e.kind = 'retried' AND e.detail ? 'deadLetter') THEN
+    RETURN NULL;
+  END IF;
+  WITH gone AS (
+    DELETE FROM skiplock.finished_jobs f WHERE f.id = NEW.id AND f.finished_at = NEW.finished_at RETURNING f.*
+  ),
+  back AS (
+    INSERT INTO skiplock.jobs AS j
+      (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
+       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
+       first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
+       tags)
+    SELECT id, target, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
+           backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
+           first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
+           tags
+    FROM gone
+    RETURNING j.id
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT b.id, 'retried', 0, jsonb_build_object('deadLetter', true, 'fromQueue', NEW.queue) FROM back b;
   RETURN NULL;
 END
 $$;
@@ -2949,6 +3133,7 @@ CREATE TRIGGER finished_jobs_outcome_final BEFORE UPDATE OF state ON skiplock.fi
 CREATE TRIGGER finished_jobs_release_dedup_key AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.dedup_key IS NOT NULL)) EXECUTE FUNCTION skiplock.on_keyed_job_finished();
 CREATE TRIGGER finished_jobs_release_key_slots AFTER INSERT ON skiplock.finished_jobs REFERENCING NEW TABLE AS finished FOR EACH STATEMENT EXECUTE FUNCTION skiplock.release_key_slots();
 CREATE TRIGGER finished_jobs_resolve_links AFTER INSERT ON skiplock.finished_jobs REFERENCING NEW TABLE AS finished FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_linked_jobs_finished();
+CREATE TRIGGER finished_jobs_to_dead_letter_queue AFTER INSERT ON skiplock.finished_jobs FOR EACH ROW WHEN ((new.state = 'failed'::text)) EXECUTE FUNCTION skiplock.to_dead_letter_queue();
 CREATE TRIGGER job_events_append_only BEFORE UPDATE ON skiplock.job_events FOR EACH ROW EXECUTE FUNCTION skiplock.refuse_event_change();
 CREATE TRIGGER jobs_counted_delete AFTER DELETE ON skiplock.jobs REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION skiplock.count_job_changes();
 CREATE TRIGGER jobs_counted_insert AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION skiplock.count_job_changes();

@@ -463,6 +463,8 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       weight: 5,
       delivery: null,
       pausedAt: null,
+      retentionSeconds: null,
+      deadLetterQueue: null,
       custom: true,
       running: 0,
     });
@@ -476,10 +478,48 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const uncapped = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', 'none', '--json']);
     expect(JSON.parse(uncapped.stdout)).toMatchObject({ concurrency: null, weight: 5 });
     expect((await skiplock(['queues', '--json'])).code).toBe(0);
+    const noHistory = await skiplock(['queues', 'set', 'cli-queue', '--retention', 'none']);
+    expect(noHistory.stdout).toMatch(/\nretention +none for succeeded jobs \(failed ones: the default\)\n/);
+    expect(
+      JSON.parse((await skiplock(['queues', 'set', 'cli-queue', '--retention', '86400', '--json'])).stdout),
+    ).toMatchObject({
+      concurrency: null,
+      weight: 5,
+      retentionSeconds: 86_400,
+    });
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--retention', '30']),
+      1,
+      /400 Invalid request: .*\(retentionSeconds: whole seconds from 60 to 315360000 \(ten years\), or "none"/,
+    );
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--retention', 'forever']),
+      2,
+      /--retention must be a whole number, none or default, not "forever"$/,
+    );
+    expect(JSON.parse((await skiplock(['queues', 'get', 'cli-queue', '--json'])).stdout)).toMatchObject({
+      retentionSeconds: 86_400,
+    });
+    expect(
+      JSON.parse((await skiplock(['queues', 'set', 'cli-queue', '--retention', 'default', '--json'])).stdout),
+    ).toMatchObject({
+      weight: 5,
+      retentionSeconds: null,
+    });
+    const lettered = await skiplock(['queues', 'set', 'cli-queue', '--dead-letter-queue', 'cli-dead']);
+    expect(lettered.stdout).toMatch(/\ndead letters +failed jobs move to cli-dead\n/);
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-queue', '--dead-letter-queue', 'cli-queue']),
+      1,
+      /400 Invalid request: deadLetterQueue: a queue cannot be its own dead-letter queue/,
+    );
+    expect(
+      JSON.parse((await skiplock(['queues', 'set', 'cli-queue', '--dead-letter-queue', 'none', '--json'])).stdout),
+    ).toMatchObject({ weight: 5, deadLetterQueue: null });
     expectOneLine(
       await skiplock(['queues', 'set', 'cli-queue']),
       2,
-      /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery$/,
+      /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, --dead-letter-queue$/,
     );
     // The local stack allows no host (HTTP_ALLOWED_HOSTS is empty) and binds no Cloudflare queue: both targets are refused, by field.
     expectOneLine(

@@ -26,6 +26,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0009_metrics.sql': '9e5f2a4f8aa6e1618b7dc92c33435036ea1e1b76b929975501670b7d3deeadb5',
   '0010_history_days_under_contention.sql': '31c473e1d74467cb6cf1327286a6f9e8ed4c89dd665ae820906c53b2ed36395c',
   '0011_tags.sql': '736aeb9cda69b284e2afbade7abdf0976ce99758a773df8fc476101d51d28a06',
+  '0012_retention.sql': 'c0f51ea58caa2686068940956cf6dcc49b69442929a6fc4734fd7f23674b3530',
   '0013_trace_context.sql': '9f87e7bc31557c4961e42ba42e910305aa646a1cc8fc23816d3bf9192ae79312',
 };
 

@@ -1,5 +1,5 @@
 import { successBody } from '../http/client.js';
-import type { DeliveryTarget, Queue } from '../engine/index.js';
+import type { DeliveryTarget, Queue, Retention } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
 import { wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
@@ -27,6 +27,8 @@ const set = operatorCommand({
     'cloudflare-queue': { type: 'string' },
     'no-delivery': { type: 'boolean', default: false },
     'batch-size': { type: 'string' },
+    retention: { type: 'string' },
+    'dead-letter-queue': { type: 'string' },
   },
   positionals: ['QUEUE'],
   async run({ values, positionals: [queue], connection }) {
@@ -37,15 +39,26 @@ const set = operatorCommand({
         : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
       ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
       ...(delivery === undefined ? {} : { delivery }),
+      ...(values.retention === undefined ? {} : { retentionSeconds: retentionFlag(values.retention) }),
+      ...(values['dead-letter-queue'] === undefined
+        ? {}
+        : { deadLetterQueue: values['dead-letter-queue'] === 'none' ? null : values['dead-letter-queue'] }),
     };
     if (Object.keys(given).length === 0) {
-      throw usageFailure('give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery');
+      throw usageFailure(
+        'give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, ' +
+          '--dead-letter-queue',
+      );
     }
     const route = connection.api.v1.queues[':queue'];
     // The API replaces every setting at once; those not given here keep their current values.
-    const { concurrency, weight, delivery: current } = await successBody(route.$get({ param: { queue: queue! } }));
+    const current = await successBody(route.$get({ param: { queue: queue! } }));
+    const { concurrency, weight, retentionSeconds, deadLetterQueue } = current;
     const answer = await successBody(
-      route.$put({ param: { queue: queue! }, json: { concurrency, weight, delivery: current, ...given } }),
+      route.$put({
+        param: { queue: queue! },
+        json: { concurrency, weight, delivery: current.delivery, retentionSeconds, deadLetterQueue, ...given },
+      }),
     );
     return { json: answer, human: describeQueue(answer) };
   },
@@ -63,6 +76,13 @@ function pauseCommand(action: 'pause' | 'resume') {
       return { json: answer, human: describeQueue(answer) };
     },
   });
+}
+
+/** `--retention`: whole seconds (the API refuses under a minute), `none` (no history of succeeded jobs), or `default`. */
+function retentionFlag(value: string): Retention | null {
+  if (value === 'default') return null;
+  if (value === 'none') return 'none';
+  return wholeNumberFlag(value, '--retention', ', none or default');
 }
 
 /** The delivery target the flags give: a new one, none (`--no-delivery`), or undefined to keep the current one. */
@@ -95,10 +115,13 @@ function deliveryOf(values: {
   return values['no-delivery'] === true ? null : undefined;
 }
 
-/** `skiplock queues get|set|pause|resume`: a queue's concurrency cap, weight and delivery target, and pausing it. */
+/** `skiplock queues get|set|pause|resume`: a queue's settings, and pausing it. */
 export const queueSettingsCommand = withSubcommands('queues', {
-  get: { run: get, summary: "a queue's concurrency cap, weight, delivery target and running jobs" },
-  set: { run: set, summary: "change a queue's concurrency cap, weight or delivery target (the others stay)" },
+  get: { run: get, summary: "a queue's concurrency cap, weight, delivery target, retention and running jobs" },
+  set: {
+    run: set,
+    summary: "change a queue's concurrency cap, weight, delivery target or retention (the others stay)",
+  },
   pause: { run: pauseCommand('pause'), summary: 'stop claims taking its jobs (waiting jobs and settings stay)' },
   resume: { run: pauseCommand('resume'), summary: 'let claims take its jobs again' },
 });
@@ -114,7 +137,18 @@ function describeQueue(queue: QueueAnswer): string {
     ['delivery', describeDelivery(queue.delivery)],
     ['running', String(queue.running)],
     ['paused', queue.pausedAt === null ? 'no' : `since ${queue.pausedAt}`],
+    ['retention', describeRetention(queue.retentionSeconds)],
+    [
+      'dead letters',
+      queue.deadLetterQueue === null ? 'none (failed jobs stay here)' : `failed jobs move to ${queue.deadLetterQueue}`,
+    ],
   ]);
+}
+
+function describeRetention(retention: Retention | null): string {
+  if (retention === null) return 'the default (RETENTION_SECONDS), unless a job type has its own';
+  if (retention === 'none') return 'none for succeeded jobs (failed ones: the default)';
+  return `${retention} s, unless a job type has its own`;
 }
 
 /** A delivery target in a few words: where, and how it is sent. */

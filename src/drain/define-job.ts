@@ -9,6 +9,7 @@ import {
   type RateOnExcess,
 } from '../engine/enqueue.js';
 import type { JobType, PayloadIssue } from '../engine/job-type.js';
+import { isRetention, type Retention } from '../engine/retention.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import { InvalidPayloadError } from './job-errors.js';
 import type { Logger } from './logger.js';
@@ -27,6 +28,13 @@ export interface JobOptions<Result = unknown, Payload = unknown> {
   leaseSeconds?: number;
   /** Caps the job's own maxAttempts: the attempt that reaches it fails for good. */
   maxAttempts?: number;
+  /**
+   * How long finished jobs of this type are kept, in seconds (60 or more), or `'none'`: a succeeded
+   * job keeps no history (a failed, cancelled or expired one is kept as its queue's, or the default,
+   * retention says). Wins over the queue's retention and RETENTION_SECONDS; the drains that run the
+   * type write it to `skiplock.job_types`, where every drain's pruning reads it.
+   */
+  retentionSeconds?: Retention;
   /** Tags every job of this type carries, before its enqueue's own (see `EnqueueInput.tags`). */
   tags?: readonly string[];
   /** Retry delays for this type; the job's own backoff when left out. */
@@ -278,6 +286,9 @@ function checkOptions<Result, Payload>(type: string, options: JobOptions<Result,
     options.maxAttempts !== undefined &&
       !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1) &&
       'maxAttempts must be an integer from 1',
+    options.retentionSeconds !== undefined &&
+      !isRetention(options.retentionSeconds) &&
+      'retentionSeconds must be whole seconds from 60 (at most ten years), or "none"',
     !positive(options.timeoutSeconds) && 'timeoutSeconds must be above 0',
     options.subrequests !== undefined &&
       !(Number.isInteger(options.subrequests) && options.subrequests >= 0) &&

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import { DrainBudget } from './budget.js';
+import { syncJobTypeRetentions } from './job-type-retentions.js';
 import { NO_HOUSEKEEPING, runHousekeeping, type HousekeepingCounts } from './housekeeping.js';
 import type { JobCounts } from './job-counts.js';
 import { runJobs } from './job-loop.js';
@@ -64,6 +65,7 @@ export async function drainOnce(db: Queryable, registry: JobRegistry, options: D
     let housekeeping = NO_HOUSEKEEPING;
     if (options.housekeeping ?? true) {
       await syncPeriodicJobs(db, registry);
+      await syncJobTypeRetentions(db, registry);
       housekeeping = await runHousekeeping(db, {
         retentionSeconds: options.retentionSeconds ?? SHARED_SETTINGS.retentionSeconds.default,
         statsRetentionDays: options.statsRetentionDays ?? SHARED_SETTINGS.statsRetentionDays.default,

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import { sleep } from '../engine/sleep.js';
 import { DrainBudget } from './budget.js';
+import { syncJobTypeRetentions } from './job-type-retentions.js';
 import { runHousekeeping, type HousekeepingOptions } from './housekeeping.js';
 import { runJobs } from './job-loop.js';
 import { errorFields, jsonConsoleLogger, type Logger } from './logger.js';
@@ -62,6 +63,7 @@ export async function runUntilStopped(
 ): Promise<RunningDrain> {
   const logger = options.logger ?? jsonConsoleLogger;
   await syncPeriodicJobs(db, registry);
+  await syncJobTypeRetentions(db, registry);
   const budget = new DrainBudget(Number.POSITIVE_INFINITY);
   const jobs = runJobs(db, registry, {
     workerId: options.workerId,

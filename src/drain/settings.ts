@@ -30,7 +30,7 @@ export const SHARED_SETTINGS = {
     kind: number({ min: 0 }),
     default: 7 * 24 * 3600,
     description:
-      'how long finished jobs and events are kept, in seconds (finished jobs go by whole days: at least this long, at most a day more)',
+      "how long finished jobs and events are kept, in seconds (finished jobs go by whole days: at least this long, at most a day more); a queue's or job type's own retention wins ([operations.md](operations.md#retention))",
   }),
   statsRetentionDays: setting({
     variable: 'STATS_RETENTION_DAYS',

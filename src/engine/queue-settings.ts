@@ -1,5 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import type { TenantScope } from './read-jobs.js';
+import { InvalidInputError } from './errors.js';
+import { checkRetention, type Retention } from './retention.js';
 import type { DeliveryTarget } from './types.js';
 
 export interface QueueSettings {
@@ -11,32 +13,49 @@ export interface QueueSettings {
   delivery: DeliveryTarget | null;
   /** When the queue was paused (ISO-8601); null while it runs. */
   pausedAt: string | null;
+  /**
+   * How long the queue's finished jobs are kept, in seconds (60 or more), or `'none'`: its succeeded
+   * jobs keep no history. Null for the default (RETENTION_SECONDS); a job type's own retention wins.
+   */
+  retentionSeconds: Retention | null;
+  /**
+   * Where the queue's jobs that fail for good move, to wait again with fresh attempts (once a job);
+   * null for none: they stay failed in the queue.
+   */
+  deadLetterQueue: string | null;
 }
 
 export interface Queue extends QueueSettings {
   name: string;
-  /** False when the queue runs on the defaults (no cap, weight 1, no delivery target, running). */
+  /** False when the queue runs on the defaults (no cap, weight 1, no delivery target, running, the default retention, no dead-letter queue). */
   custom: boolean;
   /** Jobs of the queue running now (of the scope's tenant, when it has one). */
   running: number;
 }
 
+// A retention of 0 is "none" (the database's CHECK allows 0 or a minute and more).
+const RETENTION_JSON = `CASE WHEN q.retention_seconds = 0 THEN to_jsonb('none'::text) ELSE to_jsonb(q.retention_seconds) END`;
+
 // A queue without a row of its own runs on the defaults: no cap, weight 1, handlers.
 const getQueueSql = /* sql */ `
 SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.delivery,
-       skiplock.iso(q.paused_at) AS "pausedAt", q.name IS NOT NULL AS custom,
+       skiplock.iso(q.paused_at) AS "pausedAt", ${RETENTION_JSON} AS "retentionSeconds",
+       q.dead_letter_queue AS "deadLetterQueue", q.name IS NOT NULL AS custom,
        (SELECT count(*)::integer FROM skiplock.jobs r
         WHERE r.queue = $1 AND r.state = 'running' AND ($2::text IS NULL OR r.tenant = $2)) AS running
 FROM (SELECT 1) one
 LEFT JOIN skiplock.queues q ON q.name = $1`;
 
 const listQueueSettingsSql = /* sql */ `
-SELECT name, concurrency, weight, delivery, skiplock.iso(paused_at) AS "pausedAt" FROM skiplock.queues ORDER BY name`;
+SELECT name, concurrency, weight, delivery, skiplock.iso(paused_at) AS "pausedAt", ${RETENTION_JSON} AS "retentionSeconds",
+       dead_letter_queue AS "deadLetterQueue"
+FROM skiplock.queues q ORDER BY name`;
 
 const setQueueSql = /* sql */ `
-INSERT INTO skiplock.queues AS q (name, concurrency, weight, delivery, updated_at)
-VALUES ($1, $2, $3, $4, now())
-ON CONFLICT (name) DO UPDATE SET concurrency = $2, weight = $3, delivery = $4, updated_at = now()`;
+INSERT INTO skiplock.queues AS q (name, concurrency, weight, delivery, retention_seconds, dead_letter_queue, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, now())
+ON CONFLICT (name) DO UPDATE
+SET concurrency = $2, weight = $3, delivery = $4, retention_seconds = $5, dead_letter_queue = $6, updated_at = now()`;
 
 /** A queue's settings (its own, or the defaults) and its running count. */
 export async function getQueue(db: Queryable, name: string, scope: TenantScope = {}): Promise<Queue> {
@@ -48,7 +67,7 @@ export async function getQueue(db: Queryable, name: string, scope: TenantScope =
   return row!;
 }
 
-/** The settings of every queue that has its own; the others run on the defaults (no cap, weight 1, handlers, running). */
+/** The settings of every queue that has its own; the others run on the defaults (no cap, weight 1, handlers, running, the default retention, no dead-letter queue). */
 export async function listQueueSettings(db: Queryable): Promise<Array<QueueSettings & { name: string }>> {
   return db.query<QueueSettings & { name: string }>({
     name: 'skiplock_list_queue_settings',
@@ -74,13 +93,28 @@ SELECT pg_notify('skiplock_jobs', '') FROM resumed WHERE skiplock.anyone_listeni
  * queue is below it. So does a delivery target: jobs already claimed by a
  * handler finish there, and every later claim sends the queue's jobs to the
  * target (a drain that cannot deliver to it leaves them alone). A delivery
- * left out is none: the queue's jobs go to the handlers of their types.
+ * left out is none: the queue's jobs go to the handlers of their types. A
+ * retention left out is the default; a new one applies to the queue's
+ * finished jobs at the next housekeeping, those that finished before it
+ * too. A dead-letter queue left out is none. A retention under a minute
+ * (other than `'none'`), or a queue named as its own dead-letter queue, is
+ * an InvalidInputError, and nothing changes.
  */
 export async function setQueue(
   db: Queryable,
   name: string,
-  settings: Pick<QueueSettings, 'concurrency' | 'weight'> & { delivery?: DeliveryTarget | null },
+  settings: Pick<QueueSettings, 'concurrency' | 'weight'> & {
+    delivery?: DeliveryTarget | null;
+    retentionSeconds?: Retention | null;
+    deadLetterQueue?: string | null;
+  },
 ): Promise<Queue> {
+  const retention = settings.retentionSeconds ?? null;
+  if (retention !== null) checkRetention(retention, 'retentionSeconds');
+  const deadLetterQueue = settings.deadLetterQueue ?? null;
+  if (deadLetterQueue === name) {
+    throw new InvalidInputError('deadLetterQueue: a queue cannot be its own dead-letter queue', 'deadLetterQueue');
+  }
   await db.query({
     name: 'skiplock_set_queue',
     text: setQueueSql,
@@ -89,6 +123,8 @@ export async function setQueue(
       settings.concurrency,
       settings.weight,
       settings.delivery == null ? null : JSON.stringify(settings.delivery),
+      retention === 'none' ? 0 : retention,
+      deadLetterQueue,
     ],
   });
   return getQueue(db, name);

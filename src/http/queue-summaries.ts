@@ -25,7 +25,14 @@ export function summarizeQueues(
   for (const row of rows) {
     let summary = byQueue.get(row.queue);
     if (summary === undefined) {
-      const own = settingsOf.get(row.queue) ?? { concurrency: null, weight: 1, delivery: null, pausedAt: null };
+      const own = settingsOf.get(row.queue) ?? {
+        concurrency: null,
+        weight: 1,
+        delivery: null,
+        pausedAt: null,
+        retentionSeconds: null,
+        deadLetterQueue: null,
+      };
       const heldBy = { concurrency: 0, order: 0, failedHead: 0, rate: 0 };
       summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, held: 0, heldBy, ...own };
       byQueue.set(row.queue, summary);

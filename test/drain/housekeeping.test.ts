@@ -38,4 +38,18 @@ describe('the housekeeping a drain does first', () => {
       { state: 'succeeded', attempts: 1 },
     ]);
   });
+
+  it("writes a definition's retention where every drain's pruning reads it", async () => {
+    const { db } = await open('pg');
+    const ping = defineJob('ping', z.unknown(), () => 'pong', { retentionSeconds: 'none' });
+    const other = defineJob('other', z.unknown(), () => 'done');
+    await enqueueBatch(db, [{ queue: 'ping' }, { queue: 'ping' }, { queue: 'other' }]);
+
+    expect(await drain(db, [ping, other])).toMatchObject({ succeeded: 3, deletedJobs: 0 });
+    // Once the statistics have summed them, a drain that does not run the type prunes its jobs too.
+    await db.query({ text: 'UPDATE skiplock.attempt_stats_rollup SET rolled_through = now()', params: [] });
+    expect(await drain(db, [other])).toMatchObject({ deletedJobs: 2 });
+    const left = await db.query<{ type: string }>({ text: 'SELECT type FROM skiplock.all_jobs', params: [] });
+    expect(left).toEqual([{ type: 'other' }]);
+  });
 });

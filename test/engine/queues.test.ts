@@ -95,6 +95,8 @@ describe('a queue’s concurrency cap', () => {
       weight: 1,
       delivery: null,
       pausedAt: null,
+      retentionSeconds: null,
+      deadLetterQueue: null,
       custom: true,
       running: 3,
     });
@@ -138,6 +140,8 @@ describe('a queue’s concurrency cap', () => {
       weight: 1,
       delivery: null,
       pausedAt: null,
+      retentionSeconds: null,
+      deadLetterQueue: null,
       custom: false,
       running: 0,
     });

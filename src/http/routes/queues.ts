@@ -83,12 +83,15 @@ export function queueRoutes(deps: AppDeps) {
       path: '/v1/queues/{queue}',
       operationId: 'setQueue',
       tags: ['queues'],
-      summary: "Set a queue's concurrency cap, weight and delivery target",
+      summary: "Set a queue's concurrency cap, weight, delivery target, retention and dead-letter queue",
       description:
-        "Replaces all three; one left out takes its default (no cap, weight 1, no delivery target). The cap counts the queue's " +
+        'Replaces them all; one left out takes its default (no cap, weight 1, no delivery target, the default retention, no ' +
+        "dead-letter queue). The cap counts the queue's " +
         "running jobs over all tenants; the weight shares each tenant's turns among its queues. With a delivery target, the " +
         "drains send the queue's jobs, whatever their type, to a batched webhook or a Cloudflare queue instead of to handlers; " +
-        'a target the deployment cannot reach (a host off HTTP_ALLOWED_HOSTS, a missing secret or binding) is refused.',
+        'a target the deployment cannot reach (a host off HTTP_ALLOWED_HOSTS, a missing secret or binding) is refused. ' +
+        "The retention applies to the queue's finished jobs from the next housekeeping, those that finished before too. " +
+        'A job that fails for good from then on moves to the dead-letter queue.',
       request: { params: QueueParamsSchema, body: jsonBody(QueueSettingsBodySchema) },
       responses: {
         200: jsonResponse(QueueSchema, 'The queue as it is now'),

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { DELIVERY_QUEUE_PREFIX, DELIVERY_SECRET_PREFIX, type DeliveryTarget } from '../../engine/types.js';
-import { intSchema } from './common.js';
+import { intSchema, NameSchema } from './common.js';
 
 /** A Worker secret's or binding's name that starts with `prefix`: the ones named for the API to reach. */
 const reachableName = (prefix: string) =>
@@ -67,7 +67,26 @@ export const QueueDeliverySchema = DeliveryTargetSchema.nullable()
     "The queue's delivery target, null for none; left out for a tenant-bound key (where a queue's jobs go is its operator's).",
   );
 
-/** PUT replaces every setting; one left out takes its default (no cap, weight 1, no delivery target). */
+/** A queue's retention: whole seconds from a minute, or "none"; a shorter one is refused by name. */
+const RETENTION_RULE = 'whole seconds from 60 to 315360000 (ten years), or "none" to keep no history of succeeded jobs';
+export const RetentionSchema = z
+  .union(
+    [z.literal('none'), z.int({ error: RETENTION_RULE }).min(60, RETENTION_RULE).max(315_360_000, RETENTION_RULE)],
+    { error: RETENTION_RULE },
+  )
+  .describe(
+    'How long the queue\'s finished jobs are kept, in seconds, or "none": its succeeded jobs keep no history (deleted ' +
+      'once the hourly statistics have summed them), while failed, cancelled and expired ones are kept for the default ' +
+      "retention. Null for the default (RETENTION_SECONDS); a job type's own retention wins over it.",
+  );
+
+/** The queue a queue's jobs that fail for good move to. */
+export const DeadLetterQueueSchema = NameSchema.describe(
+  "Where the queue's jobs that fail for good move, to wait again with fresh attempts (as a redrive with toQueue): " +
+    'once a job; a job with a concurrency, ordering or rate key stays failed in its queue. Null for none. Not the queue itself.',
+);
+
+/** PUT replaces every setting; one left out takes its default (no cap, weight 1, no delivery target, the default retention). */
 export const QueueSettingsBodySchema = z
   .strictObject({
     concurrency: intSchema(0, 100_000)
@@ -76,6 +95,8 @@ export const QueueSettingsBodySchema = z
       .describe('Running jobs of the queue at once, over all tenants; null for no cap.'),
     weight: intSchema(1, 1000).default(1).describe("Share of each tenant's turns when its queues compete."),
     delivery: DeliveryTargetSchema.nullable().default(null),
+    retentionSeconds: RetentionSchema.nullable().default(null),
+    deadLetterQueue: DeadLetterQueueSchema.nullable().default(null),
   })
   .openapi('QueueSettings');
 
@@ -92,6 +113,8 @@ export const QueueSchema = z
     weight: z.int(),
     delivery: QueueDeliverySchema,
     pausedAt: PausedAtSchema,
+    retentionSeconds: RetentionSchema.nullable(),
+    deadLetterQueue: DeadLetterQueueSchema.nullable(),
     custom: z.boolean().describe('False when the queue runs on the defaults.'),
     running: z.int().describe("Jobs of this queue running now (a tenant-bound key counts its own tenant's)."),
   })

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine/index.js';
 import { JobStatusSchema } from './job.js';
-import { PausedAtSchema, QueueDeliverySchema } from './queue.js';
+import { DeadLetterQueueSchema, PausedAtSchema, RetentionSchema, QueueDeliverySchema } from './queue.js';
 
 const FINISHED_WINDOW =
   'Final statuses (succeeded, failed, cancelled, expired) count the jobs that finished in the last hour.';
@@ -101,6 +101,8 @@ export const QueueSummarySchema = z
     weight: z.int().describe("The queue's share of each tenant's turns."),
     delivery: QueueDeliverySchema,
     pausedAt: PausedAtSchema,
+    retentionSeconds: RetentionSchema.nullable(),
+    deadLetterQueue: DeadLetterQueueSchema.nullable(),
   })
   .openapi('QueueSummary');
 

@@ -8,10 +8,11 @@ export interface RunFacts {
 }
 
 /**
- * Scenarios 1 to 8 of issue 7, 9 of issue 16, 10 of issue 37, 11 to 13 (durable steps, events, child jobs) and
- * 14 to 16 of issue 40 (concurrency keys, ordering keys, debounce): the report is written when all of them ran.
+ * Scenarios 1 to 8 of issue 7, 9 of issue 16, 10 of issue 37, 11 to 13 (durable steps, events, child jobs),
+ * 14 to 17 of issue 40 (concurrency keys, ordering keys, debounce, rate keys) and 18 of issue 41 (retention, dead letters): the
+ * report is written when all of them ran.
  */
-export const SCENARIOS = 17;
+export const SCENARIOS = 18;
 
 function cell(text: string | number): string {
   return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -26,7 +27,8 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     'Written by `npm run test:faults` (test/faults/): each scenario injects real faults into real',
     'processes and a real Postgres, then counts from the jobs, the finished jobs and `skiplock.job_events`:',
     '',
-    '- **jobs lost**: jobs (or acknowledged enqueues and completions) that did not end as they must;',
+    '- **jobs lost**: jobs (or acknowledged enqueues and completions) that did not end as they must, and',
+    '  (scenario 18) finished jobs pruned inside their retention or failures not moved once to their dead-letter queue;',
     '- **run twice at once**: jobs with two overlapping runs, a run being the interval from its claim',
     '  (`started_at`) to the completion or the `released`, `failed`, `cancelled` or `lease_expired` event that ends it',
     "  (scenario 10: from the handlers' own record of when their work began and stopped, which a hand-back cannot end);",
@@ -37,7 +39,8 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     "  (scenarios 14 and 15: sampled, and from the handlers' own record of each attempt's work), a burst of",
     '  debounced enqueues that made more than one job or ran without its last payload (scenario 16), and windows',
     "  in which a rate key started more jobs than its limit (scenario 17: from each start's own time, recorded in",
-    "  the claim's transaction).",
+    "  the claim's transaction), and finished jobs past their retention left behind once the sweeps found nothing",
+    '  more or jobs moved to a dead-letter queue that should not have been (scenario 18).',
     '',
     `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
     "Loads are scaled down from the issue's figures so the suite fits in a few minutes on 2 cores.",

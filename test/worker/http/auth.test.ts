@@ -61,6 +61,11 @@ async function routeCalls(): Promise<RouteCall[]> {
     { name: 'metrics', scope: 'operator', send: call('GET', '/metrics') },
     { name: 'get queue', scope: 'read', send: call('GET', `/v1/queues/${uniqueName('q')}`) },
     { name: 'put queue', scope: 'admin', send: call('PUT', `/v1/queues/${uniqueName('q')}`, { concurrency: 2 }) },
+    {
+      name: 'put queue retention',
+      scope: 'admin',
+      send: call('PUT', `/v1/queues/${uniqueName('q')}`, { retentionSeconds: 'none' }),
+    },
     { name: 'pause queue', scope: 'admin', send: call('POST', `/v1/queues/${uniqueName('q')}/pause`) },
     { name: 'resume queue', scope: 'admin', send: call('POST', `/v1/queues/${uniqueName('q')}/resume`) },
     { name: 'get tenant', scope: 'read', send: call('GET', `/v1/tenants/${uniqueName('t')}`) },

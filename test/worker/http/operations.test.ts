@@ -67,6 +67,8 @@ describe('queue settings', () => {
       weight: 1,
       delivery: null,
       pausedAt: null,
+      retentionSeconds: null,
+      deadLetterQueue: null,
       custom: false,
       running: 0,
     });
@@ -76,6 +78,8 @@ describe('queue settings', () => {
       weight: 4,
       delivery: null,
       pausedAt: null,
+      retentionSeconds: null,
+      deadLetterQueue: null,
       custom: true,
       running: 0,
     });
@@ -105,7 +109,86 @@ describe('queue settings', () => {
     expect(afterResume.jobs).toHaveLength(1);
   });
 
+  it('sets a queue\'s retention, "none" or the default, shown where its settings are', async () => {
+    const queue = uniqueName('kept');
+    const put = (json: { concurrency?: number; retentionSeconds?: number | 'none' | null }) =>
+      success(api.v1.queues[':queue'].$put({ param: { queue }, json }));
+
+    const before = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
+    const month = await put({ concurrency: 2, retentionSeconds: 30 * 24 * 3600 });
+    const none = await put({ concurrency: 2, retentionSeconds: 'none' });
+    await enqueueJob(queue);
+    const listed = (await success(api.v1.queues.$get())).queues.find((summary) => summary.queue === queue);
+    const refused = await request(`/v1/queues/${queue}`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ concurrency: 5, retentionSeconds: 30 }),
+    });
+    const afterRefusal = await success(api.v1.queues[':queue'].$get({ param: { queue } }));
+    const itself = await request(`/v1/queues/${queue}`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ concurrency: 5, deadLetterQueue: queue }),
+    });
+    const reset = await put({ concurrency: 2 });
+
+    expect(before).toMatchObject({ retentionSeconds: null, custom: false });
+    expect(month).toMatchObject({ retentionSeconds: 2_592_000, concurrency: 2, custom: true });
+    expect(none).toMatchObject({ retentionSeconds: 'none' });
+    expect(listed).toMatchObject({ retentionSeconds: 'none', concurrency: 2 });
+    expect(await problemOf(refused)).toMatchObject({
+      status: 400,
+      errors: [{ path: 'retentionSeconds', message: expect.stringContaining('"none"') }],
+    });
+    expect(await problemOf(itself)).toMatchObject({ status: 400, errors: [{ path: 'deadLetterQueue' }] });
+    expect(afterRefusal).toMatchObject({ retentionSeconds: 'none', concurrency: 2 });
+    expect(await success(api.v1.queues[':queue'].$get({ param: { queue } }))).toMatchObject({
+      concurrency: 2,
+      deadLetterQueue: null,
+    });
+    expect(reset).toMatchObject({ retentionSeconds: null });
+  });
+
+  it("names a dead-letter queue: a job that fails for good there waits again in it, and leaves the queue's dead set", async () => {
+    const queue = uniqueName('letters');
+    const deadLetters = `${queue}-dead`;
+    const set = await success(
+      api.v1.queues[':queue'].$put({ param: { queue }, json: { deadLetterQueue: deadLetters } }),
+    );
+    const { id } = await enqueueJob(queue);
+    const claimed = await claimOne(queue);
+    await success(
+      api.v1.jobs[':id'].fail.$post({
+        param: { id },
+        json: { leaseToken: claimed.leaseToken, error: { message: 'bounced' }, forGood: true },
+      }),
+    );
+
+    expect(set).toMatchObject({ deadLetterQueue: deadLetters, custom: true });
+    expect(await success(api.v1.jobs[':id'].$get({ param: { id }, query: {} }))).toMatchObject({
+      queue: deadLetters,
+      status: 'queued',
+      attempts: 0,
+      lastError: { message: 'bounced' },
+    });
+    const dead = await success(api.v1['dead-jobs'].$get({ query: { queue } }));
+    expect(dead.jobs).toEqual([]);
+    const listed = (await success(api.v1.queues.$get())).queues.find((summary) => summary.queue === deadLetters);
+    expect(listed).toMatchObject({ counts: { queued: 1 }, deadLetterQueue: null });
+  });
+
   it.each([
+    [{ retentionSeconds: 59 }, 'retentionSeconds'],
+    [{ deadLetterQueue: '' }, 'deadLetterQueue'],
+    [{ deadLetterQueue: 'a\u0007b' }, 'deadLetterQueue'],
+    [{ deadLetterQueue: 7 }, 'deadLetterQueue'],
+    [{ retentionSeconds: 0 }, 'retentionSeconds'],
+    [{ retentionSeconds: 3600.5 }, 'retentionSeconds'],
+    [{ retentionSeconds: 'forever' }, 'retentionSeconds'],
+    [{ retentionSeconds: '3600' }, 'retentionSeconds'],
+    [{ retentionSeconds: 315_360_001 }, 'retentionSeconds'],
     [{ weight: 0 }, 'weight'],
     [{ weight: 1001 }, 'weight'],
     [{ concurrency: -1 }, 'concurrency'],
