@@ -2611,6 +2611,18 @@ BEGIN
 END
 $$;
 
+FUNCTION requeued_job(finished skiplock.finished_jobs, into_queue text) RETURNS skiplock.jobs LANGUAGE sql STABLE AS $$
+  -- Queued now, with a fresh set of attempts, no lease and no expiry; what
+  -- the job did before (its first start, progress, last error, run time)
+  -- stays for its history.
+  SELECT finished.id, into_queue::skiplock.short_name, finished.type, finished.tenant, 'queued',
+         finished.priority, now(), 0::skiplock.attempt_count, finished.max_attempts, finished.lease_seconds,
+         finished.backoff_base_seconds, finished.backoff_max_seconds, NULL::timestamptz, finished.dedup_key,
+         finished.dedup_window_seconds, finished.created_at, finished.first_started_at, finished.started_at,
+         NULL::text, NULL::uuid, NULL::timestamptz, NULL::timestamptz, finished.payload, finished.progress,
+         finished.last_error, finished.callback_url, finished.failure_callback_url, finished.run_ms, finished.tags
+$$;
+
 FUNCTION reschedule(job_id uuid, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, only_tenant text DEFAULT NULL::text) RETURNS TABLE(job json, outcome text) LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 BEGIN
@@ -3007,20 +3019,11 @@ BEGIN
     RETURN NULL;
   END IF;
   WITH gone AS (
-    DELETE FROM skiplock.finished_jobs f WHERE f.id = NEW.id AND f.finished_at = NEW.finished_at RETURNING f.*
+    DELETE FROM skiplock.finished_jobs f WHERE f.id = NEW.id AND f.finished_at = NEW.finished_at RETURNING f
   ),
   back AS (
-    INSERT INTO skiplock.jobs AS j
-      (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
-       backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
-       first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
-       tags)
-    SELECT id, target, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
-           backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
-           first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
-           tags
-    FROM gone
-    RETURNING j.id
+    INSERT INTO skiplock.jobs SELECT r.* FROM gone, LATERAL skiplock.requeued_job(gone.f, target) r
+    RETURNING id
   )
   INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
   SELECT b.id, 'retried', 0, jsonb_build_object('deadLetter', true, 'fromQueue', NEW.queue) FROM back b;

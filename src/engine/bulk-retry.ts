@@ -33,20 +33,12 @@ gone AS (
   DELETE FROM skiplock.finished_jobs f
   USING movable m
   WHERE f.id = m.id AND f.finished_at = m.finished_at
-  RETURNING f.*, m.queue AS to_queue
+  RETURNING f, m.queue AS to_queue
 ),
 back AS (
-  INSERT INTO skiplock.jobs AS j
-    (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
-     backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
-     first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
-     tags)
-  SELECT id, to_queue, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
-         backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
-         first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
-         tags
-  FROM gone
-  RETURNING j.id
+  INSERT INTO skiplock.jobs
+  SELECT r.* FROM gone, LATERAL skiplock.requeued_job(gone.f, gone.to_queue) r
+  RETURNING id
 ),
 events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)

@@ -12,19 +12,11 @@ export interface RetryResult {
 const retrySql = /* sql */ `WITH gone AS (
   DELETE FROM skiplock.finished_jobs f
   WHERE f.id = $1 AND ($2::text IS NULL OR f.tenant = $2) AND f.state IN ('failed', 'cancelled', 'expired')
-  RETURNING f.*
+  RETURNING f
 ),
 back AS (
   INSERT INTO skiplock.jobs AS j
-    (id, queue, type, tenant, state, priority, run_at, attempts, max_attempts, lease_seconds,
-     backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds, created_at,
-     first_started_at, started_at, worker_id, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
-     tags)
-  SELECT id, queue, type, tenant, 'queued', priority, now(), 0, max_attempts, lease_seconds,
-         backoff_base_seconds, backoff_max_seconds, NULL, dedup_key, dedup_window_seconds, created_at,
-         first_started_at, started_at, NULL, payload, progress, last_error, callback_url, failure_callback_url, run_ms,
-         tags
-  FROM gone
+  SELECT r.* FROM gone, LATERAL skiplock.requeued_job(gone.f, (gone.f).queue) r
   RETURNING j.id, skiplock.job_json(j) AS job
 ),
 events AS (
