@@ -77,9 +77,9 @@ describe('a finished job put back among the live jobs (skiplock.requeued_job)', 
     await setQueue(db, 'crm-live', { concurrency: null, weight: 1, deadLetterQueue: 'crm-dead' });
     const dead = await failedJob(db, 'crm-live');
     // The trigger moved it in the statement that finished it; its finished row is gone.
-    expect(
-      await db.query({ text: 'SELECT 1 FROM skiplock.finished_jobs WHERE id = $1', params: [dead] }),
-    ).toHaveLength(0);
+    expect(await db.query({ text: 'SELECT 1 FROM skiplock.finished_jobs WHERE id = $1', params: [dead] })).toHaveLength(
+      0,
+    );
     const live = await row(db, 'jobs', dead);
     expect(live).toMatchObject({ ...RESET, queue: 'crm-dead', tags: ['nightly', 'crm'], progress: { done: 40 } });
     expect(live.last_error).toMatchObject({ message: 'crm down' });
