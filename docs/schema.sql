@@ -157,7 +157,8 @@ TABLE job_trace_contexts (
 TABLE job_types (
   type text NOT NULL,
   retention_seconds integer,
-  updated_at timestamp with time zone NOT NULL DEFAULT now()
+  updated_at timestamp with time zone NOT NULL DEFAULT now(),
+  set_by text NOT NULL DEFAULT 'definition'::text
 );
 
 TABLE jobs (
@@ -306,6 +307,7 @@ job_trace_contexts job_trace_contexts_traceparent_w3c: CHECK (((traceparent ~ '^
 job_trace_contexts job_trace_contexts_tracestate_length: CHECK ((length(tracestate) <= 512));
 job_types job_types_pkey: PRIMARY KEY (type);
 job_types job_types_retention_none_or_a_minute: CHECK (((retention_seconds = 0) OR (retention_seconds >= 60)));
+job_types job_types_set_by_definition_or_operator: CHECK ((set_by = ANY (ARRAY['definition'::text, 'operator'::text])));
 job_types job_types_type_check: CHECK (((length(type) >= 1) AND (length(type) <= 128)));
 jobs jobs_lease_while_running: CHECK ((((state = 'running'::text) = (lease_token IS NOT NULL)) AND ((state <> 'running'::text) OR (lease_expires_at IS NOT NULL))));
 jobs jobs_pkey: PRIMARY KEY (id);
@@ -1211,7 +1213,7 @@ FUNCTION define_job_types(types text[], retentions integer[]) RETURNS void LANGU
   SELECT d.type, d.retention FROM unnest(types, retentions) AS d(type, retention)
   WHERE d.retention IS NOT NULL OR EXISTS (SELECT 1 FROM skiplock.job_types e WHERE e.type = d.type)
   ON CONFLICT (type) DO UPDATE SET retention_seconds = excluded.retention_seconds, updated_at = now()
-  WHERE t.retention_seconds IS DISTINCT FROM excluded.retention_seconds;
+  WHERE t.set_by = 'definition' AND t.retention_seconds IS DISTINCT FROM excluded.retention_seconds;
 $$;
 
 FUNCTION drop_idle_keys(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
@@ -2789,6 +2791,15 @@ BEGIN
   END IF;
   RETURN json_build_object('event', event, 'key', key, 'tenant', tenant, 'sentAt', skiplock.iso(sent), 'woken', woken);
 END
+$$;
+
+FUNCTION set_job_type_retention(job_type text, retention integer, by_operator boolean) RETURNS skiplock.job_types LANGUAGE sql VOLATILE AS $$
+  INSERT INTO skiplock.job_types AS t (type, retention_seconds, set_by)
+  VALUES (job_type, CASE WHEN by_operator THEN retention END,
+          CASE WHEN by_operator THEN 'operator' ELSE 'definition' END)
+  ON CONFLICT (type) DO UPDATE SET retention_seconds = excluded.retention_seconds, set_by = excluded.set_by,
+                                   updated_at = now()
+  RETURNING t.*;
 $$;
 
 FUNCTION sleep_step(job_id uuid, lease_token uuid, name text, until timestamp with time zone) RETURNS json LANGUAGE plpgsql VOLATILE AS $$

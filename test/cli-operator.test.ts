@@ -559,6 +559,36 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     );
   });
 
+  it("job-types set gives a type an operator's retention, or hands it back; job-types list shows who set it", async () => {
+    expect((await skiplock(['job-types', 'list'])).stdout.trim()).toBe('no job type has a retention of its own');
+    const none = await skiplock(['job-types', 'set', 'cli-ping', '--retention', 'none']);
+    expect(none.stdout).toMatch(/^type +cli-ping\nretention +none for succeeded jobs .*\nset by +an operator /);
+    expect(
+      JSON.parse((await skiplock(['job-types', 'set', 'cli-report', '--retention', '86400', '--json'])).stdout),
+    ).toMatchObject({ type: 'cli-report', retentionSeconds: 86_400, setBy: 'operator' });
+    expectOneLine(
+      await skiplock(['job-types', 'set', 'cli-ping', '--retention', '30']),
+      1,
+      /400 Invalid request: .*\(retentionSeconds: whole seconds from 60 to 315360000 \(ten years\), or "none"/,
+    );
+    expectOneLine(
+      await skiplock(['job-types', 'set', 'cli-ping', '--retention', 'forever']),
+      2,
+      /--retention must be a whole number, none, default or definition, not "forever"$/,
+    );
+    expectOneLine(await skiplock(['job-types', 'set', 'cli-ping']), 2, /give --retention SECONDS, none, default/);
+    const back = await skiplock(['job-types', 'set', 'cli-ping', '--retention', 'definition', '--json']);
+    expect(JSON.parse(back.stdout)).toMatchObject({ type: 'cli-ping', retentionSeconds: null, setBy: 'definition' });
+    const listed = JSON.parse((await skiplock(['job-types', 'list', '--json'])).stdout) as {
+      jobTypes: { type: string; retentionSeconds: unknown; setBy: string }[];
+    };
+    expect(listed.jobTypes.map(({ type, retentionSeconds, setBy }) => ({ type, retentionSeconds, setBy }))).toEqual([
+      { type: 'cli-ping', retentionSeconds: null, setBy: 'definition' },
+      { type: 'cli-report', retentionSeconds: 86_400, setBy: 'operator' },
+    ]);
+    expect((await skiplock(['job-types', 'list'])).stdout).toMatch(/\ncli-report +86400 s +operator /);
+  });
+
   it('keys create, list and revoke; a key without the scope is forbidden, a revoked one refused', async () => {
     const created = JSON.parse(
       (await skiplock(['keys', 'create', '--name', 'cli-reader', '--scope', 'read', '--json'])).stdout,

@@ -3,6 +3,7 @@ import { CONNECTION_USAGE } from './api-connection.js';
 import { EXIT, usageFailure } from './cli-failure.js';
 import { devCommand } from './dev.js';
 import { eventsCommand } from './events.js';
+import { jobTypesCommand } from './job-types.js';
 import { jobsCommand } from './jobs.js';
 import { keysCommand } from './keys.js';
 import { migrateCommand } from './migrate.js';
@@ -32,6 +33,10 @@ const COMMANDS: Record<string, Command> = {
     run: queuesCommand,
     summary: 'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--weight N]',
   },
+  'job-types': {
+    run: jobTypesCommand,
+    summary: "job-types list | set TYPE --retention SECONDS|none|default|definition: a job type's retention",
+  },
   stats: { run: statsCommand, summary: 'job counts per queue, tenant and status, and the queue health' },
   'concurrency-keys': {
     run: concurrencyKeysCommand,
@@ -52,7 +57,7 @@ const HELP = [
   'usage: skiplock <command> [options]',
   ...Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(8)} ${command.summary}`),
   '',
-  `jobs, workers, queues, stats, concurrency-keys, tenants, events and keys call a skiplock API: ${CONNECTION_USAGE}.`,
+  `jobs, workers, queues, job-types, stats, concurrency-keys, tenants, events and keys call a skiplock API: ${CONNECTION_USAGE}.`,
   `Exit codes: ${Object.entries(EXIT)
     .map(([kind, code]) => `${code} ${kind.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`)
     .join(', ')}.`,

@@ -2,7 +2,7 @@ import { successBody } from '../http/client.js';
 import type { DeliveryTarget, Queue, Retention } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
-import { wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
+import { retentionFlag, wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
 import { fields } from './table.js';
 
 const get = operatorCommand({
@@ -76,13 +76,6 @@ function pauseCommand(action: 'pause' | 'resume') {
       return { json: answer, human: describeQueue(answer) };
     },
   });
-}
-
-/** `--retention`: whole seconds (the API refuses under a minute), `none` (no history of succeeded jobs), or `default`. */
-function retentionFlag(value: string): Retention | null {
-  if (value === 'default') return null;
-  if (value === 'none') return 'none';
-  return wholeNumberFlag(value, '--retention', ', none or default');
 }
 
 /** The delivery target the flags give: a new one, none (`--no-delivery`), or undefined to keep the current one. */

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { type Json, parsePayloadMatch } from '../engine/index.js';
+import { type Json, parsePayloadMatch, type Retention } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 
 export type ParsedOptions<Options extends NonNullable<ParseArgsConfig['options']>> = ReturnType<
@@ -30,6 +30,13 @@ export function wholeNumberFlag(value: string, flag: string, orElse = ''): numbe
 /** The same, or null for `none`. */
 export function wholeNumberOrNoneFlag(value: string, flag: string): number | null {
   return value === 'none' ? null : wholeNumberFlag(value, flag, ' or none');
+}
+
+/** `--retention`: whole seconds (the API refuses under a minute), `none` (no history of succeeded jobs), or `default`. */
+export function retentionFlag(value: string, orElse = ', none or default'): Retention | null {
+  if (value === 'default') return null;
+  if (value === 'none') return 'none';
+  return wholeNumberFlag(value, '--retention', orElse);
 }
 
 /** A flag's value as a JSON object (a payload match), or a one-line refusal naming the flag. */

@@ -129,7 +129,13 @@ export {
   type ListKeysOptions,
 } from './concurrency-keys.js';
 export { maintainHistory, pruneEvents, type HistoryMaintenance, type RetentionOptions } from './prune.js';
-export type { Retention } from './retention.js';
+export {
+  handBackJobTypeRetention,
+  listJobTypeRetentions,
+  setJobTypeRetention,
+  type JobTypeRetention,
+  type Retention,
+} from './retention.js';
 export { refreshStatistics } from './refresh-statistics.js';
 export {
   MAX_TRACESTATE_LENGTH,

@@ -23,6 +23,7 @@ import { jobHistoryRoutes } from './routes/job-history.js';
 import { jobRoutes } from './routes/jobs.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { pullRoutes } from './routes/pull.js';
+import { jobTypeRoutes } from './routes/job-types.js';
 import { queueRoutes } from './routes/queues.js';
 import { tenantRoutes } from './routes/tenants.js';
 import { throughputRoutes } from './routes/throughput.js';
@@ -93,6 +94,7 @@ export function createApp(deps: AppDeps) {
     .route('/', flowRoutes(deps))
     .route('/', pullRoutes(deps))
     .route('/', queueRoutes(deps))
+    .route('/', jobTypeRoutes(deps))
     .route('/', concurrencyKeyRoutes(deps))
     .route('/', throughputRoutes(deps))
     .route('/', attemptStatsRoutes(deps))

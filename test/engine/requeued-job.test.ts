@@ -26,7 +26,7 @@ async function failedJob(db: Db, queue: string): Promise<string> {
     maxAttempts: 1,
     leaseSeconds: 90,
     tags: ['nightly', 'crm'],
-    expiresInSeconds: 3600,
+    ttlSeconds: 3600,
   });
   const [claimed] = await claimBatch(db, { max: 1, workerId: 'w', queues: [queue] });
   await db.query({

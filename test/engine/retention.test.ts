@@ -11,8 +11,11 @@ import {
   fail,
   getJob,
   getQueue,
+  handBackJobTypeRetention,
   InvalidInputError,
+  listJobTypeRetentions,
   maintainHistory,
+  setJobTypeRetention,
   setQueue,
 } from '../../src/engine';
 import { DRIVERS } from '../support/drivers';
@@ -220,5 +223,46 @@ describe.each(DRIVERS)("a job type's retention over %s", (driver) => {
     expect(() => defineJob('tiny', z.object({}), () => null, { retentionSeconds: 30 })).toThrow(
       'job type "tiny": retentionSeconds must be whole seconds from 60 (at most ten years), or "none"',
     );
+  });
+  it("keeps an operator's retention for a type across the drains until it is handed back to the definition", async () => {
+    const { db } = await open(driver);
+    const registry = createRegistry([defineJob('digest', z.object({}), () => null, { retentionSeconds: 86_400 })]);
+    await syncJobTypeRetentions(db, registry);
+    expect(await listJobTypeRetentions(db)).toMatchObject([
+      { type: 'digest', retentionSeconds: 86_400, setBy: 'definition' },
+    ]);
+
+    expect(await setJobTypeRetention(db, 'digest', 'none')).toMatchObject({
+      retentionSeconds: 'none',
+      setBy: 'operator',
+    });
+    // A type no drain defines yet may be set too.
+    expect(await setJobTypeRetention(db, 'pull-only', 3600)).toMatchObject({
+      retentionSeconds: 3600,
+      setBy: 'operator',
+    });
+    // The drains that define the type leave the operator's choice alone.
+    await syncJobTypeRetentions(db, registry);
+    await syncJobTypeRetentions(db, createRegistry([defineJob('digest', z.object({}), () => null)]));
+    expect(await listJobTypeRetentions(db)).toMatchObject([
+      { type: 'digest', retentionSeconds: 'none', setBy: 'operator' },
+      { type: 'pull-only', retentionSeconds: 3600, setBy: 'operator' },
+    ]);
+
+    for (const bad of [30, 0, -5, 1.5, '3600', 400_000_000]) {
+      await expect(setJobTypeRetention(db, 'digest', bad as never)).rejects.toMatchObject({
+        field: 'retentionSeconds',
+      });
+    }
+    await expect(setJobTypeRetention(db, 'x'.repeat(129), 3600)).rejects.toMatchObject({ field: 'type' });
+    expect(await listJobTypeRetentions(db)).toMatchObject([
+      { type: 'digest', retentionSeconds: 'none' },
+      { type: 'pull-only', retentionSeconds: 3600 },
+    ]);
+
+    // Handed back: cleared now, and the next drain that defines it writes its definition's.
+    expect(await handBackJobTypeRetention(db, 'digest')).toMatchObject({ retentionSeconds: null, setBy: 'definition' });
+    await syncJobTypeRetentions(db, registry);
+    expect((await listJobTypeRetentions(db))[0]).toMatchObject({ retentionSeconds: 86_400, setBy: 'definition' });
   });
 });

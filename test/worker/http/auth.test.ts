@@ -68,6 +68,17 @@ async function routeCalls(): Promise<RouteCall[]> {
     },
     { name: 'pause queue', scope: 'admin', send: call('POST', `/v1/queues/${uniqueName('q')}/pause`) },
     { name: 'resume queue', scope: 'admin', send: call('POST', `/v1/queues/${uniqueName('q')}/resume`) },
+    { name: 'job type retentions', scope: 'read', send: call('GET', '/v1/job-types') },
+    {
+      name: 'put job type retention',
+      scope: 'admin',
+      send: call('PUT', `/v1/job-types/${uniqueName('type')}/retention`, { retentionSeconds: 'none' }),
+    },
+    {
+      name: 'hand back job type retention',
+      scope: 'admin',
+      send: call('DELETE', `/v1/job-types/${uniqueName('type')}/retention`),
+    },
     { name: 'get tenant', scope: 'read', send: call('GET', `/v1/tenants/${uniqueName('t')}`) },
     { name: 'put tenant', scope: 'admin', send: call('PUT', `/v1/tenants/${uniqueName('t')}`, { concurrency: 2 }) },
     {

@@ -224,6 +224,42 @@ describe('queue settings', () => {
   });
 });
 
+describe("a job type's retention", () => {
+  it('is set by an operator, kept, listed and handed back; a bad one is refused by name, changing nothing', async () => {
+    const type = uniqueName('digest');
+    const route = api.v1['job-types'][':type'].retention;
+    const set = await success(route.$put({ param: { type }, json: { retentionSeconds: 'none' } }));
+    const refusals = await Promise.all(
+      [{ retentionSeconds: 59 }, { retentionSeconds: '3600' }, {}, { retentionSeconds: 3600, extra: 1 }].map((body) =>
+        request(`/v1/job-types/${type}/retention`, {
+          method: 'PUT',
+          apiKey: ADMIN_TOKEN,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      ),
+    );
+    const tooLong = await request(`/v1/job-types/${'t'.repeat(129)}/retention`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ retentionSeconds: 3600 }),
+    });
+    const listed = (await success(api.v1['job-types'].$get())).jobTypes.find((entry) => entry.type === type);
+    const handedBack = await success(route.$delete({ param: { type } }));
+
+    expect(set).toMatchObject({ type, retentionSeconds: 'none', setBy: 'operator', updatedAt: expect.any(String) });
+    for (const refused of refusals) {
+      const problem = await problemOf(refused);
+      expect(problem.status).toBe(400);
+      expect(problem.errors?.[0]?.path).toMatch(/^(retentionSeconds|extra)$/);
+    }
+    expect((await problemOf(tooLong)).status).toBe(400);
+    expect(listed).toMatchObject({ retentionSeconds: 'none', setBy: 'operator' });
+    expect(handedBack).toMatchObject({ type, retentionSeconds: null, setBy: 'definition' });
+  });
+});
+
 describe("a queue's webhook target", () => {
   const secrets = {
     DELIVERY_SECRET_HOOK: `whsec_${btoa('the receiver secret of the operations tests')}`,
