@@ -98,6 +98,7 @@ export async function scheduledDrain(
     const counts = await drainOnce(db, registry, {
       budgetSeconds: settings.drain.budgetSeconds,
       concurrency: settings.drain.concurrency,
+      claimBatchSize: settings.drain.claimBatchSize,
       retentionSeconds: settings.jobs.retentionSeconds,
       statsRetentionDays: settings.jobs.statsRetentionDays,
       workerId: drainWorkerId('cron'),
@@ -189,6 +190,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
     drainOnce(db, registry, {
       budgetSeconds: settings.drain.fastPathBudgetSeconds,
       concurrency: settings.drain.concurrency,
+      claimBatchSize: settings.drain.claimBatchSize,
       housekeeping: false,
       workerId: drainWorkerId('fast'),
       arrivals,
@@ -232,6 +234,7 @@ export async function helperDrain(
     const counts = await drainOnce(db, registry, {
       budgetSeconds: settings.drain.budgetSeconds,
       concurrency: settings.drain.concurrency,
+      claimBatchSize: settings.drain.claimBatchSize,
       housekeeping: false,
       workerId: drainWorkerId(name),
       subrequests,

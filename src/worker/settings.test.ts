@@ -9,6 +9,7 @@ describe('resolveSettings', () => {
     expect(settings.drain).toEqual({
       budgetSeconds: 25,
       concurrency: 25,
+      claimBatchSize: 25,
       fastPath: true,
       fastPathBudgetSeconds: 20,
       subrequestLimit: 50,
@@ -66,6 +67,8 @@ describe('resolveSettings', () => {
     );
     expect(settings.drain).toMatchObject({
       concurrency: 40,
+      // Unset, a drain claims as many jobs as it runs at once.
+      claimBatchSize: 40,
       subrequestLimit: 1000,
       fanout: 8,
       logBackgroundDrains: true,
@@ -89,6 +92,12 @@ describe('resolveSettings', () => {
     );
     expect(refusal(() => resolveSettings({}, { ...DEV, DRAIN_CONCURRENCY: '80' }, { api: true }))).toBe(
       'skiplock: DRAIN_CONCURRENCY must be a whole number from 1 to 50, not "80"',
+    );
+    expect(refusal(() => resolveSettings({}, { ...DEV, DRAIN_CLAIM_BATCH_SIZE: '0' }, { api: true }))).toBe(
+      'skiplock: DRAIN_CLAIM_BATCH_SIZE must be a whole number from 1 to 1000, not "0"',
+    );
+    expect(resolveSettings({}, { ...DEV, DRAIN_CLAIM_BATCH_SIZE: '100' }, { api: true }).drain.claimBatchSize).toBe(
+      100,
     );
     expect(refusal(() => resolveSettings({ httpAllowedHosts: ['hooks.example.com:http'] }, DEV, { api: true }))).toBe(
       'skiplock: httpAllowedHosts must be [tenant=]host[:port] entries, comma-separated, not "hooks.example.com:http"',

@@ -83,6 +83,13 @@ export const WORKER_SETTINGS = {
     description:
       "jobs one drain runs at once; their `ctx.fetch` calls and the drain's statements share the invocation's 6 connections, counted, one kept for the drain",
   }),
+  drainClaimBatchSize: setting({
+    variable: 'DRAIN_CLAIM_BATCH_SIZE',
+    kind: wholeNumber({ min: 1, max: 1000 }),
+    defaultFrom: { shown: '`DRAIN_CONCURRENCY`', of: (values) => values.drainConcurrency as number },
+    description:
+      'the jobs one drain claims at a time; more than `DRAIN_CONCURRENCY` claims the next batch while the last one runs, so the database\'s round trip overlaps the work (the held jobs count against their tenant\'s concurrency)',
+  }),
   fastPath: setting({
     variable: 'FAST_PATH',
     kind: onOff(),
@@ -161,6 +168,8 @@ export type DatabaseSource =
 export interface WorkerDrainSettings {
   budgetSeconds: number;
   concurrency: number;
+  /** The jobs one drain claims at a time (DRAIN_CLAIM_BATCH_SIZE). */
+  claimBatchSize: number;
   fastPath: boolean;
   fastPathBudgetSeconds: number;
   /** The subrequests one drain invocation may make. */
@@ -207,6 +216,7 @@ export function resolveSettings(
       drain: {
         budgetSeconds: worker.drainBudgetSeconds,
         concurrency: worker.drainConcurrency,
+        claimBatchSize: worker.drainClaimBatchSize,
         fastPath: worker.fastPath,
         fastPathBudgetSeconds: worker.fastPathBudgetSeconds,
         subrequestLimit: worker.subrequestLimit,

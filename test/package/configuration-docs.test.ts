@@ -43,6 +43,7 @@ describe('the settings and docs/configuration.md', () => {
         'MAX_BODY_BYTES maxBodyBytes',
         'DRAIN_BUDGET_SECONDS drainBudgetSeconds',
         'DRAIN_CONCURRENCY drainConcurrency',
+        'DRAIN_CLAIM_BATCH_SIZE drainClaimBatchSize',
         'FAST_PATH fastPath',
         'FAST_PATH_BUDGET_SECONDS fastPathBudgetSeconds',
         'WORKERS_PLAN workersPlan',
