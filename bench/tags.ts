@@ -24,6 +24,7 @@ import { completeMany } from '../src/engine/complete';
 import { enqueueBatch, type EnqueueInput } from '../src/engine/enqueue';
 import { loadMigrations } from '../src/migrate/load';
 import { migrate } from '../src/migrate/runner';
+import { type CpuMeter, cpuMeter } from './cpu';
 import { createDatabase, startBenchServer, type BenchDatabase } from './postgres';
 import { progress } from './progress';
 import { median } from './stats';
@@ -36,7 +37,8 @@ const ROUNDS = setting('ROUNDS', 3);
 const DEADLINE_MS = 600_000;
 
 type Variant = 'A' | 'B' | 'C' | 'D';
-type Rates = { enqueue: number; drain: number };
+/** Jobs/s of each phase, and the Postgres server's CPU per drained job (ms; undefined when it cannot be read). */
+type Rates = { enqueue: number; drain: number; drainCpuMsPerJob?: number | undefined };
 const VARIANTS = ['A', 'B', 'C', 'D'] as const;
 
 const DROP_ALL = 'DROP INDEX skiplock.finished_jobs_tags_idx, skiplock.finished_jobs_payload_idx';
@@ -56,7 +58,7 @@ function job(variant: Variant, n: number): EnqueueInput {
 }
 
 /** Jobs/s of the enqueue of JOBS jobs, then of CLAIMERS connections draining them. */
-async function round(url: string, variant: Variant): Promise<Rates> {
+async function round(url: string, variant: Variant, meter: CpuMeter | undefined): Promise<Rates> {
   const producer = pgDb(url, { max: 1 });
   let started = performance.now();
   for (let first = 0; first < JOBS; first += 1000) {
@@ -71,6 +73,7 @@ async function round(url: string, variant: Variant): Promise<Rates> {
 
   const claimers = Array.from({ length: CLAIMERS }, () => pgDb(url, { max: 1 }));
   const finished = { jobs: 0 };
+  const cpuBefore = await meter?.read();
   started = performance.now();
   await Promise.all(
     claimers.map(async (db, index) => {
@@ -85,9 +88,12 @@ async function round(url: string, variant: Variant): Promise<Rates> {
     }),
   );
   const drain = JOBS / ((performance.now() - started) / 1000);
+  const cpuAfter = await meter?.read();
+  const drainCpuMsPerJob =
+    cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter.postgresMs - cpuBefore.postgresMs) / JOBS;
   await Promise.all(claimers.map((db) => db.close()));
   if (finished.jobs !== JOBS) throw new Error(`variant ${variant} finished ${finished.jobs} of ${JOBS} jobs`);
-  return { enqueue, drain };
+  return { enqueue, drain, drainCpuMsPerJob };
 }
 
 async function main(): Promise<void> {
@@ -105,19 +111,21 @@ async function main(): Promise<void> {
     const version = (await probe.query<{ version: string }>('SELECT version()')).rows[0]!.version.split(' on ')[0];
     progress(`${version}; ${JOBS} jobs, ${CLAIMERS} claimers, ${ROUNDS} rounds; load ${loadavg()[0]!.toFixed(2)}`);
 
+    // Postgres's CPU per drained job drifts far less with the machine's load than jobs/s do.
+    const meter = await cpuMeter(server.adminUrl);
     const rounds: Array<Record<Variant, Rates>> = [];
     const variants = [...databases.entries()];
     for (let r = 0; r < ROUNDS; r++) {
       const order = [...variants.slice(r % VARIANTS.length), ...variants.slice(0, r % VARIANTS.length)];
       const rates = {} as Record<Variant, Rates>;
       for (const [variant, database] of order) {
-        rates[variant] = await round(database.url, variant);
+        rates[variant] = await round(database.url, variant, meter);
         await database.probe.query('VACUUM ANALYZE skiplock.jobs');
       }
       rounds.push(rates);
-      const line = (phase: keyof Rates) => VARIANTS.map((v) => `${v} ${rates[v][phase].toFixed(0)}`).join(' ');
+      const line = (phase: 'enqueue' | 'drain') => VARIANTS.map((v) => `${v} ${rates[v][phase].toFixed(0)}`).join(' ');
       progress(
-        `round ${r + 1}: enqueue ${line('enqueue')}, drain ${line('drain')} jobs/s; load ${loadavg()[0]!.toFixed(2)}`,
+        `round ${r + 1}: enqueue ${line('enqueue')}, drain ${line('drain')} jobs/s; Postgres CPU per drained job ${VARIANTS.map((v) => `${v} ${rates[v].drainCpuMsPerJob?.toFixed(3) ?? '?'}`).join(' ')} ms; load ${loadavg()[0]!.toFixed(2)}`,
       );
     }
 
@@ -127,6 +135,7 @@ async function main(): Promise<void> {
         {
           enqueue: median(rounds.map((r) => r[v].enqueue)),
           drain: median(rounds.map((r) => r[v].drain)),
+          drainCpuMsPerJob: median(rounds.map((r) => r[v].drainCpuMsPerJob ?? Number.NaN)),
         },
       ]),
     ) as Record<Variant, Rates>;
@@ -137,6 +146,10 @@ async function main(): Promise<void> {
         `${phase} (median jobs/s): A ${medians.A[phase].toFixed(0)}, ${['B', 'C', 'D'].map((v) => ratio(v as Variant)).join(', ')}`,
       );
     }
+    const cpu = (v: Variant) => medians[v].drainCpuMsPerJob!;
+    console.log(
+      `Postgres CPU per drained job (median ms): A ${cpu('A').toFixed(3)}, ${['B', 'C', 'D'].map((v) => `${v} ${cpu(v as Variant).toFixed(3)} (A/${v} ${(cpu('A') / cpu(v as Variant)).toFixed(3)})`).join(', ')}`,
+    );
     const file = join(tmpdir(), 'skiplock-tags.json');
     await writeFile(file, `${JSON.stringify({ version, jobs: JOBS, claimers: CLAIMERS, rounds, medians }, null, 2)}\n`);
     console.log(`JSON: ${file}`);
