@@ -88,7 +88,7 @@ export const WORKER_SETTINGS = {
     kind: wholeNumber({ min: 1, max: 1000 }),
     defaultFrom: { shown: '`DRAIN_CONCURRENCY`', of: (values) => values.drainConcurrency as number },
     description:
-      'the jobs one drain claims at a time; more than `DRAIN_CONCURRENCY` claims the next batch while the last one runs, so the database\'s round trip overlaps the work (the held jobs count against their tenant\'s concurrency)',
+      "the jobs one drain claims at a time; more than `DRAIN_CONCURRENCY` claims the next batch while the last one runs, so the database's round trip overlaps the work (the held jobs count against their tenant's concurrency)",
   }),
   fastPath: setting({
     variable: 'FAST_PATH',
