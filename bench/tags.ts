@@ -13,7 +13,10 @@
  * - D: B plus a payload index on the live table, which 0011 leaves out.
  *
  * The order turns each round. Prints jobs/s of both phases per round and the
- * medians against A; JSON to $TMPDIR/skiplock-tags.json.
+ * medians against A, with the Postgres server's CPU per drained job and the
+ * server's time in the claim and the completion statements per job (the
+ * claim rate apart from the history's indexes, which only completions
+ * write); JSON to $TMPDIR/skiplock-tags.json.
  */
 import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -25,6 +28,7 @@ import { enqueueBatch, type EnqueueInput } from '../src/engine/enqueue';
 import { loadMigrations } from '../src/migrate/load';
 import { migrate } from '../src/migrate/runner';
 import { type CpuMeter, cpuMeter } from './cpu';
+import { statementCounter, statementTime } from './db-metrics';
 import { createDatabase, startBenchServer, type BenchDatabase } from './postgres';
 import { progress } from './progress';
 import { median } from './stats';
@@ -37,8 +41,20 @@ const ROUNDS = setting('ROUNDS', 3);
 const DEADLINE_MS = 600_000;
 
 type Variant = 'A' | 'B' | 'C' | 'D';
-/** Jobs/s of each phase, and the Postgres server's CPU per drained job (ms; undefined when it cannot be read). */
-type Rates = { enqueue: number; drain: number; drainCpuMsPerJob?: number | undefined };
+/**
+ * Jobs/s of each phase; the Postgres server's CPU per drained job; and the
+ * server's time in the claim and in the completion statements per job
+ * (pg_stat_statements): the claim rate apart from the completions that move
+ * jobs to the history and its indexes. Each ms figure is undefined where the
+ * server does not give it.
+ */
+type Rates = {
+  enqueue: number;
+  drain: number;
+  drainCpuMsPerJob?: number | undefined;
+  claimMsPerJob?: number | undefined;
+  completeMsPerJob?: number | undefined;
+};
 const VARIANTS = ['A', 'B', 'C', 'D'] as const;
 
 const DROP_ALL = 'DROP INDEX skiplock.finished_jobs_tags_idx, skiplock.finished_jobs_payload_idx';
@@ -58,7 +74,8 @@ function job(variant: Variant, n: number): EnqueueInput {
 }
 
 /** Jobs/s of the enqueue of JOBS jobs, then of CLAIMERS connections draining them. */
-async function round(url: string, variant: Variant, meter: CpuMeter | undefined): Promise<Rates> {
+async function round(database: BenchDatabase, variant: Variant, meter: CpuMeter | undefined): Promise<Rates> {
+  const { url } = database;
   const producer = pgDb(url, { max: 1 });
   let started = performance.now();
   for (let first = 0; first < JOBS; first += 1000) {
@@ -73,6 +90,7 @@ async function round(url: string, variant: Variant, meter: CpuMeter | undefined)
 
   const claimers = Array.from({ length: CLAIMERS }, () => pgDb(url, { max: 1 }));
   const finished = { jobs: 0 };
+  await statementCounter(database).reset();
   const cpuBefore = await meter?.read();
   started = performance.now();
   await Promise.all(
@@ -93,7 +111,11 @@ async function round(url: string, variant: Variant, meter: CpuMeter | undefined)
     cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter.postgresMs - cpuBefore.postgresMs) / JOBS;
   await Promise.all(claimers.map((db) => db.close()));
   if (finished.jobs !== JOBS) throw new Error(`variant ${variant} finished ${finished.jobs} of ${JOBS} jobs`);
-  return { enqueue, drain, drainCpuMsPerJob };
+  const perJob = (time: { calls: number; meanMs: number } | undefined) =>
+    time === undefined ? undefined : (time.calls * time.meanMs) / JOBS;
+  const claimMsPerJob = perJob(await statementTime(database, 'skiplock.claim_batch('));
+  const completeMsPerJob = perJob(await statementTime(database, 'skiplock.complete_jobs('));
+  return { enqueue, drain, drainCpuMsPerJob, claimMsPerJob, completeMsPerJob };
 }
 
 async function main(): Promise<void> {
@@ -119,7 +141,7 @@ async function main(): Promise<void> {
       const order = [...variants.slice(r % VARIANTS.length), ...variants.slice(0, r % VARIANTS.length)];
       const rates = {} as Record<Variant, Rates>;
       for (const [variant, database] of order) {
-        rates[variant] = await round(database.url, variant, meter);
+        rates[variant] = await round(database, variant, meter);
         await database.probe.query('VACUUM ANALYZE skiplock.jobs');
       }
       rounds.push(rates);
@@ -136,6 +158,8 @@ async function main(): Promise<void> {
           enqueue: median(rounds.map((r) => r[v].enqueue)),
           drain: median(rounds.map((r) => r[v].drain)),
           drainCpuMsPerJob: median(rounds.map((r) => r[v].drainCpuMsPerJob ?? Number.NaN)),
+          claimMsPerJob: median(rounds.map((r) => r[v].claimMsPerJob ?? Number.NaN)),
+          completeMsPerJob: median(rounds.map((r) => r[v].completeMsPerJob ?? Number.NaN)),
         },
       ]),
     ) as Record<Variant, Rates>;
@@ -150,6 +174,15 @@ async function main(): Promise<void> {
     console.log(
       `Postgres CPU per drained job (median ms): A ${cpu('A').toFixed(3)}, ${['B', 'C', 'D'].map((v) => `${v} ${cpu(v as Variant).toFixed(3)} (A/${v} ${(cpu('A') / cpu(v as Variant)).toFixed(3)})`).join(', ')}`,
     );
+    for (const [label, figure] of [
+      ['claim', 'claimMsPerJob'],
+      ['completion', 'completeMsPerJob'],
+    ] as const) {
+      const ms = (v: Variant) => medians[v][figure]!;
+      console.log(
+        `server time in the ${label} statements per job (median ms): A ${ms('A').toFixed(4)}, ${['B', 'C', 'D'].map((v) => `${v} ${ms(v as Variant).toFixed(4)} (rate ${v}/A ${(ms('A') / ms(v as Variant)).toFixed(3)})`).join(', ')}`,
+      );
+    }
     const file = join(tmpdir(), 'skiplock-tags.json');
     await writeFile(file, `${JSON.stringify({ version, jobs: JOBS, claimers: CLAIMERS, rounds, medians }, null, 2)}\n`);
     console.log(`JSON: ${file}`);
