@@ -911,8 +911,9 @@ BEGIN
     -- 2. `queue_load` and `capped` lock the capped queues among them (SKIP
     --    LOCKED) that have room, keeping those no other claim took jobs of
     --    since this statement's snapshot (claim_seq unchanged): their
-    --    running counts, from that snapshot, cannot be low then, so a cap
-    --    holds however many claimers run. Step 4 does the same for tenants.
+    --    running counts and their rate windows' starts, from that snapshot,
+    --    cannot be low then, so a cap or a rate limit holds however many
+    --    claimers run. Step 4 does the same for tenants.
     -- 3. `ready_groups` keeps the tenants' queues with a job this claim could
     --    take (ready, unexpired, of the asked types and queues, or of a
     --    queue whose delivery target it named, not at a cap), since the LIMITs below keep max_jobs tenants and must not
