@@ -53,7 +53,8 @@ TABLE dedup_keys (
   queue text NOT NULL,
   dedup_key text NOT NULL,
   job_id uuid NOT NULL,
-  expires_at timestamp with time zone
+  expires_at timestamp with time zone,
+  debounce boolean NOT NULL DEFAULT false
 );
 
 TABLE event_waits (
@@ -221,7 +222,10 @@ TABLE queues (
   updated_at timestamp with time zone NOT NULL DEFAULT now(),
   paused_at timestamp with time zone,
   retention_seconds integer,
-  dead_letter_queue text
+  dead_letter_queue text,
+  rate_limit integer,
+  rate_seconds integer,
+  starts timestamp with time zone[] NOT NULL DEFAULT '{}'::timestamp with time zone[]
 );
 
 TABLE retention_sweeps (
@@ -328,6 +332,9 @@ queues queues_dead_letter_queue_another: CHECK (((dead_letter_queue <> name) AND
 queues queues_delivery_check: CHECK (((jsonb_typeof(delivery) = 'object'::text) AND ((delivery ->> 'target'::text) = ANY (ARRAY['webhook'::text, 'cloudflare-queue'::text]))));
 queues queues_name_check: CHECK (((length(name) >= 1) AND (length(name) <= 128)));
 queues queues_pkey: PRIMARY KEY (name);
+queues queues_rate_limit_range: CHECK (((rate_limit >= 1) AND (rate_limit <= 10000)));
+queues queues_rate_seconds_range: CHECK (((rate_seconds >= 1) AND (rate_seconds <= 86400)));
+queues queues_rate_whole: CHECK (((rate_limit IS NULL) = (rate_seconds IS NULL)));
 queues queues_retention_none_or_a_minute: CHECK (((retention_seconds = 0) OR (retention_seconds >= 60)));
 queues queues_weight_check: CHECK (((weight >= 1) AND (weight <= 1000)));
 retention_sweeps retention_sweeps_pkey: PRIMARY KEY (seconds);
@@ -356,6 +363,7 @@ CREATE INDEX concurrency_keys_rate_idx ON skiplock.concurrency_keys USING btree 
 CREATE INDEX concurrency_keys_refill_idx ON skiplock.concurrency_keys USING btree (refill_at) WHERE (refill_at IS NOT NULL);
 CREATE UNIQUE INDEX concurrency_keys_pkey ON skiplock.concurrency_keys USING btree (tenant, key);
 CREATE UNIQUE INDEX daily_attempt_stats_pkey ON skiplock.daily_attempt_stats USING btree (day, queue, tenant);
+CREATE INDEX dedup_keys_debounce_idx ON skiplock.dedup_keys USING btree (job_id) WHERE debounce;
 CREATE INDEX dedup_keys_expiring_idx ON skiplock.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX dedup_keys_pkey ON skiplock.dedup_keys USING btree (tenant, queue, dedup_key);
 CREATE INDEX event_waits_event_idx ON skiplock.event_waits USING btree (tenant, event);
@@ -761,6 +769,7 @@ DECLARE
   probe_started timestamptz;
   -- That queue's settings (skiplock.queues), if it has any.
   first_cap integer;
+  first_rate integer;
   first_delivery jsonb;
   first_paused boolean := false;
   more_waiting boolean := false;
@@ -777,6 +786,8 @@ DECLARE
   -- form is written once rather than per job.
   claimed_at timestamptz;
   claimed_at_json json;
+  -- The queues with a rate limit this claim took jobs of: it records their starts.
+  rated_queues text[];
 BEGIN
   -- Parked jobs whose time has come wait again first, so this claim can
   -- take them.
@@ -858,13 +869,14 @@ BEGIN
   ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id
   LIMIT 1;
 
-  SELECT q.concurrency, q.delivery, q.paused_at IS NOT NULL INTO first_cap, first_delivery, first_paused
+  SELECT q.concurrency, q.rate_limit, q.delivery, q.paused_at IS NOT NULL
+  INTO first_cap, first_rate, first_delivery, first_paused
   FROM skiplock.queues q WHERE q.name = first_queue;
 
   -- One queue of one tenant waiting, neither limited: nothing to share or
   -- count, so a plain SKIP LOCKED claim of its first jobs in claim order.
   IF NOT coalesce(more_waiting, false)
-     AND first_cap IS NULL
+     AND first_cap IS NULL AND first_rate IS NULL
      AND NOT EXISTS (SELECT 1 FROM skiplock.tenant_limits t
                      WHERE t.name = first_tenant AND (t.concurrency IS NOT NULL OR t.rate_count IS NOT NULL))
   THEN
@@ -901,8 +913,9 @@ BEGIN
     -- 2. `queue_load` and `capped` lock the capped queues among them (SKIP
     --    LOCKED) that have room, keeping those no other claim took jobs of
     --    since this statement's snapshot (claim_seq unchanged): their
-    --    running counts, from that snapshot, cannot be low then, so a cap
-    --    holds however many claimers run. Step 4 does the same for tenants.
+    --    running counts and their rate windows' starts, from that snapshot,
+    --    cannot be low then, so a cap or a rate limit holds however many
+    --    claimers run. Step 4 does the same for tenants.
     -- 3. `ready_groups` keeps the tenants' queues with a job this claim could
     --    take (ready, unexpired, of the asked types and queues, or of a
     --    queue whose delivery target it named, not at a cap), since the LIMITs below keep max_jobs tenants and must not
@@ -933,17 +946,22 @@ BEGIN
           AND (only_tenant IS NULL OR j.tenant = only_tenant)
         ORDER BY j.tenant, j.queue, -j.priority, j.run_at, j.id LIMIT 1) n
     ),
+    -- A queue's room: its cap less its running jobs, its rate limit less
+    -- its starts in the window (counted at now(), which no start of this
+    -- claim precedes), whichever is less.
     queue_load AS MATERIALIZED (
-      SELECT q.name, q.claim_seq, q.concurrency - (
-               SELECT count(*) FROM skiplock.jobs r WHERE r.queue = q.name AND r.state = 'running') AS room
+      SELECT q.name, q.claim_seq, q.rate_limit,
+             least(q.concurrency - CASE WHEN q.concurrency IS NOT NULL THEN (
+                     SELECT count(*) FROM skiplock.jobs r WHERE r.queue = q.name AND r.state = 'running') END,
+                   q.rate_limit - skiplock.window_starts(q.starts, q.rate_seconds, now())) AS room
       FROM skiplock.queues q
-      WHERE q.concurrency IS NOT NULL AND q.paused_at IS NULL
+      WHERE (q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL) AND q.paused_at IS NULL
         AND q.name IN (SELECT w.queue FROM waiting_groups w)
         AND (queues IS NULL OR q.name = ANY(queues))
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
     ),
     capped AS MATERIALIZED (
-      SELECT q.name, q.claim_seq, l.claim_seq AS seen_seq, l.room FROM skiplock.queues q
+      SELECT q.name, q.claim_seq, l.claim_seq AS seen_seq, l.room, l.rate_limit FROM skiplock.queues q
       JOIN queue_load l ON l.name = q.name
       WHERE l.room > 0
       FOR UPDATE OF q SKIP LOCKED
@@ -955,7 +973,7 @@ BEGIN
       LEFT JOIN capped c ON c.name = w.queue
       WHERE (queues IS NULL OR w.queue = ANY(queues))
         AND q.paused_at IS NULL
-        AND (q.concurrency IS NULL OR c.claim_seq = c.seen_seq)
+        AND ((q.concurrency IS NULL AND q.rate_limit IS NULL) OR c.claim_seq = c.seen_seq)
         AND (q.delivery IS NULL OR q.delivery->>'target' = ANY(delivery_targets))
         -- A scalar subquery ordered by the whole index key, so it stays a
         -- probe bounded by the group's key: an EXISTS the planner may make a
@@ -1079,8 +1097,10 @@ BEGIN
     )
     SELECT array_agg(ctid ORDER BY position),
            (SELECT jsonb_object_agg(d.queue, d.delivery)
-            FROM (SELECT DISTINCT r.queue, r.delivery FROM ready_groups r WHERE r.delivery IS NOT NULL) d)
-    INTO locked_rows, deliveries FROM locked;
+            FROM (SELECT DISTINCT r.queue, r.delivery FROM ready_groups r WHERE r.delivery IS NOT NULL) d),
+           (SELECT array_agg(c.name) FROM capped c
+            WHERE c.rate_limit IS NOT NULL AND c.name IN (SELECT l.queue FROM locked l))
+    INTO locked_rows, deliveries, rated_queues FROM locked;
   END IF;
   IF locked_rows IS NULL THEN
     RETURN;
@@ -1098,6 +1118,18 @@ BEGIN
     END IF;
   ELSE
     claimed_at := clock_timestamp();
+  END IF;
+  -- The starts in rate-limited queues, at the time the jobs start: their
+  -- rows are locked since `capped`, so none can start jobs meanwhile.
+  IF rated_queues IS NOT NULL THEN
+    UPDATE skiplock.queues q
+    SET starts = coalesce((SELECT array_agg(s ORDER BY s) FROM unnest(q.starts) s
+                           WHERE s > claimed_at - make_interval(secs => q.rate_seconds)), '{}')
+                 || array_fill(claimed_at, ARRAY[n.started])
+    FROM (SELECT j.queue, count(*)::integer AS started
+          FROM unnest(locked_rows) AS r(address) JOIN skiplock.jobs j ON j.ctid = r.address
+          WHERE j.queue = ANY (rated_queues) GROUP BY 1) n
+    WHERE q.name = n.queue;
   END IF;
   claimed_at_json := to_json(claimed_at);
   RETURN QUERY
@@ -1701,6 +1733,8 @@ BEGIN
         || CASE WHEN debouncing THEN jsonb_build_object('delaySeconds', period) ELSE '{}' END));
     IF NOT answer.deduplicated THEN
       IF debouncing THEN
+        UPDATE skiplock.dedup_keys k SET debounce = true
+        WHERE (k.tenant, k.queue, k.dedup_key) = (key_tenant, key_queue, key) AND k.job_id = answer.id;
         INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
         VALUES (answer.id, 'debounced', 0, jsonb_strip_nulls(jsonb_build_object(
                   'key', key, 'runAt', skiplock.iso((answer."runAt" #>> '{}')::timestamptz), 'enqueues', 1,

@@ -379,9 +379,9 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     await enqueue('cli-counts', { type: 'cli-idle', tenant: 'initech' });
     const queues = await skiplock(['queues']);
     expect(queues.stdout).toMatch(
-      /^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +HELD +CAP +WEIGHT +DELIVERY +PAUSED\n/,
+      /^QUEUE +SCHEDULED +QUEUED +RUNNING +RETRYING +SUCCEEDED +FAILED +CANCELLED +EXPIRED +OLDEST WAIT +HELD +DEBOUNCED +CAP +RATE +WEIGHT +DELIVERY +PAUSED\n/,
     );
-    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +- +1 +- +-\n/);
+    expect(queues.stdout).toMatch(/\ncli-counts +0 +1 +0 +0 +0 +0 +0 +0 +\S.* +0 +0 +- +- +1 +- +-\n/);
     const json = JSON.parse((await skiplock(['queues', '--json'])).stdout) as {
       queues: Array<{ queue: string; counts: object }>;
     };
@@ -403,7 +403,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     const listed = await skiplock(['concurrency-keys', 'list', '--tenant', 'hooli']);
     expect(listed.stdout).toMatch(/^TENANT +KEY +KIND +TAKEN +HELD +BLOCKED\n/);
     expect(listed.stdout).toMatch(/\nhooli +cli-account +concurrency +1\/1 +1 +-\n/);
-    expect((await skiplock(['queues'])).stdout).toMatch(/\ncli-keyed +0 +2 +.* +1 +- +1 +- +-\n/);
+    expect((await skiplock(['queues'])).stdout).toMatch(/\ncli-keyed +0 +2 +.* +1 +0 +- +- +1 +- +-\n/);
     const unblock = await skiplock(['concurrency-keys', 'unblock', 'cli-account', '--tenant', 'hooli']);
     expect(unblock).toMatchObject({ code: 0, stdout: 'cli-account: not held; nothing changed\n' });
     expect((await skiplock(['concurrency-keys', 'list', '--blocked'])).stdout).toBe('no key is held by a failed job\n');
@@ -450,10 +450,47 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     );
   });
 
+  it('queues set --rate-limit sets the queue rate limit over all tenants, keeps the rest, and refuses bad ones in one line', async () => {
+    await skiplock(['queues', 'set', 'cli-rated', '--concurrency', '3']);
+    const rated = await skiplock(['queues', 'set', 'cli-rated', '--rate-limit', '20/60']);
+    expect(rated.code).toBe(0);
+    expect(rated.stdout).toMatch(/\nrate limit +20 started per 60 s, over all tenants \(0 in the window now\)\n/);
+    expect(JSON.parse((await skiplock(['queues', 'get', 'cli-rated', '--json'])).stdout)).toMatchObject({
+      concurrency: 3,
+      rateLimit: { count: 20, perSeconds: 60 },
+      startsInWindow: 0,
+    });
+    await enqueue('cli-rated', { payload: 1, delaySeconds: 3600 });
+    const listed = await skiplock(['queues']);
+    expect(listed.stdout).toMatch(/ DEBOUNCED +CAP +RATE +WEIGHT/);
+    expect(listed.stdout).toMatch(/\ncli-rated .* 20\/60s +1 /);
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-rated', '--rate-limit', '0/60']),
+      1,
+      /400 Invalid request: .*\(rateLimit\.count: Too small/,
+    );
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-rated', '--rate-limit', '5/0']),
+      1,
+      /400 Invalid request: .*\(rateLimit\.perSeconds: Too small/,
+    );
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-rated', '--rate-limit=-1/60']),
+      2,
+      /--rate-limit must be COUNT\/SECONDS \(100\/60: 100 jobs started per 60 s\) or none, not "-1\/60"$/,
+    );
+    // Nothing changed by the refusals; none lifts it.
+    expect(JSON.parse((await skiplock(['queues', 'get', 'cli-rated', '--json'])).stdout)).toMatchObject({
+      rateLimit: { count: 20, perSeconds: 60 },
+    });
+    const lifted = await skiplock(['queues', 'set', 'cli-rated', '--rate-limit', 'none', '--json']);
+    expect(JSON.parse(lifted.stdout)).toMatchObject({ concurrency: 3, rateLimit: null, startsInWindow: null });
+  });
+
   it('queues set changes the setting given and keeps the other; queues get shows them; queues still lists', async () => {
     const set = await skiplock(['queues', 'set', 'cli-queue', '--concurrency', '4']);
     expect(set.stdout).toMatch(
-      /^queue +cli-queue\nconcurrency +4 running at once, over all tenants\nweight +1\ndelivery +none \(handlers run the jobs\)\nrunning +0\n/,
+      /^queue +cli-queue\nconcurrency +4 running at once, over all tenants\nrate limit +none\nweight +1\ndelivery +none \(handlers run the jobs\)\nrunning +0\n/,
     );
     await skiplock(['queues', 'set', 'cli-queue', '--weight', '5']);
     const got = await skiplock(['queues', 'get', 'cli-queue', '--json']);
@@ -465,8 +502,10 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
       pausedAt: null,
       retentionSeconds: null,
       deadLetterQueue: null,
+      rateLimit: null,
       custom: true,
       running: 0,
+      startsInWindow: null,
     });
     const paused = await skiplock(['queues', 'pause', 'cli-queue']);
     expect(paused.stdout).toMatch(/\npaused +since \d{4}-\d\d-\d\dT/);
@@ -519,7 +558,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     expectOneLine(
       await skiplock(['queues', 'set', 'cli-queue']),
       2,
-      /give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, --dead-letter-queue$/,
+      /give at least one of --concurrency, --rate-limit, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, --dead-letter-queue$/,
     );
     // The local stack allows no host (HTTP_ALLOWED_HOSTS is empty) and binds no Cloudflare queue: both targets are refused, by field.
     expectOneLine(

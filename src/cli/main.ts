@@ -31,7 +31,8 @@ const COMMANDS: Record<string, Command> = {
   workers: { run: workersCommand, summary: 'workers release WORKER: hand back the jobs a crashed worker holds' },
   queues: {
     run: queuesCommand,
-    summary: 'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--weight N]',
+    summary:
+      'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--rate-limit C/S] [--weight N]',
   },
   'job-types': {
     run: jobTypesCommand,

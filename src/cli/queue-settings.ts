@@ -2,7 +2,7 @@ import { successBody } from '../http/client.js';
 import type { DeliveryTarget, Queue, Retention } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
-import { retentionFlag, wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
+import { rateLimitFlag, retentionFlag, wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
 import { fields } from './table.js';
 
 const get = operatorCommand({
@@ -17,10 +17,11 @@ const get = operatorCommand({
 
 const set = operatorCommand({
   usage:
-    'skiplock queues set QUEUE [--concurrency N|none] [--weight N] ' +
+    'skiplock queues set QUEUE [--concurrency N|none] [--rate-limit COUNT/SECONDS|none] [--weight N] ' +
     '[--webhook URL [--secret-name NAME] | --cloudflare-queue BINDING | --no-delivery] [--batch-size N]',
   options: {
     concurrency: { type: 'string' },
+    'rate-limit': { type: 'string' },
     weight: { type: 'string' },
     webhook: { type: 'string' },
     'secret-name': { type: 'string' },
@@ -37,6 +38,7 @@ const set = operatorCommand({
       ...(values.concurrency === undefined
         ? {}
         : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
+      ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimitFlag(values['rate-limit']) }),
       ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
       ...(delivery === undefined ? {} : { delivery }),
       ...(values.retention === undefined ? {} : { retentionSeconds: retentionFlag(values.retention) }),
@@ -46,18 +48,26 @@ const set = operatorCommand({
     };
     if (Object.keys(given).length === 0) {
       throw usageFailure(
-        'give at least one of --concurrency, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, ' +
+        'give at least one of --concurrency, --rate-limit, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, ' +
           '--dead-letter-queue',
       );
     }
     const route = connection.api.v1.queues[':queue'];
     // The API replaces every setting at once; those not given here keep their current values.
     const current = await successBody(route.$get({ param: { queue: queue! } }));
-    const { concurrency, weight, retentionSeconds, deadLetterQueue } = current;
+    const { concurrency, weight, retentionSeconds, deadLetterQueue, rateLimit } = current;
     const answer = await successBody(
       route.$put({
         param: { queue: queue! },
-        json: { concurrency, weight, delivery: current.delivery, retentionSeconds, deadLetterQueue, ...given },
+        json: {
+          concurrency,
+          weight,
+          delivery: current.delivery,
+          retentionSeconds,
+          deadLetterQueue,
+          rateLimit,
+          ...given,
+        },
       }),
     );
     return { json: answer, human: describeQueue(answer) };
@@ -110,10 +120,13 @@ function deliveryOf(values: {
 
 /** `skiplock queues get|set|pause|resume`: a queue's settings, and pausing it. */
 export const queueSettingsCommand = withSubcommands('queues', {
-  get: { run: get, summary: "a queue's concurrency cap, weight, delivery target, retention and running jobs" },
+  get: {
+    run: get,
+    summary: "a queue's concurrency cap, rate limit, weight, delivery target, retention and running jobs",
+  },
   set: {
     run: set,
-    summary: "change a queue's concurrency cap, weight, delivery target or retention (the others stay)",
+    summary: "change a queue's concurrency cap, rate limit, weight, delivery target or retention (the others stay)",
   },
   pause: { run: pauseCommand('pause'), summary: 'stop claims taking its jobs (waiting jobs and settings stay)' },
   resume: { run: pauseCommand('resume'), summary: 'let claims take its jobs again' },
@@ -126,6 +139,13 @@ function describeQueue(queue: QueueAnswer): string {
   return fields([
     ['queue', `${queue.name}${queue.custom ? '' : ' (on the defaults)'}`],
     ['concurrency', queue.concurrency === null ? 'no cap' : `${queue.concurrency} running at once, over all tenants`],
+    [
+      'rate limit',
+      queue.rateLimit === null
+        ? 'none'
+        : `${queue.rateLimit.count} started per ${queue.rateLimit.perSeconds} s, over all tenants ` +
+          `(${queue.startsInWindow} in the window now)`,
+    ],
     ['weight', String(queue.weight)],
     ['delivery', describeDelivery(queue.delivery)],
     ['running', String(queue.running)],

@@ -18,12 +18,25 @@ const listQueues = operatorCommand({
       ...JOB_STATUSES.map((status) => String(queue.counts[status])),
       duration(queue.oldestWaitSeconds),
       String(queue.held),
+      String(queue.debounced),
       queue.concurrency === null ? '-' : String(queue.concurrency),
+      queue.rateLimit === null ? '-' : `${queue.rateLimit.count}/${queue.rateLimit.perSeconds}s`,
       String(queue.weight),
       queue.delivery?.target ?? '-',
       queue.pausedAt === null ? '-' : 'paused',
     ]);
-    const header = ['queue', ...JOB_STATUSES, 'oldest wait', 'held', 'cap', 'weight', 'delivery', 'paused'];
+    const header = [
+      'queue',
+      ...JOB_STATUSES,
+      'oldest wait',
+      'held',
+      'debounced',
+      'cap',
+      'rate',
+      'weight',
+      'delivery',
+      'paused',
+    ];
     return { json: { queues }, human: `${table(header, rows)}\n(${FINISHED_NOTE})` };
   },
 });
@@ -46,12 +59,13 @@ export const statsCommand = operatorCommand({
       row.status,
       String(row.count),
       String(row.held),
+      String(row.debounced),
       duration(row.oldestWaitSeconds),
     ]);
     const counts =
       stats.length === 0
         ? 'no jobs'
-        : `${table(['queue', 'tenant', 'status', 'count', 'held', 'oldest wait'], rows)}\n(${FINISHED_NOTE})`;
+        : `${table(['queue', 'tenant', 'status', 'count', 'held', 'debounced', 'oldest wait'], rows)}\n(${FINISHED_NOTE})`;
     // The database-wide figures are for keys bound to no tenant; a tenant-bound key gets its own only.
     const snapshot =
       health.oldestSnapshotSeconds == null

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { type Json, parsePayloadMatch, type Retention } from '../engine/index.js';
+import { type Json, parsePayloadMatch, type RateLimit, type Retention } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 
 export type ParsedOptions<Options extends NonNullable<ParseArgsConfig['options']>> = ReturnType<
@@ -37,6 +37,18 @@ export function retentionFlag(value: string, orElse = ', none or default'): Rete
   if (value === 'default') return null;
   if (value === 'none') return 'none';
   return wholeNumberFlag(value, '--retention', orElse);
+}
+
+/** `--rate-limit COUNT/SECONDS` (100/60: 100 jobs started per 60 s), or null for `none`; the API judges the numbers. */
+export function rateLimitFlag(value: string): RateLimit | null {
+  if (value === 'none') return null;
+  const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
+  if (match === null) {
+    throw usageFailure(
+      `--rate-limit must be COUNT/SECONDS (100/60: 100 jobs started per 60 s) or none, not "${value}"`,
+    );
+  }
+  return { count: Number(match[1]), perSeconds: Number(match[2]) };
 }
 
 /** A flag's value as a JSON object (a payload match), or a one-line refusal naming the flag. */

@@ -1,8 +1,8 @@
 import { successBody } from '../http/client.js';
-import type { RateLimit, Tenant } from '../engine/index.js';
+import type { Tenant } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
-import { wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
+import { rateLimitFlag, wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
 import { fields } from './table.js';
 
 const get = operatorCommand({
@@ -24,7 +24,7 @@ const set = operatorCommand({
       ...(values.concurrency === undefined
         ? {}
         : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
-      ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimit(values['rate-limit']) }),
+      ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimitFlag(values['rate-limit']) }),
       ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
     };
     if (Object.keys(given).length === 0)
@@ -58,14 +58,4 @@ function describeTenant(tenant: Tenant): string {
     ['weight', String(tenant.weight)],
     ['running', String(tenant.running)],
   ]);
-}
-
-function rateLimit(value: string): RateLimit | null {
-  if (value === 'none') return null;
-  const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
-  if (match === null)
-    throw usageFailure(
-      `--rate-limit must be COUNT/SECONDS (100/60: 100 jobs started per 60 s) or none, not "${value}"`,
-    );
-  return { count: Number(match[1]), perSeconds: Number(match[2]) };
 }

@@ -118,6 +118,8 @@ export {
   pauseQueue,
   resumeQueue,
   setQueue,
+  MAX_QUEUE_RATE_LIMIT,
+  MAX_QUEUE_RATE_SECONDS,
   type Queue,
   type QueueSettings,
 } from './queue-settings.js';

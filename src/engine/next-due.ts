@@ -4,7 +4,8 @@ import type { Queryable } from '../db/types.js';
 /**
  * The earliest moment a drain could find work, read from the state the
  * queue is in: a waiting job of one of the drain's types (or of a queue it
- * delivers) coming due, in a queue not paused, a parked job's time (its sleep's end, its wait's
+ * delivers) coming due, in a queue not paused (nor at its rate limit: when
+ * its window next has room), a parked job's time (its sleep's end, its wait's
  * timeout), a lease running out (reaping), a waiting job or a
  * dedup window expiring, a rate key's window having room for held jobs, a periodic schedule's tick, an event or a day of
  * history past the retention (and summed by the statistics' rollup, which
@@ -18,7 +19,11 @@ SELECT least(
     WHERE ${WAITING_STATE}
       AND (type = ANY ($1::text[])
            OR queue IN (SELECT name FROM skiplock.queues WHERE delivery->>'target' = ANY ($3::text[])))
-      AND queue NOT IN (SELECT name FROM skiplock.queues WHERE paused_at IS NOT NULL)),
+      AND queue NOT IN (SELECT name FROM skiplock.queues q WHERE q.paused_at IS NOT NULL
+                        OR skiplock.window_starts(q.starts, q.rate_seconds, now()) >= q.rate_limit)),
+  -- A queue at its rate limit: when its window next has room (a few queues, read without their jobs).
+  (SELECT min(skiplock.window_opens_at(q.starts, q.rate_seconds, now())) FROM skiplock.queues q
+    WHERE q.paused_at IS NULL AND skiplock.window_starts(q.starts, q.rate_seconds, now()) >= q.rate_limit),
   -- Parked jobs of every type: a claim of any type wakes them.
   (SELECT min(run_at) FROM skiplock.jobs WHERE state = 'parked'),
   (SELECT min(lease_expires_at) FROM skiplock.jobs WHERE state = 'running'),

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/types.js';
 import type { TenantScope } from './read-jobs.js';
 import { InvalidInputError } from './errors.js';
 import { checkRetention, type Retention } from './retention.js';
+import type { RateLimit } from './tenants.js';
 import type { DeliveryTarget } from './types.js';
 
 export interface QueueSettings {
@@ -9,6 +10,11 @@ export interface QueueSettings {
   concurrency: number | null;
   /** Share of each tenant's turns when its queues compete, 1..1000. */
   weight: number;
+  /**
+   * Jobs of the queue that may start in any window of `perSeconds` seconds, over all tenants (every
+   * attempt counts; the excess waits in the queue); null for no limit.
+   */
+  rateLimit: RateLimit | null;
   /** Where the queue's jobs go, whatever their type, instead of to handlers; null for handlers. */
   delivery: DeliveryTarget | null;
   /** When the queue was paused (ISO-8601); null while it runs. */
@@ -31,31 +37,44 @@ export interface Queue extends QueueSettings {
   custom: boolean;
   /** Jobs of the queue running now (of the scope's tenant, when it has one). */
   running: number;
+  /** With a rate limit: the queue's starts (every tenant's) in the window that ends now; else null. */
+  startsInWindow: number | null;
 }
+
+/** The most starts a queue's rate limit allows per window, and the longest window. */
+export const MAX_QUEUE_RATE_LIMIT = 10_000;
+export const MAX_QUEUE_RATE_SECONDS = 86_400;
 
 // A retention of 0 is "none" (the database's CHECK allows 0 or a minute and more).
 const RETENTION_JSON = `CASE WHEN q.retention_seconds = 0 THEN to_jsonb('none'::text) ELSE to_jsonb(q.retention_seconds) END`;
+const RATE_LIMIT_JSON = `CASE WHEN q.rate_limit IS NOT NULL THEN json_build_object('count', q.rate_limit, 'perSeconds', q.rate_seconds) END`;
 
 // A queue without a row of its own runs on the defaults: no cap, weight 1, handlers.
 const getQueueSql = /* sql */ `
 SELECT $1::text AS name, q.concurrency, coalesce(q.weight, 1) AS weight, q.delivery,
        skiplock.iso(q.paused_at) AS "pausedAt", ${RETENTION_JSON} AS "retentionSeconds",
-       q.dead_letter_queue AS "deadLetterQueue", q.name IS NOT NULL AS custom,
+       q.dead_letter_queue AS "deadLetterQueue", ${RATE_LIMIT_JSON} AS "rateLimit", q.name IS NOT NULL AS custom,
        (SELECT count(*)::integer FROM skiplock.jobs r
-        WHERE r.queue = $1 AND r.state = 'running' AND ($2::text IS NULL OR r.tenant = $2)) AS running
+        WHERE r.queue = $1 AND r.state = 'running' AND ($2::text IS NULL OR r.tenant = $2)) AS running,
+       CASE WHEN q.rate_limit IS NOT NULL THEN skiplock.window_starts(q.starts, q.rate_seconds, clock_timestamp()) END
+         AS "startsInWindow"
 FROM (SELECT 1) one
 LEFT JOIN skiplock.queues q ON q.name = $1`;
 
 const listQueueSettingsSql = /* sql */ `
 SELECT name, concurrency, weight, delivery, skiplock.iso(paused_at) AS "pausedAt", ${RETENTION_JSON} AS "retentionSeconds",
-       dead_letter_queue AS "deadLetterQueue"
+       dead_letter_queue AS "deadLetterQueue", ${RATE_LIMIT_JSON} AS "rateLimit"
 FROM skiplock.queues q ORDER BY name`;
 
+// A rate limit's starts stay through a change of its numbers (the new ones judge them), and go with it.
 const setQueueSql = /* sql */ `
-INSERT INTO skiplock.queues AS q (name, concurrency, weight, delivery, retention_seconds, dead_letter_queue, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, now())
+INSERT INTO skiplock.queues AS q
+  (name, concurrency, weight, delivery, retention_seconds, dead_letter_queue, rate_limit, rate_seconds, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
 ON CONFLICT (name) DO UPDATE
-SET concurrency = $2, weight = $3, delivery = $4, retention_seconds = $5, dead_letter_queue = $6, updated_at = now()`;
+SET concurrency = $2, weight = $3, delivery = $4, retention_seconds = $5, dead_letter_queue = $6,
+    rate_limit = $7, rate_seconds = $8, starts = CASE WHEN $7::integer IS NULL THEN '{}' ELSE q.starts END,
+    updated_at = now()`;
 
 /** A queue's settings (its own, or the defaults) and its running count. */
 export async function getQueue(db: Queryable, name: string, scope: TenantScope = {}): Promise<Queue> {
@@ -96,9 +115,11 @@ SELECT pg_notify('skiplock_jobs', '') FROM resumed WHERE skiplock.anyone_listeni
  * left out is none: the queue's jobs go to the handlers of their types. A
  * retention left out is the default; a new one applies to the queue's
  * finished jobs at the next housekeeping, those that finished before it
- * too. A dead-letter queue left out is none. A retention under a minute
- * (other than `'none'`), or a queue named as its own dead-letter queue, is
- * an InvalidInputError, and nothing changes.
+ * too. A dead-letter queue left out is none. A rate limit left out is none; one set applies from
+ * the next claim, counting the starts already in its window. A retention under a minute
+ * (other than `'none'`), a queue named as its own dead-letter queue, or a rate limit of fewer
+ * than 1 start or more than 10,000, or a window of under 1 or over 86,400 seconds, is an
+ * InvalidInputError naming the field, and nothing changes.
  */
 export async function setQueue(
   db: Queryable,
@@ -107,6 +128,7 @@ export async function setQueue(
     delivery?: DeliveryTarget | null;
     retentionSeconds?: Retention | null;
     deadLetterQueue?: string | null;
+    rateLimit?: RateLimit | null;
   },
 ): Promise<Queue> {
   const retention = settings.retentionSeconds ?? null;
@@ -115,6 +137,8 @@ export async function setQueue(
   if (deadLetterQueue === name) {
     throw new InvalidInputError('deadLetterQueue: a queue cannot be its own dead-letter queue', 'deadLetterQueue');
   }
+  const rateLimit = settings.rateLimit ?? null;
+  if (rateLimit !== null) checkQueueRateLimit(rateLimit);
   await db.query({
     name: 'skiplock_set_queue',
     text: setQueueSql,
@@ -125,9 +149,26 @@ export async function setQueue(
       settings.delivery == null ? null : JSON.stringify(settings.delivery),
       retention === 'none' ? 0 : retention,
       deadLetterQueue,
+      rateLimit?.count ?? null,
+      rateLimit?.perSeconds ?? null,
     ],
   });
   return getQueue(db, name);
+}
+
+function checkQueueRateLimit({ count, perSeconds }: RateLimit): void {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_QUEUE_RATE_LIMIT) {
+    throw new InvalidInputError(
+      `rateLimit.count: a whole number of starts from 1 to ${MAX_QUEUE_RATE_LIMIT}, not ${count}`,
+      'rateLimit.count',
+    );
+  }
+  if (!Number.isInteger(perSeconds) || perSeconds < 1 || perSeconds > MAX_QUEUE_RATE_SECONDS) {
+    throw new InvalidInputError(
+      `rateLimit.perSeconds: a window of 1 to ${MAX_QUEUE_RATE_SECONDS} whole seconds, not ${perSeconds}`,
+      'rateLimit.perSeconds',
+    );
+  }
 }
 
 /**

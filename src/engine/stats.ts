@@ -13,6 +13,11 @@ export interface QueueStatsRow {
   held: number;
   /** The held jobs by why they wait. */
   heldBy: HeldCounts;
+  /**
+   * Of `count`, the jobs waiting out a debounce period (not started, their start ahead; a held
+   * one is in `held` too).
+   */
+  debounced: number;
 }
 
 /**
@@ -51,13 +56,23 @@ held AS (
   JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
   WHERE j.state = 'held'
   GROUP BY 1, 2, 3
+),
+-- Through the debounce keys' partial index: as many rows as keys debounce now, not the waiting jobs.
+debounced AS (
+  SELECT j.queue, j.tenant, skiplock.job_status(j.state, j.run_at) AS status, count(*)::integer AS debounced
+  FROM skiplock.dedup_keys k JOIN skiplock.jobs j ON j.id = k.job_id
+  WHERE k.debounce AND j.first_started_at IS NULL AND j.run_at > now() AND j.state IN ('scheduled', 'queued', 'held')
+  GROUP BY 1, 2, 3
 )
 SELECT l.*, json_build_object('concurrency', coalesce(h.concurrency, 0), 'order', coalesce(h."order", 0),
-                              'failedHead', coalesce(h."failedHead", 0), 'rate', coalesce(h.rate, 0)) AS "heldBy"
-FROM live l LEFT JOIN held h ON h.queue = l.queue AND h.tenant = l.tenant AND h.status = l.status
+                              'failedHead', coalesce(h."failedHead", 0), 'rate', coalesce(h.rate, 0)) AS "heldBy",
+       coalesce(d.debounced, 0) AS debounced
+FROM live l
+LEFT JOIN held h ON h.queue = l.queue AND h.tenant = l.tenant AND h.status = l.status
+LEFT JOIN debounced d ON d.queue = l.queue AND d.tenant = l.tenant AND d.status = l.status
 UNION ALL
 SELECT queue, tenant, state, count(*)::integer, NULL, 0,
-       json_build_object('concurrency', 0, 'order', 0, 'failedHead', 0, 'rate', 0)
+       json_build_object('concurrency', 0, 'order', 0, 'failedHead', 0, 'rate', 0), 0
 FROM skiplock.finished_jobs
 WHERE finished_at > now() - interval '1 hour'
 GROUP BY 1, 2, 3

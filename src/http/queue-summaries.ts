@@ -6,6 +6,7 @@ export interface QueueSummary extends QueueSettings {
   oldestWaitSeconds: number | null;
   held: number;
   heldBy: HeldCounts;
+  debounced: number;
 }
 
 function noJobs(): Record<JobStatus, number> {
@@ -32,13 +33,15 @@ export function summarizeQueues(
         pausedAt: null,
         retentionSeconds: null,
         deadLetterQueue: null,
+        rateLimit: null,
       };
       const heldBy = { concurrency: 0, order: 0, failedHead: 0, rate: 0 };
-      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, held: 0, heldBy, ...own };
+      summary = { queue: row.queue, counts: noJobs(), oldestWaitSeconds: null, held: 0, heldBy, debounced: 0, ...own };
       byQueue.set(row.queue, summary);
     }
     summary.counts[row.status] += row.count;
     summary.held += row.held;
+    summary.debounced += row.debounced;
     for (const reason of Object.keys(summary.heldBy) as (keyof HeldCounts)[]) {
       summary.heldBy[reason] += row.heldBy[reason];
     }

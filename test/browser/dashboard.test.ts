@@ -345,4 +345,25 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     expect(response.headers.get('x-frame-options')).toBe('DENY');
     expect(response.headers.get('referrer-policy')).toBe('no-referrer');
   });
+  it('says beside a queue its rate limit, its held jobs by reason and its debounced ones', async () => {
+    const { api } = stack();
+    await setQueue(api, 'shaped', { concurrency: null, weight: 1, rateLimit: { count: 600, perSeconds: 60 } });
+    // The second job of a key of one slot is held; a debounced job waits out its period.
+    for (const payload of [1, 2])
+      await enqueueManual(api, 'shaped', { tenant: 'acme', payload, concurrencyKey: 'store-7' });
+    await enqueueManual(api, 'shaped', { tenant: 'acme', debounceKey: 'acct-7', debouncePeriodSeconds: 600 });
+    const page = await newPage();
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    const row = page.locator('tr[data-queue="shaped"]');
+    await row.waitFor({ timeout: 90_000 });
+    expect(await row.locator('[data-settings]').textContent()).toBe(
+      'rate 600 per 60 s, 1 held (1 key at its limit), 1 debounced',
+    );
+    expect((await queueSummaries(api)).queues.find((queue) => queue.queue === 'shaped')).toMatchObject({
+      rateLimit: { count: 600, perSeconds: 60 },
+      held: 1,
+      heldBy: { concurrency: 1 },
+      debounced: 1,
+    });
+  });
 });

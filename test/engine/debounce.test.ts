@@ -12,6 +12,7 @@ import {
   getJobEvents,
   getJobSteps,
   InvalidInputError,
+  queueStats,
   type EnqueueInput,
 } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
@@ -124,6 +125,36 @@ describe('debounce', () => {
       params: [held.job.id],
     });
     expect(row).toEqual({ state: 'held', payload: 'b' });
+  });
+
+  it('is counted in the stats while its period runs: held ones too, no longer once due or started', async () => {
+    const { db } = await open('pg');
+    const debouncedCounts = async () =>
+      Object.fromEntries(
+        (await queueStats(db))
+          .filter((row) => row.queue === 'reindex')
+          .map((row) => [row.status, { count: row.count, held: row.held, debounced: row.debounced }]),
+      );
+    await enqueueBatch(db, [debounced('a'), debounced('b'), debounced('c', { debounceKey: 'acct-2' })]);
+    await enqueue(db, { queue: 'reindex', payload: 'x', concurrencyKey: 'k' });
+    await enqueue(db, debounced('d', { debounceKey: 'acct-3', concurrencyKey: 'k' }));
+    // A plain dedup key's job scheduled for later is not debounced.
+    await enqueue(db, { queue: 'reindex', payload: 'later', dedupKey: 'plain', delaySeconds: 60 });
+    expect(await debouncedCounts()).toEqual({
+      queued: { count: 1, held: 0, debounced: 0 },
+      scheduled: { count: 4, held: 1, debounced: 3 },
+    });
+    // Due (the held one's period still runs), then started.
+    await due(db);
+    const started = await claimAll(db);
+    expect(started.map((job) => job.payload).sort()).toEqual(['b', 'c', 'later', 'x']);
+    expect(await debouncedCounts()).toEqual({
+      running: { count: 4, held: 0, debounced: 0 },
+      scheduled: { count: 1, held: 1, debounced: 1 },
+    });
+    // The next enqueue of a started key begins a new burst, counted again.
+    await enqueue(db, debounced('e'));
+    expect((await debouncedCounts()).scheduled).toEqual({ count: 2, held: 1, debounced: 2 });
   });
 
   it('refuses bad input by name and stores nothing', async () => {

@@ -109,6 +109,7 @@ describe.each(DRIVERS)('engine over %s', (driver) => {
         oldestWaitSeconds: null,
         held: 0,
         heldBy: { concurrency: 0, order: 0, failedHead: 0, rate: 0 },
+        debounced: 0,
       },
     ]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claimBatch, complete, enqueue, fail } from '../../src/engine';
+import { claimBatch, complete, enqueue, fail, setQueue } from '../../src/engine';
 import { nextDueAt } from '../../src/engine/next-due';
 import { definePeriodicJob, syncPeriodicJobs } from '../../src/drain/periodic';
 import { createRegistry } from '../../src/drain/registry';
@@ -45,6 +45,16 @@ describe('nextDueAt: when a drain next has work', () => {
     const { db } = await open('pg');
     await enqueue(db, { queue: 'q', type: 'noop' });
     expect(await nextDue(db)).toBeLessThanOrEqual(await databaseNow(db));
+  });
+
+  it('a ready job of a queue at its rate limit: when the window next has room', async () => {
+    const { db } = await open('pg');
+    await setQueue(db, 'rated', { concurrency: null, weight: 1, rateLimit: { count: 1, perSeconds: 600 } });
+    await enqueue(db, { queue: 'rated', type: 'noop' });
+    await enqueue(db, { queue: 'rated', type: 'noop' });
+    const [started] = await claimBatch(db, { max: 5, workerId: 'w' });
+    await complete(db, started!);
+    expect(await nextDue(db)).toBe(dueOf(Date.parse(started!.startedAt!) + 600_000));
   });
 
   it('a running job of any type: when its lease runs out (it is reaped then); a retry: its backoff', async () => {

@@ -97,8 +97,10 @@ describe('a queue’s concurrency cap', () => {
       pausedAt: null,
       retentionSeconds: null,
       deadLetterQueue: null,
+      rateLimit: null,
       custom: true,
       running: 3,
+      startsInWindow: null,
     });
     // A tenant-bound reader counts its own tenant's running jobs.
     const perTenant = await Promise.all(['one', 'two'].map((tenant) => getQueue(db, 'pdf', { tenant })));
@@ -142,8 +144,10 @@ describe('a queue’s concurrency cap', () => {
       pausedAt: null,
       retentionSeconds: null,
       deadLetterQueue: null,
+      rateLimit: null,
       custom: false,
       running: 0,
+      startsInWindow: null,
     });
     await setQueue(db, 'reports', { concurrency: 0, weight: 1 });
     await enqueueBatch(

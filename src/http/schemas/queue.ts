@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { MAX_QUEUE_RATE_LIMIT, MAX_QUEUE_RATE_SECONDS } from '../../engine/index.js';
 import { DELIVERY_QUEUE_PREFIX, DELIVERY_SECRET_PREFIX, type DeliveryTarget } from '../../engine/types.js';
 import { intSchema, NameSchema } from './common.js';
 
@@ -86,6 +87,17 @@ export const DeadLetterQueueSchema = NameSchema.describe(
     'once a job; a job with a concurrency, ordering or rate key stays failed in its queue. Null for none. Not the queue itself.',
 );
 
+/** A queue's rate limit, over all its tenants; not a named component, as the generator drops `.nullable()` from a reference. */
+export const QueueRateLimitSchema = z
+  .strictObject({
+    count: intSchema(1, MAX_QUEUE_RATE_LIMIT).describe('Jobs of the queue that may start in any window…'),
+    perSeconds: intSchema(1, MAX_QUEUE_RATE_SECONDS).describe('…of this many seconds (a sliding window).'),
+  })
+  .describe(
+    "At most `count` of the queue's jobs start in any `perSeconds` seconds, whatever their tenant, every attempt " +
+      'counted, however many workers claim; the excess waits in the queue for room. Null for no limit.',
+  );
+
 /** PUT replaces every setting; one left out takes its default (no cap, weight 1, no delivery target, the default retention). */
 export const QueueSettingsBodySchema = z
   .strictObject({
@@ -97,6 +109,7 @@ export const QueueSettingsBodySchema = z
     delivery: DeliveryTargetSchema.nullable().default(null),
     retentionSeconds: RetentionSchema.nullable().default(null),
     deadLetterQueue: DeadLetterQueueSchema.nullable().default(null),
+    rateLimit: QueueRateLimitSchema.nullable().default(null),
   })
   .openapi('QueueSettings');
 
@@ -115,7 +128,12 @@ export const QueueSchema = z
     pausedAt: PausedAtSchema,
     retentionSeconds: RetentionSchema.nullable(),
     deadLetterQueue: DeadLetterQueueSchema.nullable(),
+    rateLimit: QueueRateLimitSchema.nullable(),
     custom: z.boolean().describe('False when the queue runs on the defaults.'),
     running: z.int().describe("Jobs of this queue running now (a tenant-bound key counts its own tenant's)."),
+    startsInWindow: z
+      .int()
+      .nullable()
+      .describe("With a rate limit, the queue's starts (every tenant's) in the window that ends now; else null."),
   })
   .openapi('Queue');

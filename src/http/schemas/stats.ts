@@ -1,7 +1,17 @@
 import { z } from '@hono/zod-openapi';
 import { REAPED_WINDOW_SECONDS, type JobStatus } from '../../engine/index.js';
 import { JobStatusSchema } from './job.js';
-import { DeadLetterQueueSchema, PausedAtSchema, RetentionSchema, QueueDeliverySchema } from './queue.js';
+import {
+  DeadLetterQueueSchema,
+  PausedAtSchema,
+  QueueDeliverySchema,
+  QueueRateLimitSchema,
+  RetentionSchema,
+} from './queue.js';
+
+const DEBOUNCED =
+  'Of {of}, the jobs waiting out a debounce period: not started, their start still ahead, a later enqueue of ' +
+  "their debounce key may move it. A held one is counted in held too, by its key's reason.";
 
 const FINISHED_WINDOW =
   'Final statuses (succeeded, failed, cancelled, expired) count the jobs that finished in the last hour.';
@@ -25,6 +35,7 @@ export const StatsRowSchema = z
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited (queued only).'),
     held: z.int().describe("Of count, the jobs held for their key's turn."),
     heldBy: HeldCountsSchema,
+    debounced: z.int().describe(DEBOUNCED.replace('{of}', 'count')),
   })
   .openapi('StatsRow');
 
@@ -97,12 +108,14 @@ export const QueueSummarySchema = z
     oldestWaitSeconds: z.number().nullable().describe('How long the oldest ready job has waited.'),
     held: z.int().describe("Of the waiting jobs counted, those held for their key's turn."),
     heldBy: HeldCountsSchema,
+    debounced: z.int().describe(DEBOUNCED.replace('{of}', 'the waiting jobs counted')),
     concurrency: z.int().nullable().describe("The queue's cap on running jobs over all tenants; null for none."),
     weight: z.int().describe("The queue's share of each tenant's turns."),
     delivery: QueueDeliverySchema,
     pausedAt: PausedAtSchema,
     retentionSeconds: RetentionSchema.nullable(),
     deadLetterQueue: DeadLetterQueueSchema.nullable(),
+    rateLimit: QueueRateLimitSchema.nullable(),
   })
   .openapi('QueueSummary');
 

@@ -10,7 +10,14 @@ export const MANUAL_TYPE = 'manual';
 export function enqueueManual(
   api: SkiplockClient,
   queue: string,
-  json: { tenant?: string; payload?: unknown; tags?: string[] } = {},
+  json: {
+    tenant?: string;
+    payload?: unknown;
+    tags?: string[];
+    concurrencyKey?: string;
+    debounceKey?: string;
+    debouncePeriodSeconds?: number;
+  } = {},
 ) {
   return parseResponse(
     api.v1.queues[':queue'].jobs.$post({ param: { queue }, json: { type: MANUAL_TYPE, ...json }, header: {} }),
@@ -45,7 +52,11 @@ export function queueSummaries(api: SkiplockClient) {
   return parseResponse(api.v1.queues.$get());
 }
 
-export function setQueue(api: SkiplockClient, queue: string, json: { concurrency: number | null; weight: number }) {
+export function setQueue(
+  api: SkiplockClient,
+  queue: string,
+  json: { concurrency: number | null; weight: number; rateLimit?: { count: number; perSeconds: number } },
+) {
   return parseResponse(api.v1.queues[':queue'].$put({ param: { queue }, json }));
 }
 

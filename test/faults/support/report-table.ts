@@ -12,7 +12,7 @@ export interface RunFacts {
  * 14 to 17 of issue 40 (concurrency keys, ordering keys, debounce, rate keys) and 18 of issue 41 (retention, dead letters): the
  * report is written when all of them ran.
  */
-export const SCENARIOS = 18;
+export const SCENARIOS = 19;
 
 function cell(text: string | number): string {
   return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -40,7 +40,8 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     '  debounced enqueues that made more than one job or ran without its last payload (scenario 16), and windows',
     "  in which a rate key started more jobs than its limit (scenario 17: from each start's own time, recorded in",
     "  the claim's transaction), and finished jobs past their retention left behind once the sweeps found nothing",
-    '  more or jobs moved to a dead-letter queue that should not have been (scenario 18).',
+    '  more or jobs moved to a dead-letter queue that should not have been (scenario 18), and windows in which a',
+    '  queue started more jobs, all tenants together, than its rate limit (scenario 19, as scenario 17).',
     '',
     `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
     "Loads are scaled down from the issue's figures so the suite fits in a few minutes on 2 cores.",

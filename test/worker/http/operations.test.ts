@@ -69,8 +69,10 @@ describe('queue settings', () => {
       pausedAt: null,
       retentionSeconds: null,
       deadLetterQueue: null,
+      rateLimit: null,
       custom: false,
       running: 0,
+      startsInWindow: null,
     });
     expect(put).toEqual({
       name: queue,
@@ -80,8 +82,10 @@ describe('queue settings', () => {
       pausedAt: null,
       retentionSeconds: null,
       deadLetterQueue: null,
+      rateLimit: null,
       custom: true,
       running: 0,
+      startsInWindow: null,
     });
     expect(first.jobs).toHaveLength(1);
     expect(second.jobs).toEqual([]);

@@ -150,17 +150,35 @@ function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   const said: string[] = [];
   if (isPaused(queue)) said.push(`paused since ${formatTime(queue.pausedAt)}`);
   if (queue.concurrency !== null) said.push(`cap ${queue.concurrency}`);
+  if (queue.rateLimit !== null) said.push(`rate ${queue.rateLimit.count} per ${queue.rateLimit.perSeconds} s`);
   if (queue.weight !== 1) said.push(`weight ${queue.weight}`);
   // Left out for a tenant-bound key: where a queue's jobs go is its operator's.
   if (queue.delivery !== null && queue.delivery !== undefined) said.push(`to ${deliveryTarget(queue.delivery)}`);
-  if (queue.held > 0) said.push(`${queue.held} held for a key's turn`);
+  if (queue.held > 0) said.push(`${queue.held} held (${heldReasons(queue.heldBy)})`);
+  if (queue.debounced > 0) said.push(`${queue.debounced} debounced`);
   if (said.length === 0) return null;
   const title =
     'Paused: no claim takes its waiting jobs until it is resumed. ' +
-    "Cap: running jobs at once, over all tenants. Weight: share of each tenant's turns. " +
+    "Cap: running jobs at once, over all tenants. Rate: jobs started per window, over all tenants. Weight: share of each tenant's turns. " +
     'To: where the drains deliver its jobs, instead of to handlers. ' +
-    'Held: waiting jobs whose concurrency or ordering key has no free slot (counted as queued or scheduled).';
+    'Held: waiting jobs whose key keeps them back, by reason (counted as queued or scheduled). ' +
+    'Debounced: jobs waiting out a debounce period, which a later enqueue of their key may move.';
   return h('div', { class: 'muted queue-settings', 'data-settings': '', title }, said.join(', '));
+}
+
+const HELD_REASONS: Record<keyof QueueSummary['heldBy'], string> = {
+  concurrency: 'key at its limit',
+  rate: 'rate window',
+  order: "behind its key's head",
+  failedHead: 'key held by a failed job',
+};
+
+/** The reasons a queue's held jobs wait, with their counts: "2 key at its limit, 1 rate window". */
+function heldReasons(heldBy: QueueSummary['heldBy']): string {
+  return (Object.keys(HELD_REASONS) as Array<keyof typeof HELD_REASONS>)
+    .filter((reason) => heldBy[reason] > 0)
+    .map((reason) => `${heldBy[reason]} ${HELD_REASONS[reason]}`)
+    .join(', ');
 }
 
 function isPaused(queue: QueueSummary): queue is QueueSummary & { pausedAt: string } {

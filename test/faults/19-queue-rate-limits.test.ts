@@ -1,0 +1,247 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type EnqueueInput, setQueue } from '../../src/engine';
+import { engineDatabases } from '../support/engine-db';
+import { DRAINS, KEYED_TYPE, PULL_WORKERS, runKeyScenario, seeded } from './support/keyed-ledger';
+import { processes } from './support/processes';
+import { recordScenario, seconds } from './support/report';
+
+const open = engineDatabases();
+const spawn = processes(join(tmpdir(), `skiplock-faults-queue-rate-${process.pid}.log`));
+
+interface RatedQueue {
+  queue: string;
+  limit: number;
+  periodSeconds: number;
+  /** Windows' worth of jobs enqueued at once. */
+  windows: number;
+}
+
+/** Two queues with a rate limit, each fed several windows' worth at once by three tenants. */
+const RATED: RatedQueue[] = [
+  { queue: 'qrate-fast', limit: 8, periodSeconds: 1, windows: 6 },
+  { queue: 'qrate-slow', limit: 5, periodSeconds: 2, windows: 4 },
+];
+const TENANTS = ['acme', 'globex', 'initech'];
+/** Beside them, a queue without a limit, claimed by the same claims. */
+const FREE_QUEUE = 'qrate-free';
+const FREE_JOBS = 150;
+const LEASE_SECONDS = 2;
+const KILLS = 3;
+/** One job in this many fails its first attempt. */
+const FAIL_FIRST_ONE_IN = 10;
+
+/**
+ * Every start of every job as the claim made it (the job's `started_at`, the
+ * time its queue's window is judged at, which a retry overwrites), noted by
+ * a trigger in the claim's transaction.
+ */
+const STARTS_SQL = /* sql */ `
+CREATE TABLE queue_starts (
+  n bigserial PRIMARY KEY, job_id uuid NOT NULL, queue text NOT NULL, tenant text NOT NULL, attempt integer NOT NULL,
+  started_at timestamptz NOT NULL);
+CREATE FUNCTION note_queue_start() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.queue_starts (job_id, queue, tenant, attempt, started_at)
+  VALUES (NEW.id, NEW.queue, NEW.tenant, NEW.attempts, NEW.started_at);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER jobs_note_queue_start AFTER UPDATE OF state ON skiplock.jobs
+  FOR EACH ROW WHEN (NEW.state = 'running' AND OLD.state IS DISTINCT FROM 'running')
+  EXECUTE FUNCTION note_queue_start();`;
+
+/** Per rated queue, sampled: its own record of its starts in the window ending now. */
+const sampleSql = /* sql */ `
+SELECT q.name AS queue, q.rate_limit AS limit,
+       skiplock.window_starts(q.starts, q.rate_seconds, clock_timestamp()) AS "inWindow"
+FROM skiplock.queues q WHERE q.rate_limit IS NOT NULL`;
+
+/**
+ * For every start in a rated queue, its starts (every tenant's) in the
+ * window that ends with it, (t - period, t]; the starts themselves come back
+ * only for a window above the limit, as evidence.
+ */
+const windowsSql = /* sql */ `
+SELECT s.queue, q.rate_limit AS limit, extract(epoch FROM s.started_at)::float8 * 1000 AS "atMs",
+       s.started_at::text AS at, s.attempt, s.tenant, w.starts,
+       CASE WHEN w.starts > q.rate_limit THEN w.evidence END AS evidence
+FROM queue_starts s JOIN skiplock.queues q ON q.name = s.queue AND q.rate_limit IS NOT NULL
+CROSS JOIN LATERAL (
+  SELECT count(*)::integer AS starts,
+         json_agg(json_build_object('job', o.job_id, 'attempt', o.attempt, 'startedAt', o.started_at::text)
+                  ORDER BY o.started_at) AS evidence
+  FROM queue_starts o
+  WHERE o.queue = s.queue AND o.started_at > s.started_at - make_interval(secs => q.rate_seconds)
+    AND o.started_at <= s.started_at
+) w
+ORDER BY s.queue, s.started_at`;
+
+interface WindowRow {
+  queue: string;
+  limit: number;
+  atMs: number;
+  at: string;
+  attempt: number;
+  tenant: string;
+  starts: number;
+  evidence: unknown;
+}
+
+/** Do the starts noted and the jobs' attempts tell one story, and how did the later attempts come about? */
+const startRecordSql = /* sql */ `
+SELECT
+  (SELECT count(*)::integer FROM queue_starts) AS starts,
+  (SELECT count(*)::integer FROM skiplock.all_jobs a
+   WHERE a.attempts <> (SELECT count(*) FROM queue_starts r WHERE r.job_id = a.id)) AS "attemptsMismatched",
+  (SELECT count(*)::integer FROM (SELECT 1 FROM queue_starts GROUP BY job_id, attempt HAVING count(*) > 1) d)
+    AS "notedTwice",
+  (SELECT count(*)::integer FROM queue_starts WHERE attempt > 1) AS "laterAttempts",
+  (SELECT count(*)::integer FROM queue_starts r
+   WHERE EXISTS (SELECT 1 FROM skiplock.job_events e
+                 WHERE e.job_id = r.job_id AND e.kind = 'lease_expired' AND e.attempt = r.attempt - 1))
+    AS "startsAfterLapse"`;
+
+describe('scenario 19: queue rate limits under 8 drains and 8 pull workers, workers killed mid-job', () => {
+  it('never starts more of a queue than its rate limit in any window, all tenants together, and runs every job once', {
+    timeout: 120_000,
+  }, async () => {
+    const { db, url } = await open('pg', 4);
+    await db.query({ text: STARTS_SQL, params: [] });
+    for (const rated of RATED) {
+      await setQueue(db, rated.queue, {
+        concurrency: null,
+        weight: 1,
+        rateLimit: { count: rated.limit, perSeconds: rated.periodSeconds },
+      });
+    }
+    const random = seeded(19);
+    const ratedInputs = RATED.flatMap((rated) =>
+      Array.from({ length: rated.limit * rated.windows }, (_, n) => ({ queue: rated.queue, tenant: TENANTS[n % 3]! })),
+    );
+    const inputs: EnqueueInput[] = [
+      ...ratedInputs,
+      ...Array.from({ length: FREE_JOBS }, (_, n) => ({ queue: FREE_QUEUE, tenant: TENANTS[n % 3]! })),
+    ]
+      .map((job) => ({ job, order: random() }))
+      .sort((a, b) => a.order - b.order)
+      .map(({ job }, seq) => ({
+        ...job,
+        type: KEYED_TYPE,
+        payload: { seq, workMs: Math.round(10 + random() * 140), failFirst: random() * FAIL_FIRST_ONE_IN < 1 },
+        leaseSeconds: LEASE_SECONDS,
+        maxAttempts: 10,
+        backoffBaseSeconds: 0.1,
+        backoffMaxSeconds: 0.5,
+      }));
+    const failingFirst = inputs.filter((input) => (input.payload as { failFirst: boolean }).failFirst).length;
+
+    let samplesAbove = 0;
+    const sampledBusiest = new Map<string, number>();
+    const run = await runKeyScenario(spawn, db, url, {
+      inputs,
+      kills: KILLS,
+      async sample(sampler) {
+        const rows = await sampler.query<{ queue: string; limit: number; inWindow: number }>({
+          text: sampleSql,
+          params: [],
+        });
+        for (const row of rows) {
+          sampledBusiest.set(row.queue, Math.max(sampledBusiest.get(row.queue) ?? 0, row.inWindow));
+          if (row.inWindow > row.limit) samplesAbove += 1;
+        }
+      },
+      during: async () => undefined,
+    });
+
+    const windows = await db.query<WindowRow>({ text: windowsSql, params: [] });
+    const violations = windows.filter((row) => row.starts > row.limit);
+    const perQueue = new Map(
+      RATED.map((rated) => {
+        const rows = windows.filter((row) => row.queue === rated.queue);
+        const times = rows.map((row) => row.atMs);
+        return [
+          rated.queue,
+          {
+            starts: rows.length,
+            retries: rows.filter((row) => row.attempt > 1).length,
+            busiest: Math.max(0, ...rows.map((row) => row.starts)),
+            spanSeconds: (Math.max(...times) - Math.min(...times)) / 1000,
+            tenants: new Set(rows.map((row) => row.tenant)).size,
+          },
+        ];
+      }),
+    );
+    const [record] = await db.query<{
+      starts: number;
+      attemptsMismatched: number;
+      notedTwice: number;
+      laterAttempts: number;
+      startsAfterLapse: number;
+    }>({ text: startRecordSql, params: [] });
+    const [free] = await db.query<{ starts: number; seconds: number }>({
+      text: `SELECT count(*)::integer AS starts,
+                    extract(epoch FROM max(started_at) - min(started_at))::float8 AS seconds
+             FROM queue_starts WHERE queue = $1`,
+      params: [FREE_QUEUE],
+    });
+    const lost = run.counts.total - run.counts.succeeded;
+
+    const queueLine = RATED.map((rated) => {
+      const figures = perQueue.get(rated.queue)!;
+      const tightest = (Math.ceil(figures.starts / rated.limit) - 1) * rated.periodSeconds;
+      return (
+        `${rated.queue} ${rated.limit}/${rated.periodSeconds} s: ${figures.starts} starts of ${figures.tenants} tenants ` +
+        `(${figures.retries} of them later attempts) over ${figures.spanSeconds.toFixed(1)} s (the limit allows no less ` +
+        `than ${tightest} s), busiest window ${figures.busiest}, sampled ${sampledBusiest.get(rated.queue) ?? 0}`
+      );
+    }).join('; ');
+    await recordScenario({
+      scenario: 19,
+      name: 'Queue rate limits under contention',
+      load:
+        `${ratedInputs.length} jobs of ${RATED.length} queues with a rate limit (8 starts per 1 s, 5 per 2 s), ` +
+        `${TENANTS.length} tenants each, 4 to 6 windows' worth enqueued at once, beside ${FREE_JOBS} jobs of a queue ` +
+        `without one; work of 10 to 150 ms, ${failingFirst} failing their first attempt; ` +
+        `${DRAINS} drain processes + ${PULL_WORKERS} pull-worker processes × 4, lease ${LEASE_SECONDS} s`,
+      faults: `all 16 claimers at once; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record!.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each queue's window`,
+      jobsLost: lost,
+      runTwiceAtOnce: run.twice.length,
+      limitViolations: violations.length + samplesAbove,
+      recovery: `all ${run.counts.total} jobs done ${seconds(run.tookMs)} after the enqueue (each of the 16 first processes ran attempts: ${run.idle.length === 0 ? 'yes' : `not ${run.idle.join(', ')}`})`,
+      notes: [
+        `limit violations here: windows (period-long, ending at a start) with more starts of a queue, all tenants together, than its rate limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record!.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a queue's own window above its limit (${samplesAbove})`,
+        `rated queues: ${queueLine}`,
+        `the queue without a limit, claimed by the same claims: ${free!.starts} starts over ${free!.seconds.toFixed(1)} s`,
+      ],
+    });
+
+    // No window of a rated queue above its limit: the evidence (its starts) if one is.
+    expect(
+      violations.map(({ queue, limit, at, starts, evidence }) => ({ queue, limit, at, starts, evidence })),
+    ).toEqual([]);
+    expect(samplesAbove).toBe(0);
+    // The run itself went as planned.
+    expect(run.samplerError).toBeUndefined();
+    expect(run.connected).toBe(DRAINS + PULL_WORKERS);
+    expect(run.idle).toEqual([]);
+    expect(run.kills.length).toBe(KILLS);
+    expect(run.counts).toEqual({ total: inputs.length, succeeded: inputs.length });
+    expect(lost).toBe(0);
+    expect(run.twice).toEqual([]);
+    // The starts noted are the attempts; a kill's cut attempt was claimed again and counted.
+    expect(record).toMatchObject({ attemptsMismatched: 0, notedTwice: 0 });
+    expect(record!.starts).toBe(inputs.length + record!.laterAttempts);
+    expect(run.cut).toBeGreaterThan(0);
+    // Each rated queue reached its limit, was held to it window after window, and served every tenant.
+    for (const rated of RATED) {
+      const figures = perQueue.get(rated.queue)!;
+      expect({ queue: rated.queue, busiest: figures.busiest }).toEqual({ queue: rated.queue, busiest: rated.limit });
+      expect(figures.spanSeconds).toBeGreaterThanOrEqual(
+        (Math.ceil(figures.starts / rated.limit) - 1) * rated.periodSeconds,
+      );
+      expect(figures.tenants).toBe(TENANTS.length);
+    }
+  });
+});
