@@ -88,7 +88,7 @@ try {
         `seeded in ${((Date.now() - seeding) / 1000).toFixed(1)} s; ledger ${folded.rowsBefore} -> ${folded.rowsAfter} rows`,
       );
       let rows = 0;
-      for (let n = 0; n < WARM_UP; n++) rows = (await queueMetrics(db)).length;
+      for (let n = 0; n < WARM_UP; n++) rows = (await queueMetrics(db)).queues.length;
       const times: number[] = [];
       for (let n = 0; n < SCRAPES; n++) {
         const started = performance.now();
