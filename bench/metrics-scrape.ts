@@ -6,8 +6,8 @@
  * inserted with generate_series over 20 queues and 5 tenants (80% ready,
  * 10% scheduled an hour ahead, 10% retrying), 2,000 more claimed and 500
  * of those parked, ENDED attempts ended (5,000; 80% succeeded, 10% failed
- * and retried, 10% failed for good), 250 more cut off by a lapsed lease
- * and 250 waiting jobs expired, all in the hour the rollup has not read
+ * and retried, 10% failed for good), ENDED / 20 more cut off by a lapsed
+ * lease and as many waiting jobs expired, all in the hour the rollup has not read
  * yet, which a scrape sums; then the ledger folded as housekeeping folds it,
  * VACUUM ANALYZE, WARM_UP scrapes, and SCRAPES timed scrapes. Prints the
  * median, min, p90 and max in ms. The database is dropped afterwards.
@@ -56,9 +56,9 @@ const seedSql = [
    WHERE id IN (SELECT id FROM skiplock.jobs WHERE state = 'running' LIMIT 500)`,
   // Leases that lapse and jobs that expire unstarted, for the reaper and the expiry below.
   `UPDATE skiplock.jobs SET lease_expires_at = now() - interval '1 second'
-   WHERE id IN (SELECT id FROM skiplock.jobs WHERE state = 'running' LIMIT 250)`,
+   WHERE id IN (SELECT id FROM skiplock.jobs WHERE state = 'running' LIMIT $2::integer / 20)`,
   `UPDATE skiplock.jobs SET expires_at = now() - interval '1 second'
-   WHERE id IN (SELECT id FROM skiplock.jobs WHERE state = 'queued' LIMIT 250)`,
+   WHERE id IN (SELECT id FROM skiplock.jobs WHERE state = 'queued' LIMIT $2::integer / 20)`,
 ];
 
 /** EXPLAIN=1: the plan of the statements inside skiplock.queue_metrics, by auto_explain. */
