@@ -45,7 +45,11 @@ TABLE daily_attempt_stats (
   succeeded bigint NOT NULL,
   failed bigint NOT NULL,
   wait_ms_histogram jsonb NOT NULL,
-  run_ms_histogram jsonb NOT NULL
+  run_ms_histogram jsonb NOT NULL,
+  retried bigint NOT NULL DEFAULT 0,
+  cancelled bigint NOT NULL DEFAULT 0,
+  lease_expired bigint NOT NULL DEFAULT 0,
+  expired bigint NOT NULL DEFAULT 0
 );
 
 TABLE dedup_keys (
@@ -720,10 +724,20 @@ FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error 
     clock_timestamp(), outcome_result, j.tags)::skiplock.finished_jobs
 $$;
 
-FUNCTION attempt_stats(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(day date, queue text, tenant text, attempts bigint, succeeded bigint, failed bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb) LANGUAGE sql STABLE AS $$
+FUNCTION attempt_stats(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(day date, queue text, tenant text, attempts bigint, succeeded bigint, failed bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb, retried bigint, cancelled bigint, lease_expired bigint, expired bigint) LANGUAGE sql STABLE AS $$
   WITH attempt AS (
-    SELECT (a.ended_at AT TIME ZONE 'UTC')::date AS day, a.queue, a.tenant, a.succeeded, a.wait_ms, a.run_ms
+    SELECT (a.ended_at AT TIME ZONE 'UTC')::date AS day, a.queue, a.tenant, a.outcome, a.wait_ms, a.run_ms
     FROM skiplock.ended_attempts(since, until) a
+  ),
+  untimed AS (
+    SELECT (e.at AT TIME ZONE 'UTC')::date AS day, a.queue, a.tenant, 'lease_expired' AS outcome
+    FROM skiplock.job_events e
+    JOIN skiplock.all_jobs a ON a.id = e.job_id
+    WHERE e.at >= since AND e.at < until AND e.kind = 'lease_expired'
+    UNION ALL
+    SELECT (f.finished_at AT TIME ZONE 'UTC')::date, f.queue, f.tenant, 'expired'
+    FROM skiplock.finished_jobs f
+    WHERE f.finished_at >= since AND f.finished_at < until AND f.state = 'expired'
   ),
   per_bucket AS (
     SELECT day, queue, tenant, 'wait' AS measure, skiplock.histogram_bucket(wait_ms) AS bucket, count(*) AS n
@@ -737,11 +751,23 @@ FUNCTION attempt_stats(since timestamp with time zone, until timestamp with time
            coalesce(jsonb_object_agg(bucket, n ORDER BY bucket) FILTER (WHERE measure = 'wait'), '{}') AS wait_ms_histogram,
            coalesce(jsonb_object_agg(bucket, n ORDER BY bucket) FILTER (WHERE measure = 'run'), '{}') AS run_ms_histogram
     FROM per_bucket GROUP BY day, queue, tenant
+  ),
+  counts AS (
+    SELECT day, queue, tenant,
+           count(*) FILTER (WHERE outcome IN ('succeeded', 'retried', 'failed', 'cancelled')) AS attempts,
+           count(*) FILTER (WHERE outcome = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE outcome IN ('retried', 'failed', 'cancelled')) AS failed,
+           count(*) FILTER (WHERE outcome = 'retried') AS retried,
+           count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
+           count(*) FILTER (WHERE outcome = 'lease_expired') AS lease_expired,
+           count(*) FILTER (WHERE outcome = 'expired') AS expired
+    FROM (SELECT day, queue, tenant, outcome FROM attempt UNION ALL SELECT * FROM untimed) AS ended
+    GROUP BY day, queue, tenant
   )
-  SELECT day, queue, tenant, count(*), count(*) FILTER (WHERE succeeded), count(*) FILTER (WHERE NOT succeeded),
-         h.wait_ms_histogram, h.run_ms_histogram
-  FROM attempt JOIN histograms h USING (day, queue, tenant)
-  GROUP BY day, queue, tenant, h.wait_ms_histogram, h.run_ms_histogram
+  SELECT c.day, c.queue, c.tenant, c.attempts, c.succeeded, c.failed,
+         coalesce(h.wait_ms_histogram, '{}'), coalesce(h.run_ms_histogram, '{}'),
+         c.retried, c.cancelled, c.lease_expired, c.expired
+  FROM counts c LEFT JOIN histograms h USING (day, queue, tenant)
 $$;
 
 FUNCTION claim_batch(max_jobs integer, lease_seconds integer, job_types text[], queues text[], only_tenant text, worker text, delivery_targets text[] DEFAULT NULL::text[]) RETURNS SETOF skiplock.claimed_job LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off SET enable_bitmapscan=off SET jit=off AS $$
@@ -1227,12 +1253,17 @@ BEGIN
     SELECT r.tenant, r.queue, r.state, -count(*) FROM removed r GROUP BY 1, 2, 3;
   ELSIF TG_OP = 'UPDATE' THEN
     INSERT INTO skiplock.job_counts (tenant, queue, state, jobs)
-    SELECT c.tenant, c.queue, c.state, sum(c.n)
-    FROM (SELECT a.tenant, a.queue, a.state, 1 AS n FROM added a
-          UNION ALL
-          SELECT r.tenant, r.queue, r.state, -1 FROM removed r) AS c
-    GROUP BY 1, 2, 3
-    HAVING sum(c.n) <> 0;
+    WITH net AS (
+      SELECT c.tenant, c.queue, c.state, sum(c.n) AS jobs
+      FROM (SELECT a.tenant, a.queue, a.state, 1 AS n FROM added a
+            UNION ALL
+            SELECT r.tenant, r.queue, r.state, -1 FROM removed r) AS c
+      GROUP BY 1, 2, 3
+      HAVING sum(c.n) <> 0
+    )
+    SELECT n.tenant, n.queue, n.state, n.jobs FROM net n
+    UNION ALL
+    SELECT n.tenant, n.queue, 'started', n.jobs FROM net n WHERE n.state = 'running' AND n.jobs > 0;
   ELSE -- TRUNCATE
     DELETE FROM skiplock.job_counts;
   END IF;
@@ -1270,14 +1301,15 @@ BEGIN
 END
 $$;
 
-FUNCTION ended_attempts(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(ended_at timestamp with time zone, queue text, tenant text, succeeded boolean, wait_ms bigint, run_ms bigint) LANGUAGE sql STABLE AS $$
+FUNCTION ended_attempts(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(ended_at timestamp with time zone, queue text, tenant text, succeeded boolean, wait_ms bigint, run_ms bigint, outcome text) LANGUAGE sql STABLE AS $$
   SELECT f.finished_at, f.queue, f.tenant, true,
          greatest(0, skiplock.ms_between(f.run_at, f.started_at)),
-         skiplock.ms_between(f.started_at, f.finished_at)
+         skiplock.ms_between(f.started_at, f.finished_at), 'succeeded'
   FROM skiplock.finished_jobs f
   WHERE f.finished_at >= since AND f.finished_at < until AND f.state = 'succeeded'
   UNION ALL
-  SELECT e.at, a.queue, a.tenant, false, (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint
+  SELECT e.at, a.queue, a.tenant, false, (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint,
+         skiplock.failure_outcome(e.kind, e.detail)
   FROM skiplock.job_events e
   JOIN skiplock.all_jobs a ON a.id = e.job_id
   WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
@@ -1826,6 +1858,12 @@ BEGIN
   )
   SELECT e.id, e.outcome, e.job FROM ended_attempt e;
 END
+$$;
+
+FUNCTION failure_outcome(kind text, detail jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN kind = 'cancelled' THEN 'cancelled'
+              WHEN detail->>'retryAt' IS NOT NULL THEN 'retried'
+              ELSE 'failed' END
 $$;
 
 FUNCTION fill_key_slots(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
@@ -2395,7 +2433,7 @@ FUNCTION prune_trace_contexts(batch integer) RETURNS integer LANGUAGE sql VOLATI
   SELECT count(*)::integer FROM pruned
 $$;
 
-FUNCTION queue_metrics(only_tenant text) RETURNS TABLE(queue text, tenant text, waiting bigint, running bigint, parked bigint, held bigint, oldest_waiting_seconds double precision, succeeded bigint, failed bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb) LANGUAGE plpgsql STABLE SET jit=off SET plan_cache_mode=force_custom_plan AS $$
+FUNCTION queue_metrics(only_tenant text) RETURNS TABLE(queue text, tenant text, waiting bigint, running bigint, parked bigint, held bigint, oldest_waiting_seconds double precision, started bigint, succeeded bigint, retried bigint, failed bigint, cancelled bigint, lease_expired bigint, expired bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb, delivery_target text, stats_rolled_through timestamp with time zone) LANGUAGE plpgsql STABLE SET jit=off SET plan_cache_mode=force_custom_plan AS $$
 #variable_conflict use_column
 DECLARE
   since timestamptz := (SELECT r.rolled_through FROM skiplock.attempt_stats_rollup r);
@@ -2406,7 +2444,8 @@ BEGIN
            coalesce(sum(c.jobs) FILTER (WHERE c.state IN ('scheduled', 'queued', 'retrying')), 0) AS waiting,
            coalesce(sum(c.jobs) FILTER (WHERE c.state = 'running'), 0) AS running,
            coalesce(sum(c.jobs) FILTER (WHERE c.state = 'parked'), 0) AS parked,
-           coalesce(sum(c.jobs) FILTER (WHERE c.state = 'held'), 0) AS held
+           coalesce(sum(c.jobs) FILTER (WHERE c.state = 'held'), 0) AS held,
+           coalesce(sum(c.jobs) FILTER (WHERE c.state = 'started'), 0) AS started
     FROM skiplock.job_counts c
     WHERE only_tenant IS NULL OR c.tenant = only_tenant
     GROUP BY 1, 2
@@ -2432,13 +2471,16 @@ BEGIN
     GROUP BY 1, 2
   ),
   recent AS (
-    SELECT f.tenant, f.queue, true AS succeeded,
-           greatest(0, skiplock.ms_between(f.run_at, f.started_at)) AS wait_ms,
-           skiplock.ms_between(f.started_at, f.finished_at) AS run_ms
+    SELECT f.tenant, f.queue, f.state AS outcome,
+           CASE WHEN f.state = 'succeeded' THEN greatest(0, skiplock.ms_between(f.run_at, f.started_at)) END AS wait_ms,
+           CASE WHEN f.state = 'succeeded' THEN skiplock.ms_between(f.started_at, f.finished_at) END AS run_ms
     FROM skiplock.finished_jobs f
-    WHERE f.finished_at >= since AND f.state = 'succeeded' AND (only_tenant IS NULL OR f.tenant = only_tenant)
+    WHERE f.finished_at >= since AND f.state IN ('succeeded', 'expired')
+      AND (only_tenant IS NULL OR f.tenant = only_tenant)
     UNION ALL
-    SELECT job.tenant, job.queue, false, (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint
+    SELECT job.tenant, job.queue,
+           CASE WHEN e.kind = 'lease_expired' THEN 'lease_expired' ELSE skiplock.failure_outcome(e.kind, e.detail) END,
+           (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint
     FROM skiplock.job_events e
     CROSS JOIN LATERAL (
       SELECT j.tenant, j.queue FROM skiplock.jobs j WHERE j.id = e.job_id
@@ -2446,7 +2488,8 @@ BEGIN
       SELECT h.tenant, h.queue FROM skiplock.finished_jobs h WHERE h.id = e.job_id
       LIMIT 1
     ) job
-    WHERE e.at >= since AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
+    WHERE e.at >= since
+      AND ((e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs') OR e.kind = 'lease_expired')
       AND (only_tenant IS NULL OR job.tenant = only_tenant)
   ),
   -- skiplock.histogram_bucket's buckets by the least whole ms in each (ms >= 1):
@@ -2468,14 +2511,20 @@ BEGIN
     FROM recent r WHERE r.run_ms IS NOT NULL GROUP BY 1, 2, 3, 4
   ),
   attempts AS (
-    SELECT t.tenant, t.queue, sum(t.succeeded)::bigint AS succeeded, sum(t.failed)::bigint AS failed,
+    SELECT t.tenant, t.queue, sum(t.succeeded)::bigint AS succeeded, sum(t.retried)::bigint AS retried,
+           sum(t.failed - t.retried - t.cancelled)::bigint AS failed, sum(t.cancelled)::bigint AS cancelled,
+           sum(t.lease_expired)::bigint AS lease_expired, sum(t.expired)::bigint AS expired,
            skiplock.histogram_sum(t.wait_ms_histogram) AS wait_ms_histogram,
            skiplock.histogram_sum(t.run_ms_histogram) AS run_ms_histogram
-    FROM (SELECT d.tenant, d.queue, d.succeeded, d.failed, d.wait_ms_histogram, d.run_ms_histogram
+    FROM (SELECT d.tenant, d.queue, d.succeeded, d.failed, d.retried, d.cancelled, d.lease_expired, d.expired,
+                 d.wait_ms_histogram, d.run_ms_histogram
           FROM skiplock.daily_attempt_stats d
           WHERE only_tenant IS NULL OR d.tenant = only_tenant
           UNION ALL
-          SELECT r.tenant, r.queue, count(*) FILTER (WHERE r.succeeded), count(*) FILTER (WHERE NOT r.succeeded),
+          SELECT r.tenant, r.queue, count(*) FILTER (WHERE r.outcome = 'succeeded'),
+                 count(*) FILTER (WHERE r.outcome IN ('retried', 'failed', 'cancelled')),
+                 count(*) FILTER (WHERE r.outcome = 'retried'), count(*) FILTER (WHERE r.outcome = 'cancelled'),
+                 count(*) FILTER (WHERE r.outcome = 'lease_expired'), count(*) FILTER (WHERE r.outcome = 'expired'),
                  (SELECT coalesce(jsonb_object_agg(b.bucket, b.n), '{}') FROM recent_buckets b
                   WHERE b.tenant = r.tenant AND b.queue = r.queue AND b.measure = 'wait'),
                  (SELECT coalesce(jsonb_object_agg(b.bucket, b.n), '{}') FROM recent_buckets b
@@ -2486,12 +2535,16 @@ BEGIN
   )
   SELECT coalesce(c.queue, a.queue), coalesce(c.tenant, a.tenant),
          coalesce(c.waiting, 0)::bigint, coalesce(c.running, 0)::bigint, coalesce(c.parked, 0)::bigint,
-         coalesce(c.held, 0)::bigint, coalesce(o.seconds, 0)::float8,
-         coalesce(a.succeeded, 0), coalesce(a.failed, 0),
-         coalesce(a.wait_ms_histogram, '{}'), coalesce(a.run_ms_histogram, '{}')
+         coalesce(c.held, 0)::bigint, coalesce(o.seconds, 0)::float8, coalesce(c.started, 0)::bigint,
+         coalesce(a.succeeded, 0), coalesce(a.retried, 0), coalesce(a.failed, 0), coalesce(a.cancelled, 0),
+         coalesce(a.lease_expired, 0), coalesce(a.expired, 0),
+         coalesce(a.wait_ms_histogram, '{}'), coalesce(a.run_ms_histogram, '{}'),
+         CASE WHEN only_tenant IS NULL THEN q.delivery->>'target' END,
+         CASE WHEN only_tenant IS NULL THEN since END
   FROM counts c
   FULL JOIN attempts a ON a.tenant = c.tenant AND a.queue = c.queue
   LEFT JOIN oldest o ON o.tenant = c.tenant AND o.queue = c.queue
+  LEFT JOIN skiplock.queues q ON q.name = coalesce(c.queue, a.queue)
   ORDER BY 1, 2;
 END
 $$;
@@ -2756,7 +2809,11 @@ BEGIN
       succeeded = d.succeeded + excluded.succeeded,
       failed = d.failed + excluded.failed,
       wait_ms_histogram = skiplock.histogram_add(d.wait_ms_histogram, excluded.wait_ms_histogram),
-      run_ms_histogram = skiplock.histogram_add(d.run_ms_histogram, excluded.run_ms_histogram);
+      run_ms_histogram = skiplock.histogram_add(d.run_ms_histogram, excluded.run_ms_histogram),
+      retried = d.retried + excluded.retried,
+      cancelled = d.cancelled + excluded.cancelled,
+      lease_expired = d.lease_expired + excluded.lease_expired,
+      expired = d.expired + excluded.expired;
     GET DIAGNOSTICS rows_written = ROW_COUNT;
     UPDATE skiplock.attempt_stats_rollup SET rolled_through = upto;
     since := upto;

@@ -51,6 +51,7 @@ export interface DailyAttemptStats {
  * the rollup has not read yet summed the same way, so today's figures are
  * current. Per day and over the period (GROUPING SETS): summed histograms
  * give the period's percentiles, which adding daily percentiles could not.
+ * A day with only lease lapses or expiries (no times) is left out.
  */
 const dailyAttemptStatsSql = /* sql */ `
 WITH period AS (
@@ -71,6 +72,7 @@ SELECT grouping(day) = 1 AS total, day::text AS day, queue, tenant,
 FROM day_rows
 WHERE day >= (SELECT since FROM period) AND ($2::text IS NULL OR tenant = $2)
 GROUP BY GROUPING SETS ((day, queue, tenant), (queue, tenant))
+HAVING sum(attempts) > 0
 ORDER BY total, day DESC, queue, tenant`;
 
 interface DailyAttemptStatsRecord extends AttemptTimingsRow {

@@ -102,6 +102,7 @@ export {
   queueMetrics,
   type JobCountsCompaction,
   type MetricHistogram,
+  type Metrics,
   type QueueMetrics,
 } from './metrics.js';
 export {

@@ -31,14 +31,39 @@ export interface QueueMetrics {
   held: number;
   /** Seconds the oldest ready waiting job has waited; 0 with none. */
   oldestWaitingSeconds: number;
-  /** Attempts that ended succeeding, over the retained statistics (STATS_RETENTION_DAYS). */
+  /** Attempts the claims started, since migration 0015 (the job counts' ledger keeps them). */
+  started: number;
+  /**
+   * The attempts that ended, by how, over the retained statistics
+   * (STATS_RETENTION_DAYS): succeeded; failed and retried; failed for good;
+   * cancelled while running; cut off by a lapsed lease.
+   */
   succeeded: number;
-  /** Attempts that ended failing (retried or not, cancelled while running), over the same days. */
+  retried: number;
   failed: number;
-  /** From the attempt's run_at to its start. */
+  cancelled: number;
+  leaseExpired: number;
+  /** Jobs whose expires_at passed before they started, over the same days. */
+  expired: number;
+  /** From the attempt's run_at to its start (attempts that succeeded, failed or were cancelled). */
   waitSeconds: MetricHistogram;
   /** From the attempt's start to its end. */
   runSeconds: MetricHistogram;
+  /** The queue's delivery target (`webhook`, `cloudflare-queue`); null without one, and for a tenant-bound scope. */
+  deliveryTarget: string | null;
+}
+
+/** What `GET /metrics` exposes. */
+export interface Metrics {
+  /** Per queue and tenant (a tenant-bound scope: its own tenant's). */
+  queues: QueueMetrics[];
+  /**
+   * Every attempt that ended before this is in the daily statistics: the
+   * housekeeping rolls them up an hour at a time, so more than about two
+   * hours behind means no housekeeping runs. Undefined for a tenant-bound
+   * scope (a deployment's figure) and when no queue has figures.
+   */
+  statsRolledThrough?: Date;
 }
 
 /** A statistics histogram as stored: bucket number (0: 0 ms; b: [2^((b-1)/4), 2^(b/4)) ms) to count. */
@@ -61,35 +86,44 @@ export function prometheusHistogram(stored: StoredHistogram): MetricHistogram {
 }
 
 /**
- * One round trip per scrape: skiplock.queue_metrics (migrations/0009)
- * reads the live counts from the ledger the jobs' triggers keep, the oldest
- * ready job through a few index probes per queue, and the attempt
- * statistics, so its cost does not grow with the jobs waiting.
+ * One round trip per scrape: skiplock.queue_metrics (migrations/0015)
+ * reads the live counts and the attempts started from the ledger the jobs'
+ * triggers keep, the oldest ready job through a few index probes per
+ * queue, and the attempt statistics, so its cost does not grow with the
+ * jobs waiting.
  */
 const queueMetricsSql = /* sql */ `
 SELECT queue, tenant, waiting::float8 AS waiting, running::float8 AS running, parked::float8 AS parked,
-       held::float8 AS held, oldest_waiting_seconds AS "oldestWaitingSeconds",
-       succeeded::float8 AS succeeded, failed::float8 AS failed,
-       wait_ms_histogram AS "waitMs", run_ms_histogram AS "runMs"
+       held::float8 AS held, oldest_waiting_seconds AS "oldestWaitingSeconds", started::float8 AS started,
+       succeeded::float8 AS succeeded, retried::float8 AS retried, failed::float8 AS failed,
+       cancelled::float8 AS cancelled, lease_expired::float8 AS "leaseExpired", expired::float8 AS expired,
+       wait_ms_histogram AS "waitMs", run_ms_histogram AS "runMs",
+       delivery_target AS "deliveryTarget", stats_rolled_through AS "statsRolledThrough"
 FROM skiplock.queue_metrics($1::text)`;
 
 interface QueueMetricsRecord extends Omit<QueueMetrics, 'waitSeconds' | 'runSeconds'> {
   waitMs: StoredHistogram;
   runMs: StoredHistogram;
+  statsRolledThrough: Date | string | null;
 }
 
 /** Per queue and tenant (a tenant-bound scope: its own tenant's), what `GET /metrics` exposes. */
-export async function queueMetrics(db: Queryable, scope: TenantScope = {}): Promise<QueueMetrics[]> {
+export async function queueMetrics(db: Queryable, scope: TenantScope = {}): Promise<Metrics> {
   const records = await db.query<QueueMetricsRecord>({
     name: 'skiplock_queue_metrics',
     text: queueMetricsSql,
     params: [scope.tenant ?? null],
   });
-  return records.map(({ waitMs, runMs, ...row }) => ({
-    ...row,
-    waitSeconds: prometheusHistogram(waitMs),
-    runSeconds: prometheusHistogram(runMs),
-  }));
+  const rolledThrough = records[0]?.statsRolledThrough;
+  return {
+    // statsRolledThrough is the same on every row: kept once, above.
+    queues: records.map(({ waitMs, runMs, statsRolledThrough, ...row }) => ({
+      ...row,
+      waitSeconds: prometheusHistogram(waitMs),
+      runSeconds: prometheusHistogram(runMs),
+    })),
+    ...(rolledThrough == null ? {} : { statsRolledThrough: new Date(rolledThrough) }),
+  };
 }
 
 const compactJobCountsSql = /* sql */ `SELECT rows_before::integer AS "rowsBefore", rows_after::integer AS "rowsAfter"

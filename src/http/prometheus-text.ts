@@ -1,4 +1,9 @@
-import { METRIC_BUCKET_BOUNDS_SECONDS, type MetricHistogram, type QueueMetrics } from '../engine/index.js';
+import {
+  METRIC_BUCKET_BOUNDS_SECONDS,
+  type MetricHistogram,
+  type Metrics,
+  type QueueMetrics,
+} from '../engine/index.js';
 
 /** The Prometheus text exposition format, version 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -45,6 +50,15 @@ function histogramLines(name: string, histogram: MetricHistogram, queueLabels: R
   ];
 }
 
+/** The outcome label of skiplock_attempts_total, and its count. */
+const ATTEMPT_OUTCOMES: [string, (row: QueueMetrics) => number][] = [
+  ['succeeded', (row) => row.succeeded],
+  ['retried', (row) => row.retried],
+  ['failed', (row) => row.failed],
+  ['cancelled', (row) => row.cancelled],
+  ['lease_expired', (row) => row.leaseExpired],
+];
+
 const FAMILIES: Family[] = [
   gauge('skiplock_jobs_waiting', 'Jobs scheduled, queued or retrying.', (row) => row.waiting),
   gauge('skiplock_jobs_running', 'Jobs running (an attempt holds their lease).', (row) => row.running),
@@ -60,13 +74,26 @@ const FAMILIES: Family[] = [
     (row) => row.oldestWaitingSeconds,
   ),
   {
+    name: 'skiplock_attempts_started_total',
+    type: 'counter',
+    help: 'Attempts the claims started (counted since migration 0015).',
+    lines: (row, l) => [`skiplock_attempts_started_total${labels(l)} ${row.started}`],
+  },
+  {
     name: 'skiplock_attempts_total',
     type: 'counter',
-    help: 'Attempts that ended, by outcome, over the retained daily statistics (STATS_RETENTION_DAYS) and the hour not yet rolled up.',
-    lines: (row, l) => [
-      `skiplock_attempts_total${labels({ ...l, outcome: 'succeeded' })} ${row.succeeded}`,
-      `skiplock_attempts_total${labels({ ...l, outcome: 'failed' })} ${row.failed}`,
-    ],
+    help:
+      'Attempts that ended, by outcome (succeeded; retried: failed with a retry to come; failed: for good; ' +
+      'cancelled while running; lease_expired: cut off by a lapsed lease), over the retained daily statistics ' +
+      '(STATS_RETENTION_DAYS) and the hour not yet rolled up.',
+    lines: (row, l) =>
+      ATTEMPT_OUTCOMES.map(([outcome, count]) => `skiplock_attempts_total${labels({ ...l, outcome })} ${count(row)}`),
+  },
+  {
+    name: 'skiplock_jobs_expired_total',
+    type: 'counter',
+    help: 'Jobs whose expires_at passed before they started, over the same days as skiplock_attempts_total.',
+    lines: (row, l) => [`skiplock_jobs_expired_total${labels(l)} ${row.expired}`],
   },
   {
     name: 'skiplock_attempt_wait_seconds',
@@ -87,12 +114,39 @@ function escapeHelp(text: string): string {
   return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 }
 
-/** The exposition of the rows: each family's HELP and TYPE, then its series per queue and tenant. */
-export function prometheusText(rows: readonly QueueMetrics[]): string {
+function header(name: string, type: Family['type'], help: string): string[] {
+  return [`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`];
+}
+
+/**
+ * The exposition: each family's HELP and TYPE, then its series per queue
+ * and tenant; then the deployment's series, when the metrics have them
+ * (never for a tenant-bound key).
+ */
+export function prometheusText({ queues, statsRolledThrough }: Metrics): string {
   const out: string[] = [];
   for (const family of FAMILIES) {
-    out.push(`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} ${family.type}`);
-    for (const row of rows) out.push(...family.lines(row, { queue: row.queue, tenant: row.tenant }));
+    out.push(...header(family.name, family.type, family.help));
+    for (const row of queues) out.push(...family.lines(row, { queue: row.queue, tenant: row.tenant }));
+  }
+  const delivering = queues.filter((row) => row.deliveryTarget !== null);
+  if (delivering.length > 0) {
+    const name = 'skiplock_queue_delivery_info';
+    out.push(...header(name, 'gauge', "1 for each queue with a delivery target, labelled with the target's kind."));
+    for (const row of delivering) {
+      out.push(`${name}${labels({ queue: row.queue, tenant: row.tenant, target: row.deliveryTarget! })} 1`);
+    }
+  }
+  if (statsRolledThrough !== undefined) {
+    const name = 'skiplock_stats_rolled_through_timestamp_seconds';
+    out.push(
+      ...header(
+        name,
+        'gauge',
+        'Every attempt that ended before this time (Unix seconds) is in the daily statistics; housekeeping rolls up an hour at a time.',
+      ),
+      `${name} ${statsRolledThrough.getTime() / 1000}`,
+    );
   }
   return `${out.join('\n')}\n`;
 }

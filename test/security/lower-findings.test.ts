@@ -38,6 +38,10 @@ describe('GET /metrics (#41)', () => {
     expect(bound.status).toBe(200);
     expect(new Set([...text.matchAll(/tenant="([^"]*)"/g)].map((match) => match[1]))).toEqual(new Set([mine]));
     expect(text).toContain(`skiplock_jobs_waiting{queue="${queue}",tenant="${mine}"} 1`);
+    expect(text).toContain(`skiplock_attempts_started_total{queue="${queue}",tenant="${mine}"} 0`);
+    // The deployment's series (queues' delivery targets, the statistics' rollup) are no tenant's.
+    expect(text).not.toContain('skiplock_queue_delivery_info');
+    expect(text).not.toContain('skiplock_stats_rolled_through_timestamp_seconds');
   });
 });
 

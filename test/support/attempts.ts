@@ -17,3 +17,24 @@ export async function claimStartedAgo(db: Db, queue: string, claimedAgoMs: numbe
   });
   return jobs;
 }
+
+/** Moves the attempts that ended in the last minute (finished jobs and events) `days` days back, and the rollup to before them. */
+export async function endedDaysAgo(db: Db, days: number): Promise<void> {
+  await db.query({
+    text: `UPDATE skiplock.finished_jobs SET finished_at = finished_at - make_interval(days => $1),
+             started_at = started_at - make_interval(days => $1), run_at = run_at - make_interval(days => $1)
+           WHERE finished_at > now() - interval '1 minute'`,
+    params: [days],
+  });
+  // Events are append-only; a test may rewrite their time with the guard off.
+  await db.query({ text: 'ALTER TABLE skiplock.job_events DISABLE TRIGGER job_events_append_only', params: [] });
+  await db.query({
+    text: "UPDATE skiplock.job_events SET at = at - make_interval(days => $1) WHERE at > now() - interval '1 minute'",
+    params: [days],
+  });
+  await db.query({ text: 'ALTER TABLE skiplock.job_events ENABLE TRIGGER job_events_append_only', params: [] });
+  await db.query({
+    text: 'UPDATE skiplock.attempt_stats_rollup SET rolled_through = least(rolled_through, now() - make_interval(days => $1 + 1))',
+    params: [days],
+  });
+}

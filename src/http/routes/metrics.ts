@@ -15,7 +15,8 @@ export function metricsRoutes(deps: AppDeps) {
       path: '/metrics',
       operationId: 'getMetrics',
       tags: ['stats'],
-      summary: 'Prometheus metrics per queue and tenant: jobs by state, the oldest wait, attempts and their times',
+      summary:
+        'Prometheus metrics per queue and tenant: jobs by state, the oldest wait, attempts started and how they ended, their times',
       description:
         'The Prometheus text format (0.0.4), read in one statement whose cost does not grow with the jobs waiting. ' +
         "A tenant-bound key sees its own tenant's series. Series and their meaning: docs/operations.md#prometheus-metrics.",
@@ -30,7 +31,7 @@ export function metricsRoutes(deps: AppDeps) {
   );
 
   return router().openapi(metricsRoute, async (c) => {
-    const rows = await queueMetrics(deps.database(c.env), tenantScope(c.var.principal));
-    return c.text(prometheusText(rows), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
+    const metrics = await queueMetrics(deps.database(c.env), tenantScope(c.var.principal));
+    return c.text(prometheusText(metrics), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
   });
 }

@@ -79,6 +79,11 @@ describe('GET /metrics', () => {
     await fail(failed!, { forGood: true });
     await fail(retried!, { retryInSeconds: 3600 });
     expect(running).toBeDefined();
+    // A queue delivered to a Cloudflare queue, with a job nothing here drains.
+    const delivered = uniqueName('metrics-delivered');
+    const target = { target: 'cloudflare-queue' as const, binding: 'DELIVERY_QUEUE_TEST' };
+    expectStatus(await api.v1.queues[':queue'].$put({ param: { queue: delivered }, json: { delivery: target } }), 200);
+    await enqueueJob(delivered, { tenant, payload: { run: false } });
 
     const { contentType, text, families } = await scrape(ADMIN_TOKEN);
     const labels = { queue, tenant };
@@ -90,9 +95,14 @@ describe('GET /metrics', () => {
       ['skiplock_jobs_parked', 'GAUGE'],
       ['skiplock_jobs_held', 'GAUGE'],
       ['skiplock_oldest_waiting_seconds', 'GAUGE'],
+      ['skiplock_attempts_started_total', 'COUNTER'],
       ['skiplock_attempts_total', 'COUNTER'],
+      ['skiplock_jobs_expired_total', 'COUNTER'],
       ['skiplock_attempt_wait_seconds', 'HISTOGRAM'],
       ['skiplock_attempt_run_seconds', 'HISTOGRAM'],
+      // The deployment's: queues delivered to a target (other tests make some), and the statistics' rollup.
+      ['skiplock_queue_delivery_info', 'GAUGE'],
+      ['skiplock_stats_rolled_through_timestamp_seconds', 'GAUGE'],
     ]);
     // One ready, one delayed, one retrying in an hour.
     expect(value(families, 'skiplock_jobs_waiting', labels)).toBe(3);
@@ -101,8 +111,19 @@ describe('GET /metrics', () => {
     expect(value(families, 'skiplock_jobs_held', labels)).toBe(0);
     expect(value(families, 'skiplock_oldest_waiting_seconds', labels)).toBeGreaterThan(0);
     expect(value(families, 'skiplock_oldest_waiting_seconds', labels)).toBeLessThan(120);
+    expect(value(families, 'skiplock_attempts_started_total', labels)).toBe(4);
     expect(value(families, 'skiplock_attempts_total', { ...labels, outcome: 'succeeded' })).toBe(1);
-    expect(value(families, 'skiplock_attempts_total', { ...labels, outcome: 'failed' })).toBe(2);
+    expect(value(families, 'skiplock_attempts_total', { ...labels, outcome: 'retried' })).toBe(1);
+    expect(value(families, 'skiplock_attempts_total', { ...labels, outcome: 'failed' })).toBe(1);
+    expect(value(families, 'skiplock_attempts_total', { ...labels, outcome: 'cancelled' })).toBe(0);
+    expect(value(families, 'skiplock_attempts_total', { ...labels, outcome: 'lease_expired' })).toBe(0);
+    expect(value(families, 'skiplock_jobs_expired_total', labels)).toBe(0);
+    expect(
+      value(families, 'skiplock_queue_delivery_info', { queue: delivered, tenant, target: 'cloudflare-queue' }),
+    ).toBe(1);
+    expect(value(families, 'skiplock_queue_delivery_info', labels)).toBeUndefined();
+    const rolledThrough = value(families, 'skiplock_stats_rolled_through_timestamp_seconds', {})!;
+    expect(rolledThrough * 1000).toBeLessThanOrEqual(Date.now());
     for (const name of ['skiplock_attempt_wait_seconds', 'skiplock_attempt_run_seconds']) {
       const { buckets, count, sum } = histogram(text, name, labels);
       const counts = Object.values(buckets).map(Number);
@@ -129,6 +150,12 @@ describe('GET /metrics', () => {
     expect(value(bound.families, 'skiplock_jobs_waiting', { queue, tenant: mine })).toBe(1);
     expect(value(operator.families, 'skiplock_jobs_waiting', { queue, tenant: mine })).toBe(1);
     expect(value(operator.families, 'skiplock_jobs_waiting', { queue, tenant: theirs })).toBe(2);
+    // The deployment's series are not a tenant's.
+    expect(bound.families.map((family) => family.name)).not.toContain(
+      'skiplock_stats_rolled_through_timestamp_seconds',
+    );
+    expect(bound.families.map((family) => family.name)).not.toContain('skiplock_queue_delivery_info');
+    expect(operator.families.map((family) => family.name)).toContain('skiplock_stats_rolled_through_timestamp_seconds');
   });
 
   it('escapes label values', async () => {
