@@ -28,9 +28,11 @@
  * workerd by the bench's entry module (workerd-invocations.js), in the Neon
  * proxy and in Postgres; `npm run docs:cost` turns them into docs/cost.md.
  */
+import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { networkDelayFrom } from '../src/local/neon-proxy';
 import { TUNING_VARIABLES } from '../src/worker/settings';
+import type { CostInputs, RunCostInputs } from './cost-inputs';
 import { type CpuMeter, cpuMeter, cpuPer, withCpu } from './cpu';
 import { adminHeaders, type BenchDatabase, createBenchDatabase } from './worker-stack';
 import { type Invocations, startWorkerdStack, type WorkerdStack } from './workerd-stack';
@@ -80,6 +82,17 @@ async function main(): Promise<void> {
       (result) => result.jobs,
     );
     console.error('50 ms I/O', io.result);
+    const costInputs: RunCostInputs = {
+      measuredAt: new Date().toISOString(),
+      command: commandLine(),
+      postgres: await serverVersion(database.db),
+      machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', loadAverage: loadavg() },
+      cronEverySeconds: 1,
+      workerVariables: vars,
+      noop: noop.inputs,
+      io: io.inputs,
+      singleEnqueues: burst.inputs,
+    };
     console.log(
       JSON.stringify(
         {
@@ -94,16 +107,7 @@ async function main(): Promise<void> {
             tripsPerJob: noop.inputs.databaseTripsPerJob,
           },
           io: { ...io.result, cpuMsPerJob: cpuPer(io.cpu, io.units), tripsPerJob: io.inputs.databaseTripsPerJob },
-          costInputs: {
-            measuredAt: new Date().toISOString(),
-            command: commandLine(),
-            postgres: await serverVersion(database.db),
-            cronEverySeconds: 1,
-            workerVariables: vars,
-            noop: noop.inputs,
-            io: io.inputs,
-            singleEnqueues: burst.inputs,
-          },
+          costInputs,
         },
         null,
         2,
@@ -113,31 +117,6 @@ async function main(): Promise<void> {
     await workerd.stop();
     await database.drop();
   }
-}
-
-/**
- * What a workload cost, per job, in the units Cloudflare and Neon bill:
- * the inputs of the cost page (`npm run docs:cost`, docs/cost.md). Every
- * figure is a count or a reading taken around the workload, from its first
- * enqueue until its last job finished.
- */
-export interface CostInputs {
-  jobs: number;
-  /** Requests to the Worker (enqueues) and cron invocations, counted in workerd. */
-  workerRequestsPerJob: { http: number; cron: number };
-  /** Durable Object requests: the queue clock's, helper starts, helper alarms (each alarm is billed as a request). */
-  durableObjectRequestsPerJob: { clock: number; helperStarts: number; helperAlarms: number };
-  /** Wall time the Durable Objects were busy with a request or an alarm (their billed duration), ms. */
-  durableObjectActiveMsPerJob: { clock: number; helpers: number };
-  /** workerd's CPU: the Worker's requests, cron drains and Durable Objects, ms. */
-  workerdCpuMsPerJob: number;
-  /** The Postgres server's CPU, ms; null when its processes cannot be read here. */
-  databaseCpuMsPerJob: number | null;
-  /** Requests over HTTP and messages over WebSockets from the Worker to the database (subrequests). */
-  databaseTripsPerJob: { http: number; webSocket: number };
-  statementsPerJob: number;
-  /** skiplock's tables and indexes grown by (what a finished job keeps for the retention), and WAL written, bytes. */
-  bytesPerJob: { tablesAndIndexes: number; wal: number };
 }
 
 /** Four significant figures: per-job counts run from thousands to ten-thousandths. */
