@@ -30,6 +30,7 @@ const READ = '2026-11-28';
 const WORKERS_PRICING = 'https://developers.cloudflare.com/workers/platform/pricing/';
 const DURABLE_OBJECTS_PRICING = 'https://developers.cloudflare.com/durable-objects/platform/pricing/';
 const NEON_PLANS = 'https://neon.com/docs/introduction/plans';
+const NEON_HISTORY_WINDOW = 'https://neon.com/docs/introduction/history-window';
 
 /** Every price the page uses. Update here (with the date read) when a vendor changes one, then `npm run docs:cost`. */
 export const PRICES = {
@@ -107,7 +108,7 @@ export const PRICES = {
     read: READ,
   },
   neonInstantRestore: {
-    item: 'Neon instant restore (the change history kept for the restore window)',
+    item: 'Neon instant restore (the WAL kept for the history window)',
     dollars: 0.2,
     per: 1,
     unit: 'GB-month',
@@ -143,8 +144,8 @@ export const ASSUMPTIONS = {
   neonUtilisation: 0.5,
   /** skiplock's default retention (RETENTION_SECONDS): a finished job's row is kept this long. */
   retentionDays: 7,
-  /** Neon Launch's longest restore window: the WAL each job writes is kept this long. */
-  restoreWindowDays: 7,
+  /** Neon Launch's default history window (at most 7 days): the WAL each job writes is kept this long. */
+  restoreWindowDays: 1,
   daysPerMonth: 30,
   /** A write, a read and a delete, per Cloudflare's pricing page. */
   queuesOperationsPerMessage: 3,
@@ -423,8 +424,8 @@ ${markdownTable(
 
 ## Assumptions and what is not counted
 
-- Neon's compute: the database CPU per job over ${a.neonUtilisation * 100}% utilisation (Neon autoscales its compute to the load, but a compute is never busy all the time it runs), at 1 CU per vCPU. This machine's CPU is taken as equal to a Neon vCPU.
-- Storage: a finished job keeps its row for the retention (${a.retentionDays} days by default), so a million jobs a month keep ${a.retentionDays}/${a.daysPerMonth} of their bytes all month; the WAL they write is kept for Neon's restore window, taken at Launch's longest, ${a.restoreWindowDays} days.
+- Neon's compute: the database CPU per job over ${a.neonUtilisation * 100}% utilisation (Neon autoscales its compute to the load, but a compute is never busy all the time it runs), at 1 CU per vCPU. A CPU millisecond of this machine is taken as one of a Neon vCPU's, and workerd's CPU here as what Cloudflare would bill.
+- Storage: a finished job keeps its row for the retention (${a.retentionDays} days by default), so a million jobs a month keep ${a.retentionDays}/${a.daysPerMonth} of their bytes all month; the WAL they write is kept for Neon's history window, ${a.restoreWindowDays} day${a.restoreWindowDays === 1 ? '' : 's'} by default on Launch (at most 7, ${NEON_HISTORY_WINDOW}).
 - The WAL and the database CPU are read for the whole server: anything else using the same Postgres during the run is counted too. Take figures from a quiet machine.
 - workerd's CPU includes the Durable Objects' own, which Cloudflare bills as duration, not CPU; it is priced as Worker CPU too (counted twice, so the figure errs high). The cron fires every second in the run, once a minute when deployed: more cron invocations per job than a deployed Worker makes.
 - Not counted: Durable Object storage (the queue clock's and the helpers' alarm writes, a few rows per Durable Object request), Neon's data transfer (100 GB a month included on Launch), and the Queues consumer's or the Cloud Tasks target's own compute.

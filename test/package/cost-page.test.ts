@@ -35,7 +35,8 @@ function expectedSkiplock(inputs: CostInputs): Record<string, number> {
     neonCompute: (((inputs.databaseCpuMsPerJob ?? Number.NaN) * 1000) / 3600 / 0.5) * PRICES.neonCompute.dollars,
     // bytes per job × a million = MB; kept 7 days of a 30-day month.
     neonStorage: (inputs.bytesPerJob.tablesAndIndexes / 1000) * (7 / 30) * PRICES.neonStorage.dollars,
-    neonHistory: (inputs.bytesPerJob.wal / 1000) * (7 / 30) * PRICES.neonInstantRestore.dollars,
+    // WAL kept 1 day.
+    neonHistory: (inputs.bytesPerJob.wal / 1000) * (1 / 30) * PRICES.neonInstantRestore.dollars,
   };
 }
 
@@ -57,7 +58,7 @@ describe('the cost page (npm run docs:cost)', () => {
     expect(ASSUMPTIONS).toMatchObject({
       neonUtilisation: 0.5,
       retentionDays: 7,
-      restoreWindowDays: 7,
+      restoreWindowDays: 1,
       daysPerMonth: 30,
     });
     for (const workload of [costInputs.noop, costInputs.io, costInputs.singleEnqueues]) {
