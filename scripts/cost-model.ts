@@ -44,7 +44,7 @@ export const PRICES = {
     read: READ,
   },
   workersRequests: {
-    item: 'Workers requests (inbound requests and cron invocations; subrequests are not billed)',
+    item: 'Workers requests (inbound requests; subrequests are not billed)',
     dollars: 0.3,
     per: 1e6,
     unit: 'requests',
@@ -419,7 +419,7 @@ ${markdownTable(
   }),
 )}
 - An idle queue: the cron fires ${count(a.daysPerMonth * 24 * 60)} times a month and each tick asks the queue clock (one Durable Object request), well inside the allowances; with nothing due it runs no statement, so Neon's compute suspends after its 5 idle minutes.
-- Neon Launch: ${usd(PRICES.neonLaunch.dollars)} a month minimum. Neon bills its compute for the time it runs at its size, not for the CPU it uses: a queue with jobs arriving all month keeps the smallest compute (${a.neonSmallestCu} CU) running, ${usd(floor)} a month (${a.neonSmallestCu} CU × ${a.hoursPerMonth} h × ${usd(PRICES.neonCompute.dollars)}), whatever the volume. At this run's figures that is the compute of ${floorJobs} ${skiplock[0]!.name} a month: below that volume, the floor is what the compute costs, not the per-job line.
+- Neon Launch: ${usd(PRICES.neonLaunch.dollars)} a month minimum. Neon bills its compute for the time it runs at its size, not for the CPU it uses: a queue with jobs arriving all month keeps the smallest compute (${a.neonSmallestCu} CU) running, ${usd(floor)} a month (${a.neonSmallestCu} CU × ${a.hoursPerMonth} h × ${usd(PRICES.neonCompute.dollars)}), whatever the volume. At this run's figures that is the compute of ${floorJobs} jobs a month of the first row (${skiplock[0]!.name}): below that volume, the floor is what the compute costs, not the per-job line.
 - Cloudflare Queues: ${count(PRICES.queuesOperations.includedPerMonth)} operations a month included with Workers Paid. Google Cloud Tasks: the first ${count(PRICES.cloudTasksOperations.includedPerMonth)} operations a month free.
 
 ## Assumptions and what is not counted
@@ -427,8 +427,8 @@ ${markdownTable(
 - Neon's compute: the database CPU per job over ${a.neonUtilisation * 100}% utilisation (Neon autoscales its compute to the load, but a compute is never busy all the time it runs), at 1 CU per vCPU. A CPU millisecond of this machine is taken as one of a Neon vCPU's, and workerd's CPU here as what Cloudflare would bill.
 - Storage: a finished job keeps its row for the retention (${a.retentionDays} days by default), so a million jobs a month keep ${a.retentionDays}/${a.daysPerMonth} of their bytes all month; the WAL they write is kept for Neon's history window, ${a.restoreWindowDays} day${a.restoreWindowDays === 1 ? '' : 's'} by default on Launch (at most 7, ${NEON_HISTORY_WINDOW}).
 - The WAL and the database CPU are read for the whole server: anything else using the same Postgres during the run is counted too. Take figures from a quiet machine.
-- workerd's CPU includes the Durable Objects' own, which Cloudflare bills as duration, not CPU; it is priced as Worker CPU too (counted twice, so the figure errs high). The cron fires every second in the run, once a minute when deployed: more cron invocations per job than a deployed Worker makes.
-- Not counted: Durable Object storage (the queue clock's and the helpers' alarm writes, a few rows per Durable Object request), Neon's data transfer (100 GB a month included on Launch), and the Queues consumer's or the Cloud Tasks target's own compute.
+- Cron invocations are priced as Worker requests (the pricing page names inbound requests only; counting them errs high). workerd's CPU includes the Durable Objects' own, which Cloudflare bills as duration, not CPU; it is priced as Worker CPU too (counted twice, so the figure errs high). The cron fires every second in the run, once a minute when deployed: more cron invocations per job than a deployed Worker makes.
+- Not counted: Durable Object storage (the queue clock's state and the helpers' alarms), Neon's data transfer (100 GB a month included on Launch), and the Queues consumer's or the Cloud Tasks target's own compute.
 - Prices are list prices in US dollars, before tax, for the plans named; Neon's compute price on its FAQ pages differs from its plans page, which is used (the higher).
 
 ## Reproduce
