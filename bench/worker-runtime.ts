@@ -23,15 +23,20 @@
  * (everything the Worker does, and the runtime's own work), this Node process
  * (the clients and the local Neon proxy) and Postgres (when it runs here and
  * its data folder is readable). Prints one JSON object; docs/performance.md
- * quotes it.
+ * quotes it. Its `costInputs` are what each job cost in billed units
+ * (requests, Durable Object requests and duration, CPU, bytes), counted in
+ * workerd by the bench's entry module (workerd-invocations.js), in the Neon
+ * proxy and in Postgres; `npm run docs:cost` turns them into docs/cost.md.
  */
+import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { networkDelayFrom } from '../src/local/neon-proxy';
 import { TUNING_VARIABLES } from '../src/worker/settings';
-import { cpuMeter, cpuPer, withCpu } from './cpu';
-import { adminHeaders, createBenchDatabase } from './worker-stack';
-import { startWorkerdStack, type WorkerdStack } from './workerd-stack';
-import { burnDown, enqueueBurst, round, serialEnqueues, type WorkerTarget } from './worker-workloads';
+import type { CostInputs, RunCostInputs } from './cost-inputs';
+import { type CpuMeter, cpuMeter, cpuPer, withCpu } from './cpu';
+import { adminHeaders, type BenchDatabase, createBenchDatabase } from './worker-stack';
+import { type Invocations, startWorkerdStack, type WorkerdStack } from './workerd-stack';
+import { burnDown, enqueueBurst, serialEnqueues, type WorkerTarget } from './worker-workloads';
 
 const jobs = Number(process.env.JOBS ?? 10_000);
 
@@ -60,17 +65,34 @@ async function main(): Promise<void> {
     console.error('serial', { single, batch, idleStart });
     await sleep(3000);
     const meter = await cpuMeter(database.adminUrl);
-    const burst = await withCpu(meter, () => enqueueBurst(stack, 'bench-burst', { clients: 64, seconds: 20 }));
-    console.error('burst', burst);
+    const measure = costMeter(workerd, database, meter);
+    const burst = await measure(
+      () => enqueueBurst(stack, 'bench-burst', { clients: 64, seconds: 20 }),
+      (result) => result.enqueued + result.failed,
+    );
+    console.error('burst', burst.result);
     await sleep(3000);
-    const noop = await withTrips(workerd, () =>
-      withCpu(meter, () => burnDown(stack, 'bench-noop', { type: 'noop' }, jobs)),
+    const noop = await measure(
+      () => burnDown(stack, 'bench-noop', { type: 'noop' }, jobs),
+      (result) => result.jobs,
     );
-    console.error('no-op', noop);
-    const io = await withTrips(workerd, () =>
-      withCpu(meter, () => burnDown(stack, 'bench-io', { type: 'sleep', payload: { ms: 50 } }, jobs / 10)),
+    console.error('no-op', noop.result);
+    const io = await measure(
+      () => burnDown(stack, 'bench-io', { type: 'sleep', payload: { ms: 50 } }, jobs / 10),
+      (result) => result.jobs,
     );
-    console.error('50 ms I/O', io);
+    console.error('50 ms I/O', io.result);
+    const costInputs: RunCostInputs = {
+      measuredAt: new Date().toISOString(),
+      command: commandLine(),
+      postgres: await serverVersion(database.db),
+      machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', loadAverage: loadavg() },
+      cronEverySeconds: 1,
+      workerVariables: vars,
+      noop: noop.inputs,
+      io: io.inputs,
+      singleEnqueues: burst.inputs,
+    };
     console.log(
       JSON.stringify(
         {
@@ -78,9 +100,14 @@ async function main(): Promise<void> {
           single,
           batch,
           idleStart,
-          burst: { ...burst.result, cpuMsPerRequest: cpuPer(burst.cpu, burst.result.enqueued + burst.result.failed) },
-          noop: { ...noop.result, cpuMsPerJob: cpuPer(noop.cpu, noop.result.jobs), tripsPerJob: noop.tripsPerJob },
-          io: { ...io.result, cpuMsPerJob: cpuPer(io.cpu, io.result.jobs), tripsPerJob: io.tripsPerJob },
+          burst: { ...burst.result, cpuMsPerRequest: cpuPer(burst.cpu, burst.units) },
+          noop: {
+            ...noop.result,
+            cpuMsPerJob: cpuPer(noop.cpu, noop.units),
+            tripsPerJob: noop.inputs.databaseTripsPerJob,
+          },
+          io: { ...io.result, cpuMsPerJob: cpuPer(io.cpu, io.units), tripsPerJob: io.inputs.databaseTripsPerJob },
+          costInputs,
         },
         null,
         2,
@@ -92,25 +119,95 @@ async function main(): Promise<void> {
   }
 }
 
-/**
- * Runs a burn-down and counts what the Worker sent towards Postgres meanwhile:
- * requests over HTTP and messages over WebSockets, per job.
- */
-async function withTrips<T extends { result: { jobs: number } }>(
-  workerd: WorkerdStack,
-  run: () => Promise<T>,
-): Promise<T & { tripsPerJob: { http: number; webSocket: number } }> {
-  const before = workerd.traffic();
-  const measured = await run();
-  const after = workerd.traffic();
-  const perJob = (count: number) => round(count / measured.result.jobs);
-  return {
-    ...measured,
-    tripsPerJob: {
-      http: perJob(after.httpRequests - before.httpRequests),
-      webSocket: perJob(after.webSocketMessages - before.webSocketMessages),
-    },
+/** Four significant figures: per-job counts run from thousands to ten-thousandths. */
+const perJob = (total: number, jobs: number) => Number((total / jobs).toPrecision(4));
+
+/** Runs workloads, each with its CPU, invocations, trips to the database and bytes measured around it. */
+function costMeter(workerd: WorkerdStack, database: BenchDatabase, meter: CpuMeter | undefined) {
+  return async <T>(run: () => Promise<T>, jobsOf: (result: T) => number) => {
+    const before = {
+      invocations: await workerd.invocations(),
+      traffic: workerd.traffic(),
+      storage: await storage(database),
+    };
+    const statementsBefore = await database.transactions();
+    const { result, cpu } = await withCpu(meter, run);
+    const after = {
+      invocations: await workerd.invocations(),
+      traffic: workerd.traffic(),
+      storage: await storage(database),
+    };
+    // pg_stat_database counts a transaction up to a second after it ends; with the queue clock, idle ticks run none.
+    await sleep(2000);
+    const statements = (await database.transactions()) - statementsBefore;
+    const jobs = jobsOf(result);
+    const per = (total: number) => perJob(total, jobs);
+    const objects = (name: keyof Invocations['objects']) => ({
+      requests: after.invocations.objects[name].requests - before.invocations.objects[name].requests,
+      alarms: after.invocations.objects[name].alarms - before.invocations.objects[name].alarms,
+      activeMs: after.invocations.objects[name].activeMs - before.invocations.objects[name].activeMs,
+    });
+    const clock = objects('SkiplockClock');
+    const helpers = objects('SkiplockDrainer');
+    const inputs: CostInputs = {
+      jobs,
+      workerRequestsPerJob: {
+        http: per(after.invocations.requests - before.invocations.requests),
+        cron: per(after.invocations.scheduled - before.invocations.scheduled),
+      },
+      durableObjectRequestsPerJob: {
+        clock: per(clock.requests),
+        helperStarts: per(helpers.requests),
+        helperAlarms: per(helpers.alarms),
+      },
+      durableObjectActiveMsPerJob: { clock: per(clock.activeMs), helpers: per(helpers.activeMs) },
+      workerdCpuMsPerJob: per(cpu.workerd),
+      databaseCpuMsPerJob: cpu.postgres === undefined ? null : per(cpu.postgres),
+      databaseTripsPerJob: {
+        http: per(after.traffic.httpRequests - before.traffic.httpRequests),
+        webSocket: per(after.traffic.webSocketMessages - before.traffic.webSocketMessages),
+      },
+      // The workloads' own reads (a count every 250 ms) are a few statements in thousands; left in.
+      statementsPerJob: per(statements),
+      bytesPerJob: {
+        tablesAndIndexes: per(after.storage.tablesAndIndexes - before.storage.tablesAndIndexes),
+        wal: per(after.storage.wal - before.storage.wal),
+      },
+    };
+    return { result, cpu, units: jobs, inputs };
   };
+}
+
+/**
+ * skiplock's tables with their indexes and TOAST in the bench database, and
+ * the server's WAL position (server-wide: anything else writing to the same
+ * server is counted too), in bytes.
+ */
+async function storage(database: BenchDatabase): Promise<{ tablesAndIndexes: number; wal: number }> {
+  const [row] = await database.db.query<{ relations: string; wal: string }>({
+    text: `SELECT (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+                     JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = 'skiplock' AND c.relkind IN ('r', 'm'))::text AS relations,
+                  (pg_current_wal_lsn() - '0/0'::pg_lsn)::text AS wal`,
+    params: [],
+  });
+  return { tablesAndIndexes: Number(row!.relations), wal: Number(row!.wal) };
+}
+
+async function serverVersion(db: BenchDatabase['db']): Promise<string> {
+  const [row] = await db.query<{ version: string }>({
+    text: "SELECT current_setting('server_version') AS version",
+    params: [],
+  });
+  return `PostgreSQL ${row!.version}`;
+}
+
+/** The command that reproduces this run: its settings from the environment, then the script. */
+function commandLine(): string {
+  const settings = ['JOBS', 'NEON_PROXY_ROUND_TRIP_MS', 'NEON_PROXY_JITTER_MS', ...TUNING_VARIABLES]
+    .filter((name) => process.env[name] !== undefined)
+    .map((name) => `${name}=${process.env[name]}`);
+  return [...settings, 'npm run bench:workerd'].join(' ');
 }
 
 await main();

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -17,6 +17,8 @@ export interface WorkerdStack {
   bundleDir: string;
   /** What the Worker has sent towards Postgres through the Neon proxy so far. */
   traffic(): NeonProxyTraffic;
+  /** The invocations workerd has served so far, counted by the bench's entry module (workerd-invocations.js). */
+  invocations(): Promise<Invocations>;
   stop(): Promise<void>;
 }
 
@@ -29,12 +31,27 @@ export interface WorkerdStackOptions {
   cron?: boolean;
 }
 
+/** What workerd-invocations.js counts: the invocations Cloudflare bills. */
+export interface Invocations {
+  /** HTTP requests to the Worker (enqueues, the scheduled trigger's nudges). */
+  requests: number;
+  /** Cron invocations (`scheduled()`). */
+  scheduled: number;
+  /** Per Durable Object class: requests (`fetch`), alarm invocations, and the wall time an object had one running. */
+  objects: Record<'SkiplockClock' | 'SkiplockDrainer', { requests: number; alarms: number; activeMs: number }>;
+}
+
+/** Answered by workerd-invocations.js, never passed to the Worker. */
+const INVOCATIONS_PATH = '/.well-known/skiplock-bench-invocations';
+
 /**
  * Bundles the reference Worker as `wrangler deploy` would (`--dry-run
  * --outdir`), migrates `databaseUrl`, and serves the bundle from workerd
  * through Miniflare with the Durable Objects it binds, the local Neon proxy
  * (in this process) in front of the database, and its cron fired every
  * second. `vars` are Worker variables beside the stack's own (DRAIN_FANOUT...).
+ * workerd serves the bundle behind the bench's own entry module, which
+ * counts invocations and hands every one to the bundle unchanged.
  */
 export async function startWorkerdStack(
   databaseUrl: string,
@@ -47,6 +64,7 @@ export async function startWorkerdStack(
     stdio: 'ignore',
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
   });
+  await copyFile(new URL('./workerd-invocations.js', import.meta.url), join(bundleDir, 'entry.js'));
   const target = new URL(databaseUrl);
   const postgres = { host: target.hostname, port: Number(target.port || 5432) };
   await applyMigrations({
@@ -59,8 +77,11 @@ export async function startWorkerdStack(
   // NEON_PROXY_ROUND_TRIP_MS puts the database a round trip away, as from a Worker to Neon.
   const proxy = await startNeonProxy({ postgres, networkDelay: networkDelayFrom(process.env) });
   const worker = new Miniflare({
-    modules: true,
-    scriptPath: join(bundleDir, 'worker.js'),
+    // Listed rather than found from the entry: Miniflare's own parser cannot read every bundle wrangler writes.
+    modules: [
+      { type: 'ESModule', path: join(bundleDir, 'entry.js') },
+      { type: 'ESModule', path: join(bundleDir, 'worker.js') },
+    ],
     // Module names are paths from here: the default, the working folder, would name the bundle with '..'.
     modulesRoot: bundleDir,
     compatibilityDate: '2026-04-26',
@@ -93,6 +114,11 @@ export async function startWorkerdStack(
     url,
     bundleDir,
     traffic: () => proxy.traffic(),
+    async invocations() {
+      const response = await fetch(`${url}${INVOCATIONS_PATH}`);
+      if (!response.ok) throw new Error(`invocation counts: ${response.status} ${await response.text()}`);
+      return (await response.json()) as Invocations;
+    },
     async stop() {
       trigger?.stop();
       await worker.dispose();

@@ -14,6 +14,7 @@ import { SHARED_SETTINGS } from '../src/drain/settings';
 import { NODE_WORKER_SETTINGS } from '../src/node-worker/settings';
 import { WORKER_BINDINGS } from '../src/worker/env';
 import { WORKER_SETTINGS } from '../src/worker/settings';
+import { markdownTable } from './markdown-table';
 
 export const CONFIGURATION_FILE = new URL('../docs/configuration.md', import.meta.url);
 
@@ -23,7 +24,7 @@ const TABLES: Readonly<Record<string, () => string>> = {
   'node-worker': () => settingsTable(NODE_WORKER_SETTINGS),
   shared: () => settingsTable(SHARED_SETTINGS),
   bindings: () =>
-    table(
+    markdownTable(
       ['binding', 'declared as', 'what'],
       Object.entries(WORKER_BINDINGS).map(([name, binding]) => [`\`${name}\``, binding.declared, binding.description]),
     ),
@@ -47,7 +48,7 @@ export function withTables(document: string): string {
 }
 
 function settingsTable(group: SettingGroup): string {
-  return table(
+  return markdownTable(
     ['variable', 'option', 'accepts', 'default', 'what'],
     Object.entries(group).map(([option, each]) => [
       `\`${each.variable}\`${each.secret ? ' (secret)' : ''}`,
@@ -63,11 +64,6 @@ function defaultOf(each: Setting<unknown>): string {
   if ('default' in each) return `\`${each.kind.show(each.default)}\``;
   if ('defaultFrom' in each) return each.defaultFrom.shown;
   return each.unset;
-}
-
-function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
-  const line = (cells: readonly string[]) => `| ${cells.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |\n`;
-  return line(header) + line(header.map(() => '---')) + rows.map(line).join('');
 }
 
 async function main(): Promise<void> {
