@@ -1,4 +1,4 @@
-import { MESSAGING_SYSTEM, type Tracing } from '../engine/tracing.js';
+import { inSpan, MESSAGING_SYSTEM, type Tracing } from '../engine/tracing.js';
 import type { Queryable } from '../db/types.js';
 import type { EnqueueInput, TypedEnqueueOptions } from '../engine/enqueue.js';
 import { typeInput, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
@@ -143,18 +143,19 @@ export class JobStepRunner implements Steps {
   private async traced<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
     const { tracing, job } = this.owner;
     if (tracing === undefined) return await fn();
-    const span = tracing.startSpan(`step ${name}`, {
-      kind: 'internal',
-      attributes: { 'messaging.system': MESSAGING_SYSTEM, 'messaging.message.id': job.id, 'skiplock.step.name': name },
-    });
-    try {
-      const value = await span.run(fn);
-      span.end();
-      return value;
-    } catch (error) {
-      span.end(error instanceof Error ? error : { name: 'Error', message: String(error) });
-      throw error;
-    }
+    return inSpan(
+      tracing,
+      `step ${name}`,
+      {
+        kind: 'internal',
+        attributes: {
+          'messaging.system': MESSAGING_SYSTEM,
+          'messaging.message.id': job.id,
+          'skiplock.step.name': name,
+        },
+      },
+      () => fn(),
+    );
   }
 
   async do<T>(name: string, fn: () => T | Promise<T>, options: StepOptions = {}): Promise<Awaited<T>> {
