@@ -20,6 +20,7 @@ export interface DeliveredJob<Payload = unknown> {
    * trace; left out when the drain does not trace.
    */
   traceparent?: string;
+  /** The `tracestate` that goes with `traceparent`, when it has one. */
   tracestate?: string;
 }
 
