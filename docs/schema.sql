@@ -3140,6 +3140,10 @@ BEGIN
 END
 $$;
 
+FUNCTION trace_contexts_of(job_ids uuid[]) RETURNS TABLE(job_id uuid, traceparent text, tracestate text) LANGUAGE sql VOLATILE AS $$
+  SELECT t.job_id, t.traceparent, t.tracestate FROM skiplock.job_trace_contexts t WHERE t.job_id = ANY (job_ids)
+$$;
+
 FUNCTION unblock_key(tenant text, key text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 BEGIN

@@ -94,3 +94,15 @@ BEGIN
   RETURN NULL;
 END
 $$;
+
+-- The trace contexts of jobs a claim just took, for a claimer that traces
+-- (src/engine/claim-batch.ts). VOLATILE, so it reads with a snapshot of its
+-- own, taken after skiplock.claim_batch's statements: those can claim a job
+-- committed after the calling statement began (a callback that a
+-- completion enqueued a moment before), whose context a join in the
+-- calling statement, reading with that statement's older snapshot, would miss.
+CREATE FUNCTION skiplock.trace_contexts_of(job_ids uuid[])
+RETURNS TABLE (job_id uuid, traceparent text, tracestate text)
+LANGUAGE sql VOLATILE AS $$
+  SELECT t.job_id, t.traceparent, t.tracestate FROM skiplock.job_trace_contexts t WHERE t.job_id = ANY (job_ids)
+$$;
