@@ -598,13 +598,18 @@ describe('tracing across jobs', () => {
     ]);
   });
 
+  /** A report job, and the http job that delivers its callbacks to a receiver of the test's. */
+  async function reportWithCallbacks(test: { onTestFinished(fn: () => Promise<void>): void }) {
+    const receiver = await receiverFor(test);
+    const report = defineJob('report', z.null(), () => 'made');
+    return { receiver, jobs: [report, httpJob({ allowedHosts: [`127.0.0.1:${receiver.port}`] })] };
+  }
+
   it("announces a job's end in its trace: the callback's attempt under the job's context, its POST carrying it", async ({
     onTestFinished,
   }) => {
     const { db } = await open('pg');
-    const receiver = await receiverFor({ onTestFinished });
-    const report = defineJob('report', z.null(), () => 'made');
-    const http = httpJob({ allowedHosts: [`127.0.0.1:${receiver.port}`] });
+    const { receiver, jobs } = await reportWithCallbacks({ onTestFinished });
     const { job } = await enqueue(db, {
       queue: 'report',
       payload: null,
@@ -612,7 +617,7 @@ describe('tracing across jobs', () => {
       ...callerContext,
     });
 
-    await drainAll(db, [report, http], { tracing });
+    await drainAll(db, jobs, { tracing });
 
     const [callback] = spansNamed('process skiplock.callbacks');
     expect(callback!.spanContext().traceId).toBe(CALLER.traceId);
@@ -627,13 +632,11 @@ describe('tracing across jobs', () => {
     onTestFinished,
   }) => {
     const { db } = await open('pg');
-    const receiver = await receiverFor({ onTestFinished });
-    const report = defineJob('report', z.null(), () => 'made');
-    const http = httpJob({ allowedHosts: [`127.0.0.1:${receiver.port}`] });
+    const { receiver, jobs } = await reportWithCallbacks({ onTestFinished });
     await enqueue(db, { queue: 'report', payload: null, callbackUrl: `${receiver.base}/untraced` });
     await enqueue(db, { queue: 'report', payload: null, callbackUrl: `${receiver.base}/traced`, ...callerContext });
 
-    await drainAll(db, [report, http], { housekeeping: false });
+    await drainAll(db, jobs, { housekeeping: false });
 
     const callbacks = await db.query<{ id: string; url: string }>({
       text: `SELECT id, payload->>'url' AS url FROM skiplock.all_jobs WHERE queue = 'skiplock.callbacks' ORDER BY id`,

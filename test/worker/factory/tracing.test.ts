@@ -42,6 +42,19 @@ const worker = createSkiplock({
   tracing: openTelemetry(api, { tracer: provider.getTracer('skiplock') }),
 });
 
+/** The typed client, over the Worker's fetch handler. */
+function workerClient() {
+  return createClient('http://skiplock.test', {
+    apiKey: env.ADMIN_TOKEN,
+    fetch: async (input, init) => {
+      const ctx = createExecutionContext();
+      const response = await worker.fetch(new Request(input, init), env, ctx);
+      await waitOnExecutionContext(ctx);
+      return response;
+    },
+  });
+}
+
 function spanNamed(name: string, jobId?: string): ReadableSpan {
   const found = exporter
     .getFinishedSpans()
@@ -52,15 +65,7 @@ function spanNamed(name: string, jobId?: string): ReadableSpan {
 
 describe('tracing in workerd', () => {
   it("traces the API's enqueue under the request's traceparent, and the cron drain's attempt under the enqueue", async () => {
-    const client = createClient('http://skiplock.test', {
-      apiKey: env.ADMIN_TOKEN,
-      fetch: async (input, init) => {
-        const ctx = createExecutionContext();
-        const response = await worker.fetch(new Request(input, init), env, ctx);
-        await waitOnExecutionContext(ctx);
-        return response;
-      },
-    });
+    const client = workerClient();
     const traceId = crypto.randomUUID().replaceAll('-', '');
     const caller = `00-${traceId}-00f067aa0ba902b7-01`;
 
@@ -85,15 +90,7 @@ describe('tracing in workerd', () => {
   });
 
   it("runs a child that a step invokes in its parent's trace, under the parent's attempt", async () => {
-    const client = createClient('http://skiplock.test', {
-      apiKey: env.ADMIN_TOKEN,
-      fetch: async (input, init) => {
-        const ctx = createExecutionContext();
-        const response = await worker.fetch(new Request(input, init), env, ctx);
-        await waitOnExecutionContext(ctx);
-        return response;
-      },
-    });
+    const client = workerClient();
     const traceId = crypto.randomUUID().replaceAll('-', '');
     const handle = await client.enqueue(
       gallery,
