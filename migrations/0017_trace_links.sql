@@ -3,7 +3,8 @@
 -- context its parent's step sent with it, and a completion callback keeps
 -- the context of the job it announces, so their attempts' spans join the
 -- same trace. A job without a row in skiplock.job_trace_contexts makes
--- none: an untraced deployment writes what it wrote before.
+-- none: an untraced deployment writes what it wrote before. And a traced
+-- claim reads the contexts of the jobs it took after taking them.
 
 -- ctx.step.invoke, as 0004 made it, but a child sent with a `traceparent`
 -- (the parent's attempt span, when the drain traces) keeps it, as
