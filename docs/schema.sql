@@ -2033,6 +2033,11 @@ BEGIN
       SELECT coalesce(e.id, e."heldBy") INTO child_id
       FROM skiplock.enqueue_jobs(jsonb_build_array(invoke->'child' || jsonb_build_object('tenant', j.tenant))) e;
       INSERT INTO skiplock.job_links (job_id, other_id, kind, step_name) VALUES (j.id, child_id, 'child', invoke->>'name');
+      IF invoke->'child' ? 'traceparent' THEN
+        INSERT INTO skiplock.job_trace_contexts (job_id, traceparent, tracestate)
+        VALUES (child_id, invoke->'child'->>'traceparent', invoke->'child'->>'tracestate')
+        ON CONFLICT ON CONSTRAINT job_trace_contexts_pkey DO NOTHING;
+      END IF;
     END IF;
   END LOOP;
   PERFORM skiplock.park(j, skiplock.until_woken(),
@@ -2216,6 +2221,8 @@ BEGIN
         'durationMs', (extract(epoch FROM NEW.finished_at - NEW.started_at) * 1000)::bigint,
         'result', NEW.result, 'lastError', NEW.last_error))))
   RETURNING j.id INTO delivery;
+  INSERT INTO skiplock.job_trace_contexts (job_id, traceparent, tracestate)
+  SELECT delivery, t.traceparent, t.tracestate FROM skiplock.job_trace_contexts t WHERE t.job_id = NEW.id;
   INSERT INTO skiplock.job_events (job_id, kind, attempt, worker_id, detail)
   VALUES (NEW.id, 'callback_enqueued', NEW.attempts, NEW.worker_id,
           jsonb_build_object('callbackJobId', delivery, 'url', url, 'event', event));
@@ -3131,6 +3138,10 @@ BEGIN
   SELECT b.id, 'retried', 0, jsonb_build_object('deadLetter', true, 'fromQueue', NEW.queue) FROM back b;
   RETURN NULL;
 END
+$$;
+
+FUNCTION trace_contexts_of(job_ids uuid[]) RETURNS TABLE(job_id uuid, traceparent text, tracestate text) LANGUAGE sql VOLATILE AS $$
+  SELECT t.job_id, t.traceparent, t.tracestate FROM skiplock.job_trace_contexts t WHERE t.job_id = ANY (job_ids)
 $$;
 
 FUNCTION unblock_key(tenant text, key text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$

@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import type { Steps } from './steps.js';
 import type { DependencyEnd } from '../engine/flows.js';
 import { MAX_TAGS, TAG_PATTERN, TAG_SYNTAX } from '../engine/tags.js';
+import type { TraceContext } from '../engine/trace-context.js';
 
 /** Retry delays: full jitter over min(maxSeconds, baseSeconds * 2^(attempt-1)). */
 export interface Backoff {
@@ -120,6 +121,12 @@ export interface JobContext {
    * traces (`tracing`); else undefined.
    */
   readonly traceparent: string | undefined;
+  /**
+   * The same with its `tracestate`, to spread into the options of a job
+   * enqueued from the handler (`enqueue(db, job, payload, { ...ctx.traceContext })`),
+   * so that job's attempts join this trace; undefined when the drain does not trace.
+   */
+  readonly traceContext: TraceContext | undefined;
   /**
    * Fires when the attempt must stop: the drain's deadline, the timeout, a
    * cancel, or a lost lease; `signal.reason` says which. Pass it to fetch and

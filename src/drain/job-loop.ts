@@ -483,7 +483,7 @@ class JobLoop {
       definition,
       this.logger,
       { subrequests: this.subrequests, connections: this.options.connections },
-      { traceparent: (span?.traceContext ?? job.traceContext)?.traceparent, tracing },
+      { traceContext: span?.traceContext ?? job.traceContext, tracing },
     );
     this.attempts.add(attempt);
     this.heartbeats.add(attempt);

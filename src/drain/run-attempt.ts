@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import type { ClaimedJob, Json } from '../engine/types.js';
 import type { Tracing } from '../engine/tracing.js';
+import type { TraceContext } from '../engine/trace-context.js';
 import { AttemptLease } from './attempt-lease.js';
 import { releasedWhenRead, type ConnectionGate } from './connection-gate.js';
 import { retryDelaySeconds } from './backoff.js';
@@ -26,9 +27,9 @@ export interface AttemptIo {
   subrequests?: SubrequestBudget | undefined;
 }
 
-/** The trace an attempt runs in, when its drain traces: its span's traceparent, and the tracing its steps' spans come from. */
+/** The trace an attempt runs in, when its drain traces: its span's context, and the tracing its steps' spans come from. */
 export interface AttemptTrace {
-  traceparent?: string | undefined;
+  traceContext?: TraceContext | undefined;
   tracing?: Tracing | undefined;
 }
 
@@ -61,7 +62,7 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class Attempt implements JobContext, Beating, StepsOwner {
   readonly attempt: number;
   readonly leaseSeconds: number;
-  readonly traceparent: string | undefined;
+  readonly traceContext: TraceContext | undefined;
   readonly tracing: Tracing | undefined;
   private steps: JobStepRunner | undefined;
   private readonly lease: AttemptLease;
@@ -82,12 +83,16 @@ export class Attempt implements JobContext, Beating, StepsOwner {
     private readonly io: AttemptIo = {},
     trace: AttemptTrace = {},
   ) {
-    this.traceparent = trace.traceparent;
+    this.traceContext = trace.traceContext;
     this.tracing = trace.tracing;
     this.attempt = job.attempts;
     const leaseSeconds = definition.options.leaseSeconds ?? job.leaseSeconds;
     this.leaseSeconds = leaseSeconds;
     this.lease = new AttemptLease(db, job, leaseSeconds, claimSentAt, (reason) => this.interrupt(reason));
+  }
+
+  get traceparent(): string | undefined {
+    return this.traceContext?.traceparent;
   }
 
   get signal(): AbortSignal {

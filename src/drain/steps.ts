@@ -1,5 +1,6 @@
-import { MESSAGING_SYSTEM, type Tracing } from '../engine/tracing.js';
+import { inSpan, MESSAGING_SYSTEM, type Tracing } from '../engine/tracing.js';
 import type { Queryable } from '../db/types.js';
+import type { TraceContext } from '../engine/trace-context.js';
 import type { EnqueueInput, TypedEnqueueOptions } from '../engine/enqueue.js';
 import { typeInput, type JobType, type PayloadOf, type ResultOf } from '../engine/job-type.js';
 import {
@@ -108,6 +109,8 @@ export interface StepsOwner {
   interrupt(reason: AttemptInterruptedError): void;
   /** Its drain's tracing: each `do` step that runs gets a span. */
   readonly tracing?: Tracing | undefined;
+  /** The context of its attempt's span when the drain traces: the children it invokes keep it. */
+  readonly traceContext?: TraceContext | undefined;
 }
 
 /**
@@ -143,18 +146,19 @@ export class JobStepRunner implements Steps {
   private async traced<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
     const { tracing, job } = this.owner;
     if (tracing === undefined) return await fn();
-    const span = tracing.startSpan(`step ${name}`, {
-      kind: 'internal',
-      attributes: { 'messaging.system': MESSAGING_SYSTEM, 'messaging.message.id': job.id, 'skiplock.step.name': name },
-    });
-    try {
-      const value = await span.run(fn);
-      span.end();
-      return value;
-    } catch (error) {
-      span.end(error instanceof Error ? error : { name: 'Error', message: String(error) });
-      throw error;
-    }
+    return inSpan(
+      tracing,
+      `step ${name}`,
+      {
+        kind: 'internal',
+        attributes: {
+          'messaging.system': MESSAGING_SYSTEM,
+          'messaging.message.id': job.id,
+          'skiplock.step.name': name,
+        },
+      },
+      () => fn(),
+    );
   }
 
   async do<T>(name: string, fn: () => T | Promise<T>, options: StepOptions = {}): Promise<Awaited<T>> {
@@ -271,7 +275,18 @@ export class JobStepRunner implements Steps {
     } else {
       child = job;
     }
-    return childEnd(await this.invokeWithOthers(name, child));
+    return childEnd(await this.invokeWithOthers(name, this.inTrace(child)));
+  }
+
+  /**
+   * The child as it is enqueued: in its parent's trace when the drain
+   * traces, its attempts' spans under the parent attempt's, unless it names
+   * a context of its own. Without tracing, as given: it keeps no context.
+   */
+  private inTrace(child: EnqueueInput): EnqueueInput {
+    const context = this.owner.traceContext;
+    if (context === undefined || child.traceparent !== undefined) return child;
+    return { ...child, ...context };
   }
 
   /**

@@ -33,11 +33,21 @@ export const MAX_CLAIM = 1000;
 /** The claim lives in the database (skiplock.claim_batch), which keeps its plans per connection. */
 const claimBatchSql = /* sql */ `SELECT * FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6, $7)`;
 
-/** The claim, with each job's trace context (skiplock.job_trace_contexts) when it has one. */
+/**
+ * The claim, with each job's trace context (skiplock.job_trace_contexts)
+ * when it has one, in claim order. Read by skiplock.trace_contexts_of
+ * (migrations/0017_trace_links.sql) once the claim has answered: a join
+ * here would read with the statement's snapshot, older than the claim's,
+ * and miss the context of a job committed in between.
+ */
 const tracedClaimBatchSql = /* sql */ `
+WITH claimed AS MATERIALIZED (
+  SELECT * FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6, $7) WITH ORDINALITY
+)
 SELECT c.*, t.traceparent, t.tracestate
-FROM skiplock.claim_batch($1, $2, $3, $4, $5, $6, $7) c
-LEFT JOIN skiplock.job_trace_contexts t ON t.job_id = c.id`;
+FROM claimed c
+LEFT JOIN skiplock.trace_contexts_of(ARRAY(SELECT id FROM claimed)) t ON t.job_id = c.id
+ORDER BY c.ordinality`;
 
 /** A row of skiplock.claim_batch: the job's own columns (skiplock.claimed_job). */
 type ClaimedRow = Omit<

@@ -37,6 +37,25 @@ interface Edge {
 const enqueueFlowSql = /* sql */ `SELECT skiplock.enqueue_flow($1::jsonb, $2::jsonb) AS job`;
 
 /**
+ * The same, for a flow with trace contexts: each job's goes in
+ * skiplock.job_trace_contexts in the same statement, as a traced enqueue's
+ * does. The function answers the jobs in input order (their ids are made in
+ * that order), which ORDINALITY numbers.
+ */
+const tracedEnqueueFlowSql = /* sql */ `
+WITH flow AS MATERIALIZED (
+  SELECT f.job, f.ordinality FROM skiplock.enqueue_flow($1::jsonb, $2::jsonb) WITH ORDINALITY AS f(job, ordinality)
+),
+traced AS (
+  INSERT INTO skiplock.job_trace_contexts (job_id, traceparent, tracestate)
+  SELECT (f.job->>'id')::uuid, i.job->>'traceparent', i.job->>'tracestate'
+  FROM flow f
+  JOIN jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal) ON i.ordinal = f.ordinality
+  WHERE i.job ? 'traceparent'
+)
+SELECT job FROM flow ORDER BY ordinality`;
+
+/**
  * Enqueues a graph of jobs in one statement, all or none: each job waits
  * (parked, holding nothing) until the jobs it depends on have ended.
  * Refuses a cycle by naming it, and a dependency on a job not in the flow.
@@ -44,9 +63,10 @@ const enqueueFlowSql = /* sql */ `SELECT skiplock.enqueue_flow($1::jsonb, $2::js
  */
 export async function enqueueFlow(db: Queryable, flow: FlowInput): Promise<Job[]> {
   const { jobs, edges } = checkFlow(flow);
+  const traced = jobs.some((job) => job.traceparent !== undefined);
   const rows = await db.query<{ job: Job }>({
-    name: 'skiplock_enqueue_flow',
-    text: enqueueFlowSql,
+    name: traced ? 'skiplock_enqueue_flow_traced' : 'skiplock_enqueue_flow',
+    text: traced ? tracedEnqueueFlowSql : enqueueFlowSql,
     params: [JSON.stringify(jobs), JSON.stringify(edges)],
   });
   return rows.map((row) => toJob(row.job));

@@ -54,19 +54,38 @@ export async function inEnqueueSpan<T>(
   enqueue: (context: TraceContext | undefined) => Promise<T>,
 ): Promise<T> {
   if (tracing === undefined) return enqueue(target.parent);
-  const span = tracing.startSpan(`send ${target.queue}`, {
-    kind: 'producer',
-    parent: target.parent,
-    attributes: {
-      'messaging.system': MESSAGING_SYSTEM,
-      'messaging.operation.type': 'send',
-      'messaging.operation.name': 'send',
-      'messaging.destination.name': target.queue,
-      ...(target.jobs === 1 ? {} : { 'messaging.batch.message_count': target.jobs }),
+  return inSpan(
+    tracing,
+    `send ${target.queue}`,
+    {
+      kind: 'producer',
+      parent: target.parent,
+      attributes: {
+        'messaging.system': MESSAGING_SYSTEM,
+        'messaging.operation.type': 'send',
+        'messaging.operation.name': 'send',
+        'messaging.destination.name': target.queue,
+        ...(target.jobs === 1 ? {} : { 'messaging.batch.message_count': target.jobs }),
+      },
     },
-  });
+    (context) => enqueue(context ?? target.parent),
+  );
+}
+
+/**
+ * Runs `fn` in a span, with the span active and its context handed to
+ * `fn`, and ends the span when `fn` settles: failed, with the error's name
+ * and message, when it throws.
+ */
+export async function inSpan<T>(
+  tracing: Tracing,
+  name: string,
+  options: SpanOptions,
+  fn: (context: TraceContext | undefined) => T | Promise<T>,
+): Promise<Awaited<T>> {
+  const span = tracing.startSpan(name, options);
   try {
-    const result = await span.run(() => enqueue(span.traceContext ?? target.parent));
+    const result = await span.run(() => fn(span.traceContext));
     span.end();
     return result;
   } catch (error) {

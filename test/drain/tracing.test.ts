@@ -9,13 +9,17 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Db } from '../../src/db/types';
-import { defineJob } from '../../src/drain/define-job';
+import { defineCloudflareQueueDelivery, QueueDeliveries, type DeliveredJob, type QueueMessage } from '../../src/drain';
+import { defineJob, type JobDefinition } from '../../src/drain/define-job';
+import { httpJob } from '../../src/drain/handlers/http';
 import {
   enqueue,
+  enqueueFlow,
   InvalidInputError,
   inEnqueueSpan,
   maintainHistory,
   openTelemetry,
+  setQueue,
   type Tracing,
 } from '../../src/engine';
 import { createApp } from '../../src/http/app';
@@ -24,6 +28,7 @@ import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
 import { startWorker } from '../../src/node-worker/start-worker';
 import { drain, jobById, recordingLogger, untilStatus } from './support/drain';
+import { startReceiver } from './support/receiver';
 
 const open = engineDatabases();
 const exporter = new InMemorySpanExporter();
@@ -378,5 +383,271 @@ describe('tracing over HTTP', () => {
       { n: 0 },
     ]);
     expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+});
+
+describe('tracing across jobs', () => {
+  const CALLER = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331' };
+  const callerContext = { traceparent: `00-${CALLER.traceId}-${CALLER.spanId}-01`, tracestate: 'vendor=abc' };
+
+  /** Drains until a drain claims nothing: a parent resumes once its children have ended, a callback comes with its job's end. */
+  async function drainAll(db: Db, jobs: readonly JobDefinition[], options: Parameters<typeof drain>[2] = {}) {
+    for (let round = 0; round < 10; round++) {
+      const counts = await drain(db, jobs, options);
+      if (counts.claimed === 0) return;
+    }
+    throw new Error('the jobs did not settle');
+  }
+
+  const attemptsOf = (jobId: string): ReadableSpan[] =>
+    exporter
+      .getFinishedSpans()
+      .filter((span) => span.name.startsWith('process ') && span.attributes['messaging.message.id'] === jobId);
+
+  /** A parent that invokes two children, then enqueues a job and a flow of its own, in its trace. */
+  function albumJobs(db: Db) {
+    const resize = defineJob('resize', z.object({ size: z.number() }), () => {
+      tracer.startSpan('resize pixels').end();
+      return 'resized';
+    });
+    const notify = defineJob('notify', z.null(), () => 'notified');
+    const album = defineJob('album', z.null(), async (_payload, context) => {
+      const [small, large] = await Promise.all([
+        context.step.invoke('small', resize, { size: 64 }),
+        context.step.invoke('large', resize, { size: 1024 }),
+      ]);
+      await enqueue(db, notify, null, { ...context.traceContext });
+      await enqueueFlow(db, {
+        jobs: [
+          { ref: 'first', queue: 'notify', type: 'notify', payload: null, ...context.traceContext },
+          {
+            ref: 'then',
+            queue: 'notify',
+            type: 'notify',
+            payload: null,
+            dependsOn: ['first'],
+            ...context.traceContext,
+          },
+        ],
+      });
+      return [small.ok, large.ok];
+    });
+    return [album, resize, notify];
+  }
+
+  it("puts the children a step invokes, and the jobs and flows its handler enqueues, in the parent's trace", async () => {
+    const { db } = await open('pg');
+    const { job } = await enqueue(db, { queue: 'album', payload: null, ...callerContext });
+
+    await drainAll(db, albumJobs(db), { tracing });
+
+    expect(await jobById(db, job.id)).toMatchObject({ status: 'succeeded', lastError: null });
+    const parentAttempts = attemptsOf(job.id);
+    const outcomeOf = (span: ReadableSpan) => span.attributes['skiplock.job.outcome'];
+    expect(parentAttempts.map(outcomeOf).sort()).toEqual(['parked', 'succeeded']);
+    const invoking = parentAttempts.find((span) => outcomeOf(span) === 'parked')!;
+    const resumed = parentAttempts.find((span) => outcomeOf(span) === 'succeeded')!;
+    const children = spansNamed('process resize');
+    expect(children).toHaveLength(2);
+    for (const child of children) {
+      expect(child.spanContext().traceId).toBe(CALLER.traceId);
+      expect(child.parentSpanContext?.spanId).toBe(invoking.spanContext().spanId);
+      expect(child.parentSpanContext?.traceState?.get('vendor')).toBe('abc');
+    }
+    expect(
+      spansNamed('resize pixels')
+        .map((span) => span.parentSpanContext?.spanId)
+        .sort(),
+    ).toEqual(children.map((child) => child.spanContext().spanId).sort());
+    // The job it enqueued and the flow's two jobs: under the attempt that enqueued them.
+    const enqueued = spansNamed('process notify');
+    expect(enqueued).toHaveLength(3);
+    expect(enqueued.map((span) => span.parentSpanContext?.spanId)).toEqual(Array(3).fill(resumed.spanContext().spanId));
+    expect(new Set(enqueued.map((span) => span.spanContext().traceId))).toEqual(new Set([CALLER.traceId]));
+  });
+
+  it('keeps no context for the children of a drain that does not trace', async () => {
+    const { db } = await open('pg');
+    const { job } = await enqueue(db, { queue: 'album', payload: null, ...callerContext });
+
+    await drainAll(db, albumJobs(db), { housekeeping: false });
+
+    expect((await jobById(db, job.id)).status).toBe('succeeded');
+    expect(await db.query({ text: 'SELECT count(*)::integer AS n FROM skiplock.all_jobs', params: [] })).toEqual([
+      { n: 6 },
+    ]);
+    expect(await traceContextRows(db)).toEqual([
+      { job_id: job.id, traceparent: callerContext.traceparent, tracestate: 'vendor=abc' },
+    ]);
+    // skiplock made no span: the children's own spans start traces of their own.
+    expect(exporter.getFinishedSpans().map((span) => [span.name, span.parentSpanContext])).toEqual([
+      ['resize pixels', undefined],
+      ['resize pixels', undefined],
+    ]);
+  });
+
+  /** A receiver of webhook POSTs on 127.0.0.1, closed after the test. */
+  async function receiverFor(test: { onTestFinished(fn: () => Promise<void>): void }) {
+    const started = await startReceiver(() => ({ status: 204 }));
+    test.onTestFinished(() => started.close());
+    return started;
+  }
+
+  it("delivers a queue's jobs to its webhook in a deliver span under their attempts, whose traceparent the POST carries", async ({
+    onTestFinished,
+  }) => {
+    const { db } = await open('pg');
+    const receiver = await receiverFor({ onTestFinished });
+    await setQueue(db, 'orders-out', {
+      concurrency: null,
+      weight: 1,
+      delivery: { target: 'webhook', url: `${receiver.base}/orders` },
+    });
+    const other = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const first = await enqueue(db, { queue: 'orders-out', type: 'order', payload: { n: 1 }, ...callerContext });
+    const second = await enqueue(db, { queue: 'orders-out', type: 'order', payload: { n: 2 }, traceparent: other });
+    const deliveries = new QueueDeliveries({
+      http: { allowedHosts: [`127.0.0.1:${receiver.port}`] },
+      secret: () => undefined,
+    });
+
+    await drain(db, [], { tracing, deliveries, concurrency: 2 });
+
+    const [post, ...more] = receiver.received;
+    expect(more).toEqual([]);
+    const [firstAttempt] = attemptsOf(first.job.id);
+    const [secondAttempt] = attemptsOf(second.job.id);
+    const deliver = spanNamed('deliver orders-out');
+    expect(deliver.kind).toBe(api.SpanKind.PRODUCER);
+    expect(deliver.attributes).toEqual({
+      'messaging.system': 'skiplock',
+      'messaging.operation.type': 'send',
+      'messaging.operation.name': 'deliver',
+      'messaging.destination.name': 'orders-out',
+      'messaging.batch.message_count': 2,
+      'skiplock.delivery.target': 'webhook',
+      'server.address': '127.0.0.1',
+    });
+    // Under the first job's attempt, linked to both: one POST, two jobs of two traces.
+    expect(deliver.spanContext().traceId).toBe(CALLER.traceId);
+    expect(deliver.parentSpanContext?.spanId).toBe(firstAttempt!.spanContext().spanId);
+    expect(deliver.links.map((link) => link.context.spanId)).toEqual([
+      firstAttempt!.spanContext().spanId,
+      secondAttempt!.spanContext().spanId,
+    ]);
+    // The receiver continues the deliver span's trace, and each job's own from its entry.
+    expect(post!.headers.traceparent).toBe(`00-${CALLER.traceId}-${deliver.spanContext().spanId}-01`);
+    expect(post!.headers.tracestate).toBe('vendor=abc');
+    const entries = (JSON.parse(post!.body) as { data: { jobs: DeliveredJob[] } }).data.jobs;
+    expect(entries.map((entry) => [entry.id, entry.traceparent])).toEqual([
+      [first.job.id, `00-${CALLER.traceId}-${firstAttempt!.spanContext().spanId}-01`],
+      [second.job.id, `00-4bf92f3577b34da6a3ce929d0e0e4736-${secondAttempt!.spanContext().spanId}-01`],
+    ]);
+  });
+
+  it('marks a delivery the receiver refused as failed, and adds nothing to a POST when the drain does not trace', async ({
+    onTestFinished,
+  }) => {
+    const { db } = await open('pg');
+    const refusing = await startReceiver(() => ({ status: 503 }));
+    onTestFinished(() => refusing.close());
+    await setQueue(db, 'orders-out', {
+      concurrency: null,
+      weight: 1,
+      delivery: { target: 'webhook', url: `${refusing.base}/orders` },
+    });
+    await enqueue(db, { queue: 'orders-out', type: 'order', payload: { n: 1 }, ...callerContext });
+    const deliveries = new QueueDeliveries({
+      http: { allowedHosts: [`127.0.0.1:${refusing.port}`] },
+      secret: () => undefined,
+    });
+
+    await drain(db, [], { tracing, deliveries });
+    await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE queue = 'orders-out'`, params: [] });
+    await drain(db, [], { deliveries });
+
+    expect(spanNamed('deliver orders-out').status.code).toBe(api.SpanStatusCode.ERROR);
+    const [traced, untraced] = refusing.received;
+    expect(traced!.headers.traceparent).toMatch(new RegExp(`^00-${CALLER.traceId}-`));
+    expect(untraced!.headers.traceparent).toBeUndefined();
+    expect(untraced!.headers.tracestate).toBeUndefined();
+    const [entry] = (JSON.parse(untraced!.body) as { data: { jobs: DeliveredJob[] } }).data.jobs;
+    expect(Object.keys(entry!).sort()).toEqual(['attempt', 'createdAt', 'id', 'payload', 'queue', 'tenant', 'type']);
+  });
+
+  it('puts the trace context of each job in its Cloudflare queue message, and each sendBatch call in a span', async () => {
+    const { db } = await open('pg');
+    const sent: QueueMessage[] = [];
+    const events = defineCloudflareQueueDelivery('events', z.unknown(), {
+      queue: { sendBatch: async (messages) => void sent.push(...messages) },
+    });
+    const { job } = await enqueue(db, { queue: 'events', payload: { n: 1 }, ...callerContext });
+
+    await drain(db, [events], { tracing });
+
+    const [attempt] = attemptsOf(job.id);
+    const deliver = spanNamed('deliver events');
+    expect(deliver.parentSpanContext?.spanId).toBe(attempt!.spanContext().spanId);
+    expect(deliver.attributes['skiplock.delivery.target']).toBe('cloudflare-queue');
+    expect(sent.map((message) => message.body)).toEqual([
+      expect.objectContaining({
+        id: job.id,
+        traceparent: `00-${CALLER.traceId}-${attempt!.spanContext().spanId}-01`,
+        tracestate: 'vendor=abc',
+      }),
+    ]);
+  });
+
+  /** A report job, and the http job that delivers its callbacks to a receiver of the test's. */
+  async function reportWithCallbacks(test: { onTestFinished(fn: () => Promise<void>): void }) {
+    const receiver = await receiverFor(test);
+    const report = defineJob('report', z.null(), () => 'made');
+    return { receiver, jobs: [report, httpJob({ allowedHosts: [`127.0.0.1:${receiver.port}`] })] };
+  }
+
+  it("announces a job's end in its trace: the callback's attempt under the job's context, its POST carrying it", async ({
+    onTestFinished,
+  }) => {
+    const { db } = await open('pg');
+    const { receiver, jobs } = await reportWithCallbacks({ onTestFinished });
+    const { job } = await enqueue(db, {
+      queue: 'report',
+      payload: null,
+      callbackUrl: `${receiver.base}/done`,
+      ...callerContext,
+    });
+
+    await drainAll(db, jobs, { tracing });
+
+    const [callback] = spansNamed('process skiplock.callbacks');
+    expect(callback!.spanContext().traceId).toBe(CALLER.traceId);
+    expect(callback!.parentSpanContext).toMatchObject({ spanId: CALLER.spanId, isRemote: true });
+    expect(attemptsOf(job.id).map((span) => span.parentSpanContext?.spanId)).toEqual([CALLER.spanId]);
+    const [post] = receiver.at('/done');
+    expect(post!.headers.traceparent).toBe(`00-${CALLER.traceId}-${callback!.spanContext().spanId}-01`);
+    expect(post!.headers.tracestate).toBe('vendor=abc');
+  });
+
+  it('keeps no context for a callback of a job that kept none, and sends no traceparent without tracing', async ({
+    onTestFinished,
+  }) => {
+    const { db } = await open('pg');
+    const { receiver, jobs } = await reportWithCallbacks({ onTestFinished });
+    await enqueue(db, { queue: 'report', payload: null, callbackUrl: `${receiver.base}/untraced` });
+    await enqueue(db, { queue: 'report', payload: null, callbackUrl: `${receiver.base}/traced`, ...callerContext });
+
+    await drainAll(db, jobs, { housekeeping: false });
+
+    const callbacks = await db.query<{ id: string; url: string }>({
+      text: `SELECT id, payload->>'url' AS url FROM skiplock.all_jobs WHERE queue = 'skiplock.callbacks' ORDER BY id`,
+      params: [],
+    });
+    const rows = await traceContextRows(db);
+    // The traced job's callback keeps its context (the drain that runs it traces or not); the other keeps none.
+    const tracedCallback = callbacks.find((callback) => callback.url.endsWith('/traced'))!;
+    expect(rows.filter((row) => callbacks.some((callback) => callback.id === row.job_id))).toEqual([
+      { job_id: tracedCallback.id, traceparent: callerContext.traceparent, tracestate: 'vendor=abc' },
+    ]);
+    expect(receiver.received.map((request) => request.headers.traceparent)).toEqual([undefined, undefined]);
   });
 });

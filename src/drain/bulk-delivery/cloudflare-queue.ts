@@ -3,6 +3,7 @@ import { defineBatchJob, type BatchJobOptions, type BatchOutcome } from '../defi
 import type { JobDefinition } from '../define-job.js';
 import { PermanentError } from '../job-errors.js';
 import { deliveredJobs, type DeliveredJob } from './delivered-job.js';
+import { inDeliverySpan, tracingOf } from './delivery-span.js';
 
 /** One message as a Cloudflare Queues producer takes it (`MessageSendRequest`). */
 export interface QueueMessage {
@@ -65,8 +66,8 @@ export function defineCloudflareQueueDelivery<const Type extends string, Schema 
     schema,
     async (items) => {
       const outcomes = new Map<string, BatchOutcome<CloudflareQueueDeliveryResult>>();
-      const calls: Array<Array<{ id: string; message: QueueMessage }>> = [];
-      let call: Array<{ id: string; message: QueueMessage }> = [];
+      const calls: Array<Array<{ job: DeliveredJob; message: QueueMessage }>> = [];
+      let call: Array<{ job: DeliveredJob; message: QueueMessage }> = [];
       let callBytes = 0;
       for (const job of deliveredJobs(items)) {
         const delay = delaySeconds?.(job);
@@ -91,7 +92,7 @@ export function defineCloudflareQueueDelivery<const Type extends string, Schema 
           callBytes = 0;
         }
         call.push({
-          id: job.id,
+          job,
           message: {
             body: job,
             contentType: 'json',
@@ -103,13 +104,15 @@ export function defineCloudflareQueueDelivery<const Type extends string, Schema 
       if (call.length > 0) calls.push(call);
 
       // One call after another, so the queue receives them in enqueue order.
+      const tracing = tracingOf(items);
       for (const sent of calls) {
         try {
-          await producer().sendBatch(sent.map((entry) => entry.message));
-          for (const { id } of sent) outcomes.set(id, { result: { sentWith: sent.length } });
+          const delivery = { jobs: sent.map((entry) => entry.job), target: 'cloudflare-queue' } as const;
+          await inDeliverySpan(tracing, delivery, () => producer().sendBatch(sent.map((entry) => entry.message)));
+          for (const { job } of sent) outcomes.set(job.id, { result: { sentWith: sent.length } });
         } catch (error) {
           const failure = new Error(`sendBatch failed: ${error instanceof Error ? error.message : String(error)}`);
-          for (const { id } of sent) outcomes.set(id, { error: failure });
+          for (const { job } of sent) outcomes.set(job.id, { error: failure });
         }
       }
       return outcomes;

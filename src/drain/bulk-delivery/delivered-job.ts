@@ -14,6 +14,14 @@ export interface DeliveredJob<Payload = unknown> {
   attempt: number;
   createdAt: string;
   payload: Payload;
+  /**
+   * The W3C trace context of the attempt that delivers it (its `process`
+   * span), when the drain traces, so a receiver continues each job's own
+   * trace; left out when the drain does not trace.
+   */
+  traceparent?: string;
+  /** The `tracestate` that goes with `traceparent`, when it has one. */
+  tracestate?: string;
 }
 
 /** The batch's jobs as delivered, in enqueue order (ids are time-ordered), so each tenant's keep their order. */
@@ -27,6 +35,7 @@ export function deliveredJobs<Payload>(items: ReadonlyArray<BatchItem<Payload>>)
       attempt: context.attempt,
       createdAt: context.job.createdAt,
       payload,
+      ...context.traceContext,
     }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

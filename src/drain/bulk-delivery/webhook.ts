@@ -11,7 +11,10 @@ import { PermanentError, RetryAfterError } from '../job-errors.js';
 import { WEBHOOK_HEADERS, endpointKey, endpointSecretKey, signedHeaders } from '../handlers/http-signature.js';
 import { failedDelivery, sendAndRead } from '../handlers/http-response.js';
 import type { DeliveryFetch } from '../handlers/http.js';
+import { setTraceHeaders } from '../handlers/trace-headers.js';
+import type { Tracing } from '../../engine/tracing.js';
 import { deliveredJobs, type DeliveredJob } from './delivered-job.js';
+import { inDeliverySpan, tracingOf } from './delivery-span.js';
 
 export interface WebhookDeliveryOptions extends BatchJobOptions<WebhookDeliveryResult> {
   /** Where each batch is POSTed: http or https, set in code (not taken from payloads). */
@@ -136,6 +139,7 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
   async function post(
     jobs: DeliveredJob[],
     context: BatchContext,
+    tracing: Tracing | undefined,
   ): Promise<Array<[string, BatchOutcome<WebhookDeliveryResult>]>> {
     const tenant = jobs[0]!.tenant;
     const batch = await batchId(jobs.map((job) => job.id));
@@ -155,15 +159,21 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
     }
     let outcomes: Map<string, BatchOutcome<WebhookDeliveryResult>>;
     try {
-      const { response, text } = await sendAndRead(
-        url,
-        { timeoutMs, attempt: context.signal, maxBytes: ANSWER_BYTES },
-        (signal) =>
-          send === undefined
-            ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
-            : send(url, { method: 'POST', headers, body, signal }),
-      );
-      if (response.status < 200 || response.status >= 300) throw refusal(url, response, text, jobs.length);
+      const delivery = { jobs, target: 'webhook', attributes: { 'server.address': url.hostname } } as const;
+      const { response, text } = await inDeliverySpan(tracing, delivery, async (traceContext) => {
+        setTraceHeaders(headers, traceContext);
+        const answer = await sendAndRead(
+          url,
+          { timeoutMs, attempt: context.signal, maxBytes: ANSWER_BYTES },
+          (signal) =>
+            send === undefined
+              ? context.fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
+              : send(url, { method: 'POST', headers, body, signal }),
+        );
+        const { response } = answer;
+        if (response.status < 200 || response.status >= 300) throw refusal(url, response, answer.text, jobs.length);
+        return answer;
+      });
       const rejected = rejections(url, text, new Set(jobs.map((job) => job.id)));
       const delivered: WebhookDeliveryResult = { status: response.status, batch, size: jobs.length };
       outcomes = new Map(jobs.map((job) => [job.id, rejected.get(job.id) ?? { result: delivered }]));
@@ -182,7 +192,8 @@ export function defineWebhookDelivery<const Type extends string, Schema extends 
         new Set(items.filter(refusedWithBatch).map((item) => item.id)),
         maxBatchBytes,
       );
-      return new Map((await Promise.all(posts.map((jobs) => post(jobs, context)))).flat());
+      const tracing = tracingOf(items);
+      return new Map((await Promise.all(posts.map((jobs) => post(jobs, context, tracing)))).flat());
     },
     // At most one POST per job, never redirected.
     { ...batchOptions, subrequests: batchOptions.subrequests ?? 1 },

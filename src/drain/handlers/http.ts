@@ -5,6 +5,7 @@ import { isFramingHeader } from './framing-headers.js';
 import { destinationProblem, parseAllowedHosts } from './http-destination.js';
 import { failedDelivery, sendAndRead } from './http-response.js';
 import { WEBHOOK_HEADERS, webhookHeaders } from './http-signature.js';
+import { setTraceHeaders } from './trace-headers.js';
 
 /** One delivery as the `http` job sends it. Redirects are never followed: they could leave the allow-list. */
 export interface DeliveryRequest {
@@ -103,6 +104,8 @@ export function httpJob(settings: HttpJobSettings): JobDefinition {
       headers.set('skiplock-job-id', context.job.id);
       headers.set('skiplock-tenant', encodeURIComponent(tenant));
       headers.set('skiplock-attempt', String(context.attempt));
+      // The attempt's span, when the drain traces: a completion callback's is in the trace of the job it announces.
+      setTraceHeaders(headers, context.traceContext);
       // Only this handler signs: a payload cannot bring a signature of its own.
       for (const name of WEBHOOK_HEADERS) headers.delete(name);
       if (settings.signingSecret) {

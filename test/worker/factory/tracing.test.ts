@@ -30,11 +30,30 @@ const traced = defineJob('factory-traced', z.object({}), (_payload, context) => 
   return { traceparent: context.traceparent ?? null };
 });
 
+const thumbnail = defineJob('factory-thumbnail', z.object({}), () => 'made');
+const gallery = defineJob('factory-gallery', z.object({}), async (_payload, context) => {
+  const child = await context.step.invoke('thumbnail', thumbnail, {});
+  return { childId: child.jobId };
+});
+
 const worker = createSkiplock({
-  jobs: [traced],
+  jobs: [traced, thumbnail, gallery],
   fastPath: false,
   tracing: openTelemetry(api, { tracer: provider.getTracer('skiplock') }),
 });
+
+/** The typed client, over the Worker's fetch handler. */
+function workerClient() {
+  return createClient('http://skiplock.test', {
+    apiKey: env.ADMIN_TOKEN,
+    fetch: async (input, init) => {
+      const ctx = createExecutionContext();
+      const response = await worker.fetch(new Request(input, init), env, ctx);
+      await waitOnExecutionContext(ctx);
+      return response;
+    },
+  });
+}
 
 function spanNamed(name: string, jobId?: string): ReadableSpan {
   const found = exporter
@@ -46,15 +65,7 @@ function spanNamed(name: string, jobId?: string): ReadableSpan {
 
 describe('tracing in workerd', () => {
   it("traces the API's enqueue under the request's traceparent, and the cron drain's attempt under the enqueue", async () => {
-    const client = createClient('http://skiplock.test', {
-      apiKey: env.ADMIN_TOKEN,
-      fetch: async (input, init) => {
-        const ctx = createExecutionContext();
-        const response = await worker.fetch(new Request(input, init), env, ctx);
-        await waitOnExecutionContext(ctx);
-        return response;
-      },
-    });
+    const client = workerClient();
     const traceId = crypto.randomUUID().replaceAll('-', '');
     const caller = `00-${traceId}-00f067aa0ba902b7-01`;
 
@@ -76,5 +87,33 @@ describe('tracing in workerd', () => {
       );
     expect(work).toHaveLength(1);
     expect(result).toEqual({ traceparent: `00-${traceId}-${process.spanContext().spanId}-01` });
+  });
+
+  it("runs a child that a step invokes in its parent's trace, under the parent's attempt", async () => {
+    const client = workerClient();
+    const traceId = crypto.randomUUID().replaceAll('-', '');
+    const handle = await client.enqueue(
+      gallery,
+      {},
+      { tenant: `factory-${crypto.randomUUID()}`, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    );
+
+    // The parent parks on its child, the child runs, the parent resumes: a cron drain each, at most.
+    for (let drain = 0; drain < 3; drain++) {
+      await worker.scheduled(createScheduledController({ cron: '* * * * *' }), env);
+    }
+    const { childId } = (await handle.result({ timeoutMs: 10_000 })) as { childId: string };
+
+    const invoking = exporter
+      .getFinishedSpans()
+      .find(
+        (span) =>
+          span.name === 'process factory-gallery' &&
+          span.attributes['messaging.message.id'] === handle.id &&
+          span.attributes['skiplock.job.outcome'] === 'parked',
+      );
+    const child = spanNamed('process factory-thumbnail', childId);
+    expect(child.spanContext().traceId).toBe(traceId);
+    expect(child.parentSpanContext?.spanId).toBe(invoking?.spanContext().spanId);
   });
 });
