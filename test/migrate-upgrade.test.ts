@@ -31,6 +31,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0014_requeued_job.sql': '354414ac3caa8a8f8cfdf3ef37ae870522a022aba3dad359d33cb5ce0671b6e8',
   '0015_metrics_totals.sql': '589915dd41503ed15f10ed3cc8d4ac2fbc902be13cfc582c24f5f7d376549fb7',
   '0016_queue_rate_limits.sql': '99ae0d37f567083905743ff6eacab315c6239fdec0fcb9654185bbccdf678aea',
+  '0017_trace_links.sql': '58e461750b76e3b79d4aed2abc10ce43d0f6c241fb2783c76408b3fbf35b5703',
   '0018_job_type_retention_by_operators.sql': '5b2ab38a3eda78b3b3dd0da97dd4ae26aa2227231b9364e9a359e98e4c0a2bf2',
 };
 
