@@ -153,36 +153,6 @@ describe.runIf(runBrowserTests)('bulk actions on the dashboard', () => {
     expect(await changedSince(before)).toEqual({});
   });
 
-  it('redrives dead jobs into another queue over several requests, following the cursor to the count confirmed', {
-    timeout: 180_000,
-  }, async () => {
-    // More than one request's batches (20 of 500), so the page must carry on with nextCursor.
-    const counted = await deadJobs(10_200, 'bulk-many', 'acme');
-    const before = await jobStates();
-    const page = await newPage();
-    await signInTo(page, ADMIN_TOKEN);
-    await filterJobs(page, { queue: 'bulk-many' }, 25);
-    const requests: string[] = [];
-    page.on('request', (request) => {
-      if (request.url().endsWith('/v1/jobs/bulk')) requests.push(request.postData() ?? '');
-    });
-    await page.selectOption('#bulk-action', 'redrive');
-    await page.fill('#bulk-to-queue', 'bulk-replay');
-    const asked = await countAndAsk(page);
-    expect(asked.title).toBe('10200 jobs match; redrive them?');
-    expect(asked.text).toContain('They move into queue bulk-replay.');
-    await page.click('#confirm-ok');
-    await page.locator('#notice:text-is("Redriven 10200 jobs.")').waitFor({ timeout: 150_000 });
-
-    expect(await changedSince(before)).toEqual(Object.fromEntries(counted.map((id) => [id, 'bulk-replay queued'])));
-    const sent = requests.map((body) => JSON.parse(body) as { dryRun?: boolean; limit?: number; cursor?: string });
-    expect(sent.map(({ dryRun, limit, cursor }) => ({ dryRun, limit, cursor: cursor !== undefined }))).toEqual([
-      { dryRun: true, limit: undefined, cursor: false },
-      { dryRun: undefined, limit: 10_200, cursor: false },
-      { dryRun: undefined, limit: 200, cursor: true },
-    ]);
-  });
-
   it("acts for a tenant-bound key on its own tenant's jobs only, and offers no other tenant", async () => {
     const theirs = await deadJobs(2, 'bulk-tenants', 'acme');
     const own = await deadJobs(2, 'bulk-tenants', 'globex');
@@ -218,5 +188,35 @@ describe.runIf(runBrowserTests)('bulk actions on the dashboard', () => {
     expect(await noticeText(page)).toMatch(/^Refused\. Forbidden: this key lacks the operator\b/);
     expect(await page.locator('#confirm-dialog').isVisible()).toBe(false);
     expect(await changedSince(before)).toEqual({});
+  });
+  it('redrives dead jobs into another queue over several requests, following the cursor to the count confirmed', {
+    timeout: 180_000,
+  }, async () => {
+    // More than one request's batches (20 of 500), so the page must carry on with nextCursor. Last: the
+    // 10,200 jobs it leaves queued slow down the overview of a tenant-bound key (seen at 40 s and more).
+    const counted = await deadJobs(10_200, 'bulk-many', 'acme');
+    const before = await jobStates();
+    const page = await newPage();
+    await signInTo(page, ADMIN_TOKEN);
+    await filterJobs(page, { queue: 'bulk-many' }, 25);
+    const requests: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().endsWith('/v1/jobs/bulk')) requests.push(request.postData() ?? '');
+    });
+    await page.selectOption('#bulk-action', 'redrive');
+    await page.fill('#bulk-to-queue', 'bulk-replay');
+    const asked = await countAndAsk(page);
+    expect(asked.title).toBe('10200 jobs match; redrive them?');
+    expect(asked.text).toContain('They move into queue bulk-replay.');
+    await page.click('#confirm-ok');
+    await page.locator('#notice:text-is("Redriven 10200 jobs.")').waitFor({ timeout: 150_000 });
+
+    expect(await changedSince(before)).toEqual(Object.fromEntries(counted.map((id) => [id, 'bulk-replay queued'])));
+    const sent = requests.map((body) => JSON.parse(body) as { dryRun?: boolean; limit?: number; cursor?: string });
+    expect(sent.map(({ dryRun, limit, cursor }) => ({ dryRun, limit, cursor: cursor !== undefined }))).toEqual([
+      { dryRun: true, limit: undefined, cursor: false },
+      { dryRun: undefined, limit: 10_200, cursor: false },
+      { dryRun: undefined, limit: 200, cursor: true },
+    ]);
   });
 });
