@@ -114,6 +114,25 @@ describe.runIf(runBrowserTests)('bulk actions on the dashboard', () => {
     await expect.poll(() => page.locator('#jobs-table tbody tr').count()).toBe(0);
   });
 
+  it('reschedules the waiting jobs the filter shows by the delay given', async () => {
+    const later = [];
+    for (const tenant of ['acme', 'globex'])
+      later.push((await enqueueManual(stack().api, 'bulk-later', { tenant })).id);
+    await enqueueManual(stack().api, 'bulk-now', { tenant: 'acme' });
+    const before = await jobStates();
+    const page = await newPage();
+    await signInTo(page, ADMIN_TOKEN);
+    await filterJobs(page, { queue: 'bulk-later' }, 2);
+    await page.selectOption('#bulk-action', 'reschedule');
+    await page.fill('#bulk-delay', '600');
+    const asked = await countAndAsk(page);
+    expect(asked.title).toBe('2 jobs match; reschedule them?');
+    expect(asked.text).toMatch(/Matching now: 2 queued\. .* Delay: 600 s\.$/);
+    await page.click('#confirm-ok');
+    expect(await noticeText(page)).toBe('Rescheduled 2 jobs.');
+    expect(await changedSince(before)).toEqual(Object.fromEntries(later.map((id) => [id, 'bulk-later scheduled'])));
+  });
+
   it('says 0 for a filter that matches nothing, and asks nothing', async () => {
     await deadJobs(1, 'bulk-zero', 'acme');
     const before = await jobStates();
