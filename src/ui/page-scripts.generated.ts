@@ -5,6 +5,16 @@
 export const dashboardScript = `"use strict";
 (() => {
   // src/engine/types.ts
+  var JOB_STATUSES = [
+    "scheduled",
+    "queued",
+    "running",
+    "retrying",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "expired"
+  ];
   var FINAL_STATUSES = ["succeeded", "failed", "cancelled", "expired"];
 
   // src/ui/job-status.ts
@@ -35,6 +45,50 @@ export const dashboardScript = `"use strict";
   function formatTime(iso) {
     return iso ? new Date(iso).toLocaleString() : "—";
   }
+
+  // src/engine/tags.ts
+  function parsePayloadMatch(text) {
+    try {
+      const match = JSON.parse(text);
+      return typeof match === "object" && match !== null && !Array.isArray(match) ? match : void 0;
+    } catch {
+      return void 0;
+    }
+  }
+
+  // src/ui/dashboard/bulk-words.ts
+  var BULK_ACTION_WORDS = {
+    retry: {
+      label: "Retry",
+      verb: "retry",
+      done: "Retried",
+      effect: "Failed, cancelled and expired jobs among them are queued again with fresh attempts."
+    },
+    cancel: {
+      label: "Cancel",
+      verb: "cancel",
+      done: "Cancelled",
+      effect: "Waiting jobs among them are cancelled; running ones are asked to stop at their next heartbeat."
+    },
+    reschedule: {
+      label: "Reschedule",
+      verb: "reschedule",
+      done: "Rescheduled",
+      effect: "Waiting jobs among them start no sooner than the delay from now."
+    },
+    delete: {
+      label: "Delete finished",
+      verb: "delete",
+      done: "Deleted",
+      effect: "Finished jobs among them are deleted with their history. This cannot be undone."
+    },
+    redrive: {
+      label: "Redrive dead jobs",
+      verb: "redrive",
+      done: "Redriven",
+      effect: "Failed jobs among them are queued again with fresh attempts."
+    }
+  };
 
   // src/ui/dashboard/browser/api.ts
   var KEY_STORAGE = "skiplock.apiKey";
@@ -82,6 +136,168 @@ export const dashboardScript = `"use strict";
       response.status,
       problemOf(body) ?? { title: \`HTTP \${response.status}\`, detail: response.statusText }
     );
+  }
+
+  // src/ui/dashboard/browser/notice.ts
+  function showNotice(kind, text, source = "action") {
+    const notice = byId("notice");
+    notice.dataset.kind = kind;
+    notice.dataset.source = source;
+    notice.textContent = text;
+    notice.hidden = false;
+  }
+  function clearNotice(source) {
+    const notice = byId("notice");
+    if (source === void 0 || notice.dataset.source === source) notice.hidden = true;
+  }
+  function confirmAction(title, text, confirmLabel) {
+    const dialog = byId("confirm-dialog", HTMLDialogElement);
+    byId("confirm-title").textContent = title;
+    byId("confirm-text").textContent = text;
+    byId("confirm-ok").textContent = confirmLabel;
+    dialog.returnValue = "";
+    dialog.showModal();
+    return new Promise(
+      (resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true })
+    );
+  }
+
+  // src/ui/dashboard/browser/bulk-actions.ts
+  var shownFilter = null;
+  function isBulkAction(value) {
+    return Object.hasOwn(BULK_ACTION_WORDS, value);
+  }
+  function isJobStatus(value) {
+    return JOB_STATUSES.some((status) => status === value);
+  }
+  function jobCount(jobs) {
+    return jobs === 1 ? "1 job" : \`\${jobs} jobs\`;
+  }
+  function bulkFilterOf(params) {
+    const filter = {};
+    const said = [];
+    for (const name of ["queue", "tenant", "type"]) {
+      const value = params.get(name);
+      if (value) {
+        filter[name] = value;
+        said.push(\`\${name} \${value}\`);
+      }
+    }
+    const status = params.get("status");
+    if (status) {
+      if (!isJobStatus(status)) return { error: \`the status "\${status}" is not one of \${JOB_STATUSES.join(", ")}\` };
+      filter.status = status;
+      said.push(\`status \${STATUS_LABELS[status].toLowerCase()}\`);
+    }
+    const tag = params.get("tag");
+    if (tag) {
+      filter.tags = [tag];
+      said.push(\`tag \${tag}\`);
+    }
+    const payload = params.get("payload");
+    if (payload) {
+      const match = parsePayloadMatch(payload);
+      if (match === void 0) return { error: "the payload filter is not a JSON object" };
+      filter.payload = match;
+      said.push(\`payload contains \${payload}\`);
+    }
+    return { filter, said: said.length > 0 ? said.join(", ") : "no filter, every job" };
+  }
+  function showBulkScope(params) {
+    const read = params === null ? null : bulkFilterOf(params);
+    shownFilter = read !== null && "filter" in read ? read : null;
+    byId("bulk-scope").textContent = read === null ? "…" : "error" in read ? \`none (\${read.error})\` : read.said;
+    const unfiltered = shownFilter !== null && Object.keys(shownFilter.filter).length === 0;
+    byId("bulk-all-field").hidden = !unfiltered;
+    if (!unfiltered) byId("bulk-all", HTMLInputElement).checked = false;
+  }
+  function chosenAction() {
+    const value = byId("bulk-action", HTMLSelectElement).value;
+    return isBulkAction(value) ? value : "retry";
+  }
+  function requestOf(action, filter) {
+    const scope = Object.keys(filter).length === 0 ? { all: true } : { filter };
+    switch (action) {
+      case "reschedule":
+        return { action, ...scope, change: { delaySeconds: Number(byId("bulk-delay", HTMLInputElement).value) } };
+      case "redrive": {
+        const toQueue = byId("bulk-to-queue", HTMLInputElement).value.trim();
+        return { action, ...scope, ...toQueue ? { toQueue } : {} };
+      }
+      default:
+        return { action, ...scope };
+    }
+  }
+  function effectOf(request) {
+    const effect = BULK_ACTION_WORDS[request.action].effect;
+    if (request.action === "reschedule") return \`\${effect} Delay: \${request.change.delaySeconds} s.\`;
+    if (request.action === "redrive" && request.toQueue) return \`\${effect} They move into queue \${request.toQueue}.\`;
+    return effect;
+  }
+  function byStatusText(byStatus) {
+    return Object.entries(byStatus ?? {}).filter(([, jobs]) => jobs > 0).map(([status, jobs]) => \`\${jobs} \${isJobStatus(status) ? STATUS_LABELS[status].toLowerCase() : status}\`).join(", ");
+  }
+  function bulk(request) {
+    return api("/v1/jobs/bulk", { method: "POST", body: request });
+  }
+  function outcomeText(action, counted, changed, cancelRequested) {
+    const said = [\`\${BULK_ACTION_WORDS[action].done} \${jobCount(changed)}.\`];
+    if (cancelRequested > 0) said.push(\`\${cancelRequested} of them running, asked to stop at their next heartbeat.\`);
+    if (changed < counted)
+      said.push(\`\${counted - changed} of the \${counted} counted had changed before the action reached them.\`);
+    return said.join(" ");
+  }
+  async function countAndAct(event, refresh) {
+    event.preventDefault();
+    const shown = shownFilter;
+    if (shown === null) return showNotice("error", "The list has no filter the action can take: show the jobs first.");
+    if (Object.keys(shown.filter).length === 0 && !byId("bulk-all", HTMLInputElement).checked)
+      return showNotice("error", 'No filter is set: filter the jobs first, or tick "Every job" to act on all of them.');
+    const action = chosenAction();
+    const words = BULK_ACTION_WORDS[action];
+    const request = requestOf(action, shown.filter);
+    let counted;
+    try {
+      counted = await bulk({ ...request, dryRun: true });
+    } catch (problem) {
+      return showNotice("error", \`Refused. \${problemMessage(problem)}\`);
+    }
+    const jobs = counted.matched;
+    if (jobs === 0) return showNotice("ok", \`0 jobs match: nothing to \${words.verb}.\`);
+    const question = jobs === 1 ? \`1 job matches; \${words.verb} it?\` : \`\${jobs} jobs match; \${words.verb} them?\`;
+    const text = \`Filter: \${shown.said}. Matching now: \${byStatusText(counted.byStatus)}. \${effectOf(request)}\`;
+    const verb = words.verb[0].toUpperCase() + words.verb.slice(1);
+    if (!await confirmAction(question, text, \`\${verb} \${jobCount(jobs)}\`)) return;
+    const totals = { matched: 0, changed: 0, cancelRequested: 0 };
+    let cursor = null;
+    try {
+      do {
+        if (totals.matched > 0) showNotice("ok", \`\${words.done} \${totals.changed} of \${jobCount(jobs)} so far…\`);
+        const done = await bulk({
+          ...request,
+          limit: jobs - totals.matched,
+          ...cursor === null ? {} : { cursor }
+        });
+        totals.matched += done.matched;
+        totals.changed += done.changed;
+        totals.cancelRequested += done.cancelRequested ?? 0;
+        cursor = done.nextCursor;
+      } while (cursor !== null && totals.matched < jobs);
+      showNotice("ok", outcomeText(action, jobs, totals.changed, totals.cancelRequested));
+    } catch (problem) {
+      showNotice("error", \`Stopped after \${jobCount(totals.changed)} of \${jobs}. \${problemMessage(problem)}\`);
+    }
+    refresh();
+  }
+  function showActionFields() {
+    const action = chosenAction();
+    byId("bulk-delay-field").hidden = action !== "reschedule";
+    byId("bulk-to-queue-field").hidden = action !== "redrive";
+  }
+  function wireBulkActions(refresh) {
+    byId("bulk-action").addEventListener("change", showActionFields);
+    byId("bulk-form").addEventListener("submit", (event) => void countAndAct(event, refresh));
+    showActionFields();
   }
 
   // src/ui/dashboard/browser/elements.ts
@@ -133,7 +349,7 @@ export const dashboardScript = `"use strict";
   }
 
   // src/ui/dashboard/browser/job-list.ts
-  var FILTERS = ["queue", "tenant", "tag", "status"];
+  var FILTERS = ["queue", "tenant", "type", "tag", "status", "payload"];
   var PAGE_SIZE = 25;
   var shownJobsParams = new URLSearchParams();
   var olderCursor = null;
@@ -159,8 +375,10 @@ export const dashboardScript = `"use strict";
       const value = params.get(name);
       if (value) query.set(name, value);
     }
+    if (!refreshing) showBulkScope(null);
     const page = await api(\`/v1/jobs?\${query}\`);
     shownJobsParams = params;
+    if (!refreshing) showBulkScope(params);
     if (!refreshing) for (const name of FILTERS) filterField(name).value = params.get(name) ?? "";
     showRows("jobs-table", page.jobs.map(jobRow));
     byId("jobs-empty").hidden = page.jobs.length > 0;
@@ -201,30 +419,6 @@ export const dashboardScript = `"use strict";
     byId("jobs-newer").addEventListener("click", () => {
       location.hash = jobsHash({ ...shownFilters(), cursor: newerCursors.pop() ?? "" });
     });
-  }
-
-  // src/ui/dashboard/browser/notice.ts
-  function showNotice(kind, text, source = "action") {
-    const notice = byId("notice");
-    notice.dataset.kind = kind;
-    notice.dataset.source = source;
-    notice.textContent = text;
-    notice.hidden = false;
-  }
-  function clearNotice(source) {
-    const notice = byId("notice");
-    if (source === void 0 || notice.dataset.source === source) notice.hidden = true;
-  }
-  function confirmAction(title, text, confirmLabel) {
-    const dialog = byId("confirm-dialog", HTMLDialogElement);
-    byId("confirm-title").textContent = title;
-    byId("confirm-text").textContent = text;
-    byId("confirm-ok").textContent = confirmLabel;
-    dialog.returnValue = "";
-    dialog.showModal();
-    return new Promise(
-      (resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true })
-    );
   }
 
   // src/ui/dashboard/browser/job-view.ts
@@ -949,6 +1143,7 @@ export const dashboardScript = `"use strict";
     byId("sign-out").addEventListener("click", signOut);
     wireOverview(() => scheduleRender(true));
     wireJobList();
+    wireBulkActions(() => scheduleRender(true));
     wireJobView();
     wireTenantView();
     window.addEventListener("hashchange", () => {

@@ -17,7 +17,9 @@ const IMAGES = join(projectRoot, 'docs/img');
 describe.runIf(process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the docs', () => {
   const { stack, newPage } = useStackAndBrowser();
 
-  it('dashboard on a desktop and on a phone, a job, jobs by tag, and a status page', { timeout: 120_000 }, async () => {
+  it('dashboard on a desktop and on a phone, a job, jobs by tag, a bulk retry asked, and a status page', {
+    timeout: 120_000,
+  }, async () => {
     const { api, url, databaseUrl } = stack();
     await seedDemoData(databaseUrl);
 
@@ -58,6 +60,14 @@ describe.runIf(process.env.UPDATE_SCREENSHOTS === '1')('screenshots for the docs
     await desktop.goto(`${url}/#/jobs?tag=campaign%3Aspring`);
     await desktop.locator('#jobs-table tbody tr').nth(2).waitFor();
     await desktop.screenshot({ path: join(IMAGES, 'dashboard-jobs.png'), fullPage: true });
+
+    // A bulk retry of the webhooks' dead jobs, asked with the dry run's count.
+    await desktop.goto(`${url}/#/jobs?queue=webhooks&status=failed`);
+    await desktop.locator('#bulk-scope:text-is("queue webhooks, status failed")').waitFor();
+    await desktop.click('#bulk-count');
+    await desktop.locator('#confirm-dialog').waitFor();
+    await desktop.screenshot({ path: join(IMAGES, 'dashboard-bulk.png') });
+    await desktop.click('#confirm-dialog button[value="cancel"]');
 
     const exported = await enqueueManual(api, 'exports', { tenant: 'acme' });
     const running = await claimNext(api, 'exports');

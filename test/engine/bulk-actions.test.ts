@@ -11,29 +11,11 @@ import {
   InvalidInputError,
   listJobs,
 } from '../../src/engine';
+import { failedJobs } from '../support/attempts';
 import { engineDatabases } from '../support/engine-db';
 
 const open = engineDatabases();
 const worker = 'w';
-
-/** Enqueues `count` jobs and fails each for good (one attempt each). */
-async function failedJobs(db: Db, count: number, fields: { queue?: string; tenant?: string; type?: string } = {}) {
-  const jobs = Array.from({ length: count }, () => ({
-    queue: fields.queue ?? 'q',
-    tenant: fields.tenant,
-    type: fields.type ?? 't',
-    maxAttempts: 1,
-  }));
-  for (let at = 0; at < jobs.length; at += 1000) await enqueueBatch(db, jobs.slice(at, at + 1000));
-  for (;;) {
-    const claimed = await claimBatch(db, { max: 1000, workerId: worker, queues: [fields.queue ?? 'q'] });
-    if (claimed.length === 0) break;
-    await failMany(
-      db,
-      claimed.map((job) => ({ id: job.id, leaseToken: job.leaseToken, error: { message: 'boom' } })),
-    );
-  }
-}
 
 async function countStatus(db: Db, status: 'queued' | 'failed' | 'cancelled' | 'scheduled', queue = 'q') {
   let count = 0;

@@ -1,5 +1,5 @@
-import type { Db } from '../../src/db/types';
-import { claimBatch } from '../../src/engine';
+import type { Db, Queryable } from '../../src/db/types';
+import { claimBatch, enqueueBatch, failMany } from '../../src/engine';
 
 /**
  * Claims every ready job of the queue and backdates its claim, and its due
@@ -37,4 +37,30 @@ export async function endedDaysAgo(db: Db, days: number): Promise<void> {
     text: 'UPDATE skiplock.attempt_stats_rollup SET rolled_through = least(rolled_through, now() - make_interval(days => $1 + 1))',
     params: [days],
   });
+}
+
+/** Enqueues `count` jobs (queue `q`, type `t` unless said) and fails each for good at its one attempt; answers their ids. */
+export async function failedJobs(
+  db: Queryable,
+  count: number,
+  fields: { queue?: string; tenant?: string; type?: string } = {},
+): Promise<string[]> {
+  const queue = fields.queue ?? 'q';
+  const jobs = Array.from({ length: count }, () => ({
+    queue,
+    tenant: fields.tenant,
+    type: fields.type ?? 't',
+    maxAttempts: 1,
+  }));
+  for (let at = 0; at < jobs.length; at += 1000) await enqueueBatch(db, jobs.slice(at, at + 1000));
+  const ids: string[] = [];
+  for (;;) {
+    const claimed = await claimBatch(db, { max: 1000, workerId: 'w', queues: [queue] });
+    if (claimed.length === 0) return ids;
+    ids.push(...claimed.map((job) => job.id));
+    await failMany(
+      db,
+      claimed.map((job) => ({ id: job.id, leaseToken: job.leaseToken, error: { message: 'boom' } })),
+    );
+  }
 }

@@ -1,8 +1,9 @@
 import { JOB_STATUSES, TAG_PATTERN } from '../../engine/index.js';
 import { STATUS_LABELS } from '../job-status.js';
+import { BulkActions } from './bulk-actions.js';
 import { ScrollTable } from './panel.js';
 
-/** Jobs, newest first, filtered by queue, tenant, tag and status, a page at a time. */
+/** Jobs, newest first, filtered by queue, tenant, type, tag, payload and status, a page at a time; bulk actions on them. */
 export function JobList() {
   return (
     <section id="jobs-view" aria-labelledby="jobs-title" hidden>
@@ -19,6 +20,10 @@ export function JobList() {
           <input id="filter-tenant" name="tenant" list="tenant-names" />
         </div>
         <div class="field">
+          <label for="filter-type">Type</label>
+          <input id="filter-type" name="type" />
+        </div>
+        <div class="field">
           <label for="filter-tag">Tag</label>
           <input id="filter-tag" name="tag" placeholder="env=prod" pattern={TAG_PATTERN.source} />
         </div>
@@ -31,6 +36,10 @@ export function JobList() {
             ))}
           </select>
         </div>
+        <div class="field">
+          <label for="filter-payload">Payload contains</label>
+          <input id="filter-payload" name="payload" placeholder='{"customer":42}' spellcheck={false} />
+        </div>
         <div class="actions">
           <button type="submit">Show</button>
           <button type="reset" class="secondary">
@@ -38,6 +47,7 @@ export function JobList() {
           </button>
         </div>
       </form>
+      <BulkActions />
       <div class="panel">
         <ScrollTable
           id="jobs-table"

@@ -77,6 +77,9 @@ td svg { display: block; }
 .inline-form { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem; margin-top: 0.75rem; }
 .filters { display: flex; flex-wrap: wrap; align-items: end; gap: 0.75rem; }
 .filters input, .filters select { width: 12rem; }
+.bulk-title { flex: 1 1 100%; font-weight: 600; }
+.check { display: flex; align-items: center; gap: 0.4rem; min-height: 2.5rem; }
+.filters .check input { width: auto; }
 .pager { display: flex; justify-content: space-between; margin-top: 0.75rem; }
 .tag { display: inline-block; margin-right: 0.3rem; padding: 0 0.35rem; border: 1px solid var(--line); border-radius: 0.25rem; font-size: 0.8rem; }
 

@@ -64,12 +64,14 @@ export function getTenant(api: SkiplockClient, tenant: string) {
   return parseResponse(api.v1.tenants[':tenant'].$get({ param: { tenant } }));
 }
 
+/** A new API key's secret; with `tenant`, bound to it. */
 export async function createKey(
   api: SkiplockClient,
-  scopes: Array<'admin' | 'enqueue' | 'read' | 'worker'>,
+  scopes: Array<'admin' | 'enqueue' | 'read' | 'worker' | 'operator'>,
+  tenant?: string,
 ): Promise<string> {
-  return (await parseResponse(api.v1.keys.$post({ json: { name: `browser-test-${scopes.join('-')}`, scopes } })))
-    .secret;
+  const json = { name: `browser-test-${scopes.join('-')}`, scopes, ...(tenant === undefined ? {} : { tenant }) };
+  return (await parseResponse(api.v1.keys.$post({ json }))).secret;
 }
 
 export function attemptTimings(api: SkiplockClient, window: '1h' | '24h' | '7d') {

@@ -6,6 +6,7 @@ import { startLocalWorker } from '../../../src/local/start/local-worker';
 import { skiplockClient, type SkiplockClient } from '../../../src/http/client';
 import { writeDevVarsFile } from '../../../src/local/dev-vars-file';
 import { startNeonProxy } from '../../../src/local/neon-proxy';
+import { anyFreePort } from '../../../src/local/ports';
 import { createTestDatabase } from '../../support/database';
 import { postgresAddressOf } from '../../support/postgres-address';
 
@@ -43,8 +44,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     SKIPLOCK_DEV: '1',
     CORS_ORIGINS: (options.corsOrigins ?? []).join(','),
   });
+  // A port of the system's choosing: two files starting at once would both find 8787 free, and the loser's
+  // health check would be answered by the winner's Worker, on the winner's database.
   const worker = await startLocalWorker(
-    { variable: 'PORT', requested: undefined },
+    { variable: 'PORT', requested: await anyFreePort() },
     { projectRoot, envFile, persistTo: join(folder, 'wrangler'), logFile: join(folder, 'wrangler.log') },
     new AbortController().signal,
   );

@@ -1,5 +1,6 @@
 import type { z } from '@hono/zod-openapi';
 import type { AttemptTimingsSchema, DailyAttemptStatsSchema } from '../../../http/schemas/attempt-stats.js';
+import type { BulkActionBodySchema, BulkActionResultSchema, BulkFilterSchema } from '../../../http/schemas/bulk.js';
 import type { JobHistorySchema } from '../../../http/schemas/job-history.js';
 import type { JobPageSchema, JobSchema } from '../../../http/schemas/job.js';
 import type { JobStepsSchema } from '../../../http/schemas/steps.js';
@@ -27,3 +28,7 @@ export type JobSteps = z.output<typeof JobStepsSchema>;
 export type Tenant = z.output<typeof TenantSchema>;
 /** What PUT /v1/tenants/{tenant} takes (every field given: the form sends them all). */
 export type TenantSettings = Required<z.input<typeof TenantSettingsBodySchema>>;
+/** What POST /v1/jobs/bulk takes and answers. */
+export type BulkActionRequest = z.input<typeof BulkActionBodySchema>;
+export type BulkFilter = z.input<typeof BulkFilterSchema>;
+export type BulkActionResult = z.output<typeof BulkActionResultSchema>;

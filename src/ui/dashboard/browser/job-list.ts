@@ -2,17 +2,18 @@ import { byId, formatTime } from '../../browser/shared.js';
 import { STATUS_LABELS } from '../../job-status.js';
 import { api } from './api.js';
 import type { Job, JobPage } from './api-types.js';
+import { showBulkScope } from './bulk-actions.js';
 import { h, showRows } from './elements.js';
 import { shortId } from './format.js';
 
 /**
  * The job list. Filters and the page's cursor live in the URL hash
- * (#/jobs?queue=…&tag=…&status=…&cursor=…), so a view can be bookmarked or shared;
+ * (#/jobs?queue=…&tag=…&status=…&payload=…&cursor=…), so a view can be bookmarked or shared;
  * the cursors of newer pages are remembered here, since the API pages only
  * towards older jobs.
  */
 
-const FILTERS = ['queue', 'tenant', 'tag', 'status'] as const;
+const FILTERS = ['queue', 'tenant', 'type', 'tag', 'status', 'payload'] as const;
 type Filter = (typeof FILTERS)[number];
 const PAGE_SIZE = 25;
 let shownJobsParams = new URLSearchParams();
@@ -45,8 +46,11 @@ export async function loadJobs(params: URLSearchParams, refreshing: boolean): Pr
     const value = params.get(name);
     if (value) query.set(name, value);
   }
+  // Until these jobs show, the bulk action has no filter to take (the rows shown are another filter's).
+  if (!refreshing) showBulkScope(null);
   const page = await api<JobPage>(`/v1/jobs?${query}`);
   shownJobsParams = params;
+  if (!refreshing) showBulkScope(params);
   // A refresh must not undo what someone is typing into the filters.
   if (!refreshing) for (const name of FILTERS) filterField(name).value = params.get(name) ?? '';
   showRows('jobs-table', page.jobs.map(jobRow));

@@ -1,4 +1,5 @@
 import { byId } from '../../browser/shared.js';
+import { wireBulkActions } from './bulk-actions.js';
 import { api, ApiProblemError, forgetKey, problemMessage, storedKey, storeKey } from './api.js';
 import { loadJobs, wireJobList } from './job-list.js';
 import { loadJob, wireJobView } from './job-view.js';
@@ -152,6 +153,7 @@ function start(): void {
   byId('sign-out').addEventListener('click', signOut);
   wireOverview(() => scheduleRender(true));
   wireJobList();
+  wireBulkActions(() => scheduleRender(true));
   wireJobView();
   wireTenantView();
   window.addEventListener('hashchange', () => {
