@@ -1311,7 +1311,12 @@ FUNCTION ended_attempts(since timestamp with time zone, until timestamp with tim
   SELECT e.at, a.queue, a.tenant, false, (e.detail->>'waitMs')::bigint, (e.detail->>'runMs')::bigint,
          skiplock.failure_outcome(e.kind, e.detail)
   FROM skiplock.job_events e
-  JOIN skiplock.all_jobs a ON a.id = e.job_id
+  CROSS JOIN LATERAL (
+    SELECT j.queue, j.tenant FROM skiplock.jobs j WHERE j.id = e.job_id
+    UNION ALL
+    SELECT h.queue, h.tenant FROM skiplock.finished_jobs h WHERE h.id = e.job_id
+    LIMIT 1
+  ) a
   WHERE e.at >= since AND e.at < until AND e.kind IN ('failed', 'cancelled') AND e.detail ? 'runMs'
 $$;
 
