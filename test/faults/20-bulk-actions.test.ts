@@ -2,8 +2,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
-import type { Queryable } from '../../src/db/types';
+import type { Db, Queryable } from '../../src/db/types';
 import { type BulkActionRequest, type BulkActionResult, bulkAction, type EnqueueInput } from '../../src/engine';
+import { createApp } from '../../src/http/app';
 import { sleep } from '../../src/engine/sleep';
 import { engineDatabases } from '../support/engine-db';
 import { waitFor } from '../support/wait-for';
@@ -172,12 +173,61 @@ WHERE e.kind = 'rescheduled' AND e.detail->>'bulk' = 'reschedule'
 GROUP BY e.job_id, e.at, e.detail
 HAVING min(l.started_at) < (e.detail->'to'->>'runAt')::timestamptz`;
 
+/** The database's clock: ISO-8601 to the microsecond, and in milliseconds. */
 async function clock(db: Queryable): Promise<{ at: string; ms: number }> {
   const [row] = await db.query<{ at: string; ms: number }>({
-    text: 'SELECT clock_timestamp()::text AS at, extract(epoch FROM clock_timestamp())::float8 * 1000 AS ms',
+    text: `SELECT to_json(t) #>> '{}' AS at, extract(epoch FROM t)::float8 * 1000 AS ms FROM clock_timestamp() AS t`,
     params: [],
   });
   return row!;
+}
+
+type RunBulk = (request: BulkActionRequest) => Promise<BulkActionResult>;
+
+/**
+ * A bulk action over HTTP as an operator sends it: `POST /v1/jobs/bulk` to
+ * the API over `db` (as a Worker serves it), again with each `nextCursor`
+ * until the answer has none; the answers summed.
+ */
+function bulkOverHttp(db: Db): RunBulk {
+  const token = 'bulk-admin-token';
+  const app = createApp({
+    settings: () => ({
+      adminToken: token,
+      statusTokenSecret: undefined,
+      devMode: false,
+      corsOrigins: [],
+      maxBodyBytes: 1 << 20,
+      logRequests: false,
+    }),
+    database: () => db,
+    sessionDatabase: () => {
+      throw new Error('the bulk route opens no session');
+    },
+  });
+  return async (request) => {
+    let total: BulkActionResult | undefined;
+    for (let cursor: string | undefined; ; ) {
+      const response = await app.request('/v1/jobs/bulk', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ...request, cursor }),
+      });
+      if (response.status !== 200) throw new Error(`POST /v1/jobs/bulk: ${response.status} ${await response.text()}`);
+      const answer = (await response.json()) as BulkActionResult;
+      total =
+        total === undefined
+          ? answer
+          : {
+              ...answer,
+              matched: total.matched + answer.matched,
+              changed: total.changed + answer.changed,
+              batches: total.batches + answer.batches,
+            };
+      if (answer.nextCursor === null) return total;
+      cursor = answer.nextCursor;
+    }
+  };
 }
 
 /** Attempts the handlers finished with success in [from, to), per second. */
@@ -197,10 +247,10 @@ interface Timed {
 }
 
 /** The action's dry run, then the action itself, timed. */
-async function dryThenRun(db: Queryable, request: BulkActionRequest): Promise<Timed> {
-  const dryRun = await bulkAction(db, { ...request, dryRun: true });
+async function dryThenRun(run: RunBulk, request: BulkActionRequest): Promise<Timed> {
+  const dryRun = await run({ ...request, dryRun: true });
   const started = Date.now();
-  const result = await bulkAction(db, request);
+  const result = await run(request);
   return { dryRun, result, ms: Date.now() - started };
 }
 
@@ -244,21 +294,23 @@ describe('scenario 20: bulk actions by filter during a busy drain, workers kille
     const alone = await clock(db);
     await sleep(ALONE_MS);
 
-    // The actions, all at once on a pool of their own. The delete takes what succeeded before they began, starting a
-    // second later, so that no completion stamped before the cut-off is still to commit when it passes.
+    // The actions, all at once on a pool of their own: the engine's, and the delete over HTTP (20 batches a request,
+    // then its cursor). The delete takes what succeeded before they began, starting a second later, so that no
+    // completion stamped before the cut-off is still to commit when it passes.
     const actions = pgDb(url, { max: 4 });
+    const overEngine: RunBulk = (request) => bulkAction(actions, request);
     const started = await clock(db);
     const cutOff = started.at;
     const running = Promise.all([
-      dryThenRun(actions, { action: 'cancel', filter: { queue: QUEUE, tenant: 'acme', status: 'queued' } }),
-      dryThenRun(actions, { action: 'redrive', filter: { queue: DEAD_QUEUE }, toQueue: QUEUE }),
-      dryThenRun(actions, {
+      dryThenRun(overEngine, { action: 'cancel', filter: { queue: QUEUE, tenant: 'acme', status: 'queued' } }),
+      dryThenRun(overEngine, { action: 'redrive', filter: { queue: DEAD_QUEUE }, toQueue: QUEUE }),
+      dryThenRun(overEngine, {
         action: 'reschedule',
         filter: { queue: QUEUE, tenant: 'initech', status: 'queued' },
         change: { delaySeconds: DELAY_SECONDS },
       }),
       sleep(1000).then(() =>
-        dryThenRun(actions, {
+        dryThenRun(bulkOverHttp(actions), {
           action: 'delete',
           filter: { queue: QUEUE, status: 'succeeded', finishedBefore: cutOff },
         }),
@@ -345,7 +397,7 @@ describe('scenario 20: bulk actions by filter during a busy drain, workers kille
         `bulk actions on ${targets} jobs (the issue's 100,000 scaled down); work of 10 to 60 ms, 1 in ${FAIL_FIRST_ONE_IN} ` +
         `failing its first attempt; ${CREW.drains} drain processes + ${CREW.pulls} pull-worker processes × 4, lease ${LEASE_SECONDS} s`,
       faults:
-        `a bulk cancel, redrive, reschedule and delete (batches of 500, pause factor 1) all at once on the drained queue ` +
+        `a bulk cancel, redrive and reschedule (the engine's) and delete (over HTTP, its cursor carried on), in batches of 500 with pause factor 1, all at once on the drained queue ` +
         `while all ${CREW.drains + CREW.pulls} claimers run; ${crew.kills.length} SIGKILLs of workers mid-attempt (${cutAttempts} attempts cut), each replaced`,
       jobsLost: sum(lost),
       runTwiceAtOnce: twice.size,
@@ -361,12 +413,16 @@ describe('scenario 20: bulk actions by filter during a busy drain, workers kille
         ),
         action('redrive (into the drained queue)', redrive, `; each ran again and succeeded`),
         action('reschedule (one tenant, waiting, 2 s later)', reschedule),
-        action('delete (succeeded, finished before the actions began)', remove, `, while the drains finished more`),
+        action(
+          'delete over HTTP (succeeded, finished before the actions began)',
+          remove,
+          `, while the drains finished more`,
+        ),
         `lost here: jobs neither cancelled nor completed, both, run after their cancel, redriven jobs not run again to success, ` +
           `jobs deleted that had not succeeded before the cut or whose events stayed (${sum(lost)}${lost.length > 0 ? `: ${lost.map((row) => `${row.jobs} ${row.role} ${row.verdict}`).join(', ')}` : ''})`,
         `limit violations here: bulk counts that disagree with the jobs the database shows changed (a dry run too, where nothing else moves its jobs) (${countsOff}), ` +
           `rescheduled jobs started before their new time, history left behind by the delete (${sum(violations)})`,
-        `the drains' pace is the handlers' successful attempts per second, a figure, not a test (the issue asks for 0.7× or more)`,
+        `the drains' pace is the handlers' successful attempts per second (the killed workers' replacements start during the actions too), a figure, not a test (the issue asks for 0.7× or more)`,
       ],
     });
 
