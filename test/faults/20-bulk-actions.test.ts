@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import type { Db, Queryable } from '../../src/db/types';
 import { type BulkActionRequest, type BulkActionResult, bulkAction, type EnqueueInput } from '../../src/engine';
-import { createApp } from '../../src/http/app';
 import { sleep } from '../../src/engine/sleep';
+import { apiOver } from '../support/api-over';
 import { engineDatabases } from '../support/engine-db';
 import { waitFor } from '../support/wait-for';
 import { runHistory } from './support/history';
@@ -191,20 +191,7 @@ type RunBulk = (request: BulkActionRequest) => Promise<BulkActionResult>;
  */
 function bulkOverHttp(db: Db): RunBulk {
   const token = 'bulk-admin-token';
-  const app = createApp({
-    settings: () => ({
-      adminToken: token,
-      statusTokenSecret: undefined,
-      devMode: false,
-      corsOrigins: [],
-      maxBodyBytes: 1 << 20,
-      logRequests: false,
-    }),
-    database: () => db,
-    sessionDatabase: () => {
-      throw new Error('the bulk route opens no session');
-    },
-  });
+  const app = apiOver(db, token);
   return async (request) => {
     let total: BulkActionResult | undefined;
     for (let cursor: string | undefined; ; ) {
