@@ -22,8 +22,8 @@ import {
   setQueue,
   type Tracing,
 } from '../../src/engine';
-import { createApp } from '../../src/http/app';
 import { createClient } from '../../src/http/client';
+import { apiOver } from '../support/api-over';
 import { DRIVERS } from '../support/drivers';
 import { engineDatabases } from '../support/engine-db';
 import { startWorker } from '../../src/node-worker/start-worker';
@@ -269,22 +269,8 @@ describe('tracing', () => {
 describe('tracing over HTTP', () => {
   const ADMIN = 'tracing-admin-token';
   /** The API over `db`, as a Worker serves it, tracing its enqueues when given `tracing`. */
-  function apiOver(db: Db, withTracing?: Tracing) {
-    const app = createApp({
-      settings: () => ({
-        adminToken: ADMIN,
-        statusTokenSecret: undefined,
-        devMode: false,
-        corsOrigins: [],
-        maxBodyBytes: 1 << 20,
-        logRequests: false,
-      }),
-      database: () => db,
-      sessionDatabase: () => {
-        throw new Error('the enqueue routes open no session');
-      },
-      tracing: withTracing,
-    });
+  function tracedApiOver(db: Db, withTracing?: Tracing) {
+    const app = apiOver(db, ADMIN, { tracing: withTracing });
     const post = (path: string, headers: Record<string, string>, body: unknown = {}) =>
       app.request(path, {
         method: 'POST',
@@ -304,7 +290,7 @@ describe('tracing over HTTP', () => {
 
   it("puts a request's enqueue span under its traceparent header, and the job's attempt under the enqueue", async () => {
     const { db } = await open('pg');
-    const { client } = apiOver(db, tracing);
+    const { client } = tracedApiOver(db, tracing);
     const caller = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
     const handle = await client.enqueue('traced', null, { traceparent: caller, tracestate: 'congo=t61rcWkgMzE' });
@@ -323,7 +309,7 @@ describe('tracing over HTTP', () => {
 
   it('keeps the traceparent header as it is when the API does not trace, for every job of a batch', async () => {
     const { db } = await open('pg');
-    const { post } = apiOver(db);
+    const { post } = tracedApiOver(db);
     const caller = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
     const response = await post('/v1/queues/traced/jobs/batch', { traceparent: caller }, { jobs: [{}, {}] });
@@ -344,7 +330,7 @@ describe('tracing over HTTP', () => {
 
   it("answers a pull worker's claim each job's trace context when it asks for it, and only then", async () => {
     const { db } = await open('pg');
-    const { post } = apiOver(db);
+    const { post } = tracedApiOver(db);
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     await post('/v1/queues/pulled/jobs/batch', { traceparent, tracestate: 'vendor=abc' }, { jobs: [{}, {}] });
     const claim = async (body: object) =>
@@ -362,7 +348,7 @@ describe('tracing over HTTP', () => {
 
   it('answers 400 naming the header for a traceparent or tracestate that is not W3C, and stores nothing', async () => {
     const { db } = await open('pg');
-    const { post } = apiOver(db, tracing);
+    const { post } = tracedApiOver(db, tracing);
     const refusals: Array<[Record<string, string>, string]> = [
       [{ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7' }, 'traceparent'],
       [{ traceparent: 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }, 'traceparent'],

@@ -6,7 +6,7 @@ import { defineJob } from '../../src/drain/define-job';
 import { drainWorkerId } from '../../src/engine/worker-id';
 import { sleep } from '../../src/engine/sleep';
 import { listJobs } from '../../src/engine';
-import { createApp } from '../../src/http/app';
+import { apiOver } from '../support/api-over';
 import { engineDatabases } from '../support/engine-db';
 import { drain } from '../drain/support/drain';
 import { enqueueMany, jobs } from './support/load';
@@ -83,18 +83,7 @@ describe('scenario 10: hand-backs of a worker while it runs its jobs', () => {
 
     // The HTTP API over the same database, as a Worker serves it.
     const apiDb = pgDb(url, { max: 4 });
-    const app = createApp({
-      settings: () => ({
-        adminToken: ADMIN,
-        statusTokenSecret: undefined,
-        devMode: false,
-        corsOrigins: [],
-        maxBodyBytes: 1 << 20,
-        logRequests: false,
-      }),
-      database: () => apiDb,
-      sessionDatabase: () => apiDb,
-    });
+    const app = apiOver(apiDb, ADMIN, { sessionDatabase: () => apiDb });
     const api = async (path: string, key: string, body?: unknown) => {
       const response = await app.request(path, {
         method: 'POST',

@@ -20,6 +20,11 @@ const KEYED_LEDGER_SQL = `CREATE TABLE keyed_ledger (
   n bigserial PRIMARY KEY, job_id uuid NOT NULL, attempt integer NOT NULL, worker_id text NOT NULL,
   started_at timestamptz NOT NULL DEFAULT clock_timestamp(), ended_at timestamptz, outcome text)`;
 
+/** Creates the ledger in the scenario's database, before any `keyed` job runs. */
+export async function createKeyedLedger(db: Queryable): Promise<void> {
+  await db.query({ text: KEYED_LEDGER_SQL, params: [] });
+}
+
 export const KEYED_TYPE = 'keyed';
 
 /**
@@ -88,6 +93,29 @@ export interface KeyedAttempt {
   outcome: string | null;
 }
 
+/** One execution of a job as its worker saw it, from the ledger alone. */
+export type LedgerRun = Pick<KeyedAttempt, 'jobId' | 'attempt' | 'workerId' | 'startMs' | 'endMs' | 'outcome'>;
+
+/**
+ * Every attempt in the ledger, whatever became of its job's row since (a
+ * bulk delete may have removed it); an unended one of a killed worker ends
+ * when the kill landed.
+ */
+export async function ledgerRuns(db: Queryable, killedAtMs: ReadonlyMap<string, number>): Promise<LedgerRun[]> {
+  const rows = await db.query<Omit<LedgerRun, 'endMs'> & { endMs: number | null }>({
+    text: `SELECT job_id AS "jobId", attempt, worker_id AS "workerId", outcome,
+                  extract(epoch FROM started_at)::float8 * 1000 AS "startMs",
+                  extract(epoch FROM ended_at)::float8 * 1000 AS "endMs"
+           FROM keyed_ledger ORDER BY started_at`,
+    params: [],
+  });
+  return rows.map((row) => ({ ...row, endMs: endOf(row, killedAtMs) }));
+}
+
+function endOf(row: { endMs: number | null; workerId: string }, killedAtMs: ReadonlyMap<string, number>): number {
+  return row.endMs ?? killedAtMs.get(row.workerId) ?? Number.POSITIVE_INFINITY;
+}
+
 /** Every attempt in the ledger, with its key; an unended one of a killed worker ends when the kill landed. */
 async function keyedAttempts(db: Queryable, killedAtMs: ReadonlyMap<string, number>): Promise<KeyedAttempt[]> {
   const rows = await db.query<Omit<KeyedAttempt, 'endMs'> & { endMs: number | null }>({
@@ -101,10 +129,7 @@ async function keyedAttempts(db: Queryable, killedAtMs: ReadonlyMap<string, numb
            ORDER BY l.started_at`,
     params: [],
   });
-  return rows.map((row) => ({
-    ...row,
-    endMs: row.endMs ?? killedAtMs.get(row.workerId) ?? Number.POSITIVE_INFINITY,
-  }));
+  return rows.map((row) => ({ ...row, endMs: endOf(row, killedAtMs) }));
 }
 
 /** The most attempts of each key (`tenant/key`) whose work overlapped, at any instant. */
@@ -119,8 +144,8 @@ export function peakPerKey(attempts: readonly KeyedAttempt[]): Map<string, numbe
 }
 
 /** Jobs with two attempts whose work overlapped (the ledger's view of run twice at once). */
-function overlappingAttempts(attempts: readonly KeyedAttempt[]): string[] {
-  const byJob = new Map<string, KeyedAttempt[]>();
+export function overlappingAttempts(attempts: readonly LedgerRun[]): string[] {
+  const byJob = new Map<string, LedgerRun[]>();
   for (const attempt of attempts) byJob.set(attempt.jobId, [...(byJob.get(attempt.jobId) ?? []), attempt]);
   const twice: string[] = [];
   for (const [jobId, runs] of byJob) {
@@ -131,7 +156,7 @@ function overlappingAttempts(attempts: readonly KeyedAttempt[]): string[] {
 }
 
 /** Jobs that ended succeeded more than once. */
-async function succeededTwice(db: Queryable): Promise<string[]> {
+export async function succeededTwice(db: Queryable): Promise<string[]> {
   const rows = await db.query<{ id: string }>({
     text: "SELECT id FROM skiplock.finished_jobs WHERE state = 'succeeded' GROUP BY id HAVING count(*) > 1",
     params: [],
@@ -151,16 +176,22 @@ export const DRAINS = 8;
 export const PULL_WORKERS = 8;
 
 /**
- * 8 drain processes and 8 pull-worker processes (support/keyed-worker.ts) on
- * one database, all claiming at once; `kill` SIGKILLs one of a kind whose
- * work is under way and starts another in its place.
+ * Drain processes and pull-worker processes (support/keyed-worker.ts), 8 of
+ * each unless `size` says otherwise, on one database, all claiming at once;
+ * `kill` SIGKILLs one of a kind whose work is under way and starts another
+ * in its place.
  */
-async function startCrew(spawn: ReturnType<typeof processes>, db: Db, url: string) {
+export async function startCrew(
+  spawn: ReturnType<typeof processes>,
+  db: Db,
+  url: string,
+  size: { drains: number; pulls: number } = { drains: DRAINS, pulls: PULL_WORKERS },
+) {
   let generation = 0;
   const start = (mode: 'drain' | 'pull') => spawn.keyedWorker(url, `${mode}-${++generation}`, mode);
   const live: Spawned[] = await Promise.all([
-    ...Array.from({ length: DRAINS }, () => start('drain')),
-    ...Array.from({ length: PULL_WORKERS }, () => start('pull')),
+    ...Array.from({ length: size.drains }, () => start('drain')),
+    ...Array.from({ length: size.pulls }, () => start('pull')),
   ]);
   const first = live.map((child) => child.workerId);
   const kills: CrewKill[] = [];
@@ -186,7 +217,7 @@ async function startCrew(spawn: ReturnType<typeof processes>, db: Db, url: strin
         await sleep(100);
       }
     },
-    /** The first 16 processes that began no attempt. */
+    /** The first processes (those started at once) that began no attempt. */
     firstIdle: async (): Promise<string[]> => {
       const rows = await db.query<{ id: string }>({
         text: `SELECT id FROM unnest($1::text[]) AS w(id)
@@ -255,7 +286,7 @@ export async function runKeyScenario<During>(
   url: string,
   options: { inputs: readonly EnqueueInput[]; kills: number; sample(db: Db): Promise<void>; during(): Promise<During> },
 ): Promise<KeyScenarioRun<During>> {
-  await db.query({ text: KEYED_LEDGER_SQL, params: [] });
+  await createKeyedLedger(db);
   const sampler = pgDb(url, { max: 1 });
   let done = false;
   let samples = 0;
@@ -288,7 +319,11 @@ export async function runKeyScenario<During>(
 
   const attempts = await keyedAttempts(db, crew.killedAt());
   const history = await runHistory(db);
-  const twice = new Set([...history.runTwiceAtOnce, ...overlappingAttempts(attempts), ...(await succeededTwice(db))]);
+  const twice = new Set([
+    ...history.runTwiceAtOnce,
+    ...overlappingAttempts(await ledgerRuns(db, crew.killedAt())),
+    ...(await succeededTwice(db)),
+  ]);
   return {
     connected,
     counts,

@@ -9,10 +9,10 @@ export interface RunFacts {
 
 /**
  * Scenarios 1 to 8 of issue 7, 9 of issue 16, 10 of issue 37, 11 to 13 (durable steps, events, child jobs),
- * 14 to 17 of issue 40 (concurrency keys, ordering keys, debounce, rate keys) and 18 of issue 41 (retention, dead letters): the
- * report is written when all of them ran.
+ * 14 to 17 of issue 40 (concurrency keys, ordering keys, debounce, rate keys), 18 of issue 41 (retention, dead letters),
+ * 19 (queue rate limits) and 20 of issue 41 (bulk actions): the report is written when all of them ran.
  */
-export const SCENARIOS = 19;
+export const SCENARIOS = 20;
 
 function cell(text: string | number): string {
   return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -28,7 +28,9 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     'processes and a real Postgres, then counts from the jobs, the finished jobs and `skiplock.job_events`:',
     '',
     '- **jobs lost**: jobs (or acknowledged enqueues and completions) that did not end as they must, and',
-    '  (scenario 18) finished jobs pruned inside their retention or failures not moved once to their dead-letter queue;',
+    '  (scenario 18) finished jobs pruned inside their retention or failures not moved once to their dead-letter queue,',
+    '  and (scenario 20) jobs both cancelled by a bulk action and completed, or neither, redriven jobs not run again to',
+    '  success, or jobs a bulk delete removed that had not succeeded before its cut-off or whose events it left;',
     '- **run twice at once**: jobs with two overlapping runs, a run being the interval from its claim',
     '  (`started_at`) to the completion or the `released`, `failed`, `cancelled` or `lease_expired` event that ends it',
     "  (scenario 10: from the handlers' own record of when their work began and stopped, which a hand-back cannot end);",
@@ -41,7 +43,9 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     "  in which a rate key started more jobs than its limit (scenario 17: from each start's own time, recorded in",
     "  the claim's transaction), and finished jobs past their retention left behind once the sweeps found nothing",
     '  more or jobs moved to a dead-letter queue that should not have been (scenario 18), and windows in which a',
-    '  queue started more jobs, all tenants together, than its rate limit (scenario 19, as scenario 17).',
+    '  queue started more jobs, all tenants together, than its rate limit (scenario 19, as scenario 17), and bulk',
+    '  actions whose count disagrees with the jobs the database shows they changed, rescheduled jobs started before',
+    '  their new time, or finished jobs a bulk delete left behind (scenario 20).',
     '',
     `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
     "Loads are scaled down from the issue's figures so the suite fits in a few minutes on 2 cores.",
