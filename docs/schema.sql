@@ -1101,6 +1101,9 @@ BEGIN
       SELECT l.ctid, chosen.id, chosen.tenant, chosen.queue, chosen.position FROM chosen CROSS JOIN LATERAL (
         SELECT j.ctid FROM skiplock.jobs j
         WHERE j.id = chosen.id AND j.state NOT IN ('running', 'parked')
+          -- Tested again on the row the lock finds: a reschedule (or an
+          -- expiry) that committed after this claim chose the job must win.
+          AND j.run_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())
         FOR UPDATE SKIP LOCKED
       ) l
     ),

@@ -34,6 +34,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0017_trace_links.sql': '58e461750b76e3b79d4aed2abc10ce43d0f6c241fb2783c76408b3fbf35b5703',
   '0018_job_type_retention_by_operators.sql': '5b2ab38a3eda78b3b3dd0da97dd4ae26aa2227231b9364e9a359e98e4c0a2bf2',
   '0019_ended_attempts_by_id.sql': 'a9bc1035ce55838ab950f3ad56b40aca47e7eb99d0abe83e3342a5520c7f0d7a',
+  '0020_claim_rechecks_run_at.sql': 'a8f17b27c1a8aaeb72b128b9d8ec531a62410b5be3427733113d7ba01c8dd439',
 };
 
 /**

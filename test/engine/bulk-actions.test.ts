@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/types';
+import { pgDb } from '../../src/db/pg';
 import {
   bulkAction,
   claimBatch,
@@ -208,5 +209,42 @@ describe('bulk actions', () => {
     // Every job ran once after it was retried: 1000 new ones and 3000 retried ones, none twice.
     expect([...started.values()].every((times) => times === 1)).toBe(true);
     expect(started.size).toBe(4000);
+  });
+
+  it('never lets a claim start a job that a reschedule beside it moved later', async () => {
+    // Claims of two tenants choose from their snapshot and lock after; the lock
+    // must see a reschedule that committed in between (fault scenario 20 found one).
+    const { db, url } = await open('pg', 8);
+    let started = 0;
+    for (let round = 0; round < 3; round++) {
+      await enqueueBatch(
+        db,
+        Array.from({ length: 1000 }, (_, i) => ({ queue: 'race', type: 't', tenant: i % 2 ? 'a' : 'b' })),
+      );
+      let stop = false;
+      const claimers = Array.from({ length: 4 }, async (_, n) => {
+        const claimer = pgDb(url, { max: 1 });
+        while (!stop) started += (await claimBatch(claimer, { max: 4, workerId: `w${n}`, leaseSeconds: 60 })).length;
+        await claimer.close();
+      });
+      const moved = await bulkAction(db, {
+        action: 'reschedule',
+        filter: { queue: 'race', tenant: 'a', status: 'queued' },
+        change: { delaySeconds: 60 },
+        batchSize: 5,
+        pauseFactor: 0,
+      });
+      stop = true;
+      await Promise.all(claimers);
+      expect(moved.changed).toBeGreaterThan(0);
+      const early = await db.query({
+        text: "SELECT id FROM skiplock.jobs WHERE state = 'running' AND run_at > started_at",
+        params: [],
+      });
+      expect(early, `round ${round}`).toEqual([]);
+      await db.query({ text: 'DELETE FROM skiplock.jobs', params: [] });
+    }
+    // The claims did race the reschedule: jobs of both tenants started meanwhile.
+    expect(started).toBeGreaterThan(100);
   });
 });
