@@ -1,14 +1,8 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import { sleep } from '../../src/engine/sleep';
 import { runHistory, untilAllSucceeded } from './support/history';
-import {
-  restartablePostgres,
-  STACK_ADMIN_TOKEN,
-  startWorkerStack,
-  type RestartablePostgres,
-  type WorkerStack,
-} from './support/local-stack';
+import { STACK_ADMIN_TOKEN, workerStackPerFile, type WorkerStack } from './support/local-stack';
 import { heldAnswers, type HeldAnswers } from './support/held-answers';
 import { recordScenario, seconds } from './support/report';
 
@@ -145,19 +139,13 @@ function percentile(sorted: readonly number[], share: number): number {
 }
 
 describe('scenario 21: the queue clock under racing writes and drains', () => {
-  let postgres: RestartablePostgres | undefined;
-  let stack: WorkerStack | undefined;
-  let held: HeldAnswers | undefined;
-  afterAll(async () => {
-    await stack?.stop();
-    await postgres?.remove();
-  });
+  const workerStack = workerStackPerFile();
 
   it('starts every due job within one cron period, loses none and skips the database when nothing is due', {
     timeout: 180_000,
   }, async () => {
-    postgres = await restartablePostgres();
-    stack = await startWorkerStack(postgres, {
+    let held: HeldAnswers | undefined;
+    const { postgres, stack } = await workerStack.start({
       // Only ticks start jobs, one drain per tick, and no recheck: a tick drains only when the clock says so.
       vars: {
         FAST_PATH: 'off',
@@ -178,7 +166,7 @@ describe('scenario 21: the queue clock under racing writes and drains', () => {
     await Promise.all(
       Array.from({ length: WRITERS }, async () => {
         while (Date.now() < writeUntil) {
-          written.push(await writeOne(stack!));
+          written.push(await writeOne(stack));
           await sleep(50 + Math.random() * 100);
         }
       }),
@@ -195,7 +183,7 @@ describe('scenario 21: the queue clock under racing writes and drains', () => {
       let calledOff = () => {};
       const landed = new Promise<void>((resolve) => {
         calledOff = held!.holdNext(NEXT_DUE_MARKER, async () => {
-          const { id, atMs } = await enqueue(stack!, { type: 'noop', payload: {} });
+          const { id, atMs } = await enqueue(stack, { type: 'noop', payload: {} });
           raced.push({ id, kind: 'raced', dueMs: atMs, acknowledgedMs: atMs });
           await sleep(LOWERING_LANDS_MS);
           resolve();

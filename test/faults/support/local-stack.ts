@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { projectRoot } from '../../support/repository-root';
 import { startLocalWorker } from '../../../src/local/start/local-worker';
 import { pgDb } from '../../../src/db/pg';
@@ -119,6 +120,28 @@ export async function startWorkerStack(
       await hop?.close();
       await proxy.close();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A scenario file's own Postgres and Worker stack: `start` makes them, and
+ * both are stopped and removed after the file's tests, whatever they did.
+ */
+export function workerStackPerFile(): {
+  start(options?: WorkerStackOptions): Promise<{ postgres: RestartablePostgres; stack: WorkerStack }>;
+} {
+  let postgres: RestartablePostgres | undefined;
+  let stack: WorkerStack | undefined;
+  afterAll(async () => {
+    await stack?.stop();
+    await postgres?.remove();
+  });
+  return {
+    async start(options) {
+      postgres = await restartablePostgres();
+      stack = await startWorkerStack(postgres, options);
+      return { postgres, stack };
     },
   };
 }
