@@ -1,17 +1,11 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import { sleep } from '../../src/engine/sleep';
 import { runHistory, untilAllSucceeded } from './support/history';
 import { enqueueMany, jobs } from './support/load';
-import {
-  restartablePostgres,
-  STACK_ADMIN_TOKEN,
-  startWorkerStack,
-  type RestartablePostgres,
-  type WorkerStack,
-} from './support/local-stack';
+import { STACK_ADMIN_TOKEN, workerStackPerFile, type WorkerStack } from './support/local-stack';
 import { processes } from './support/processes';
 import { recordScenario, seconds } from './support/report';
 
@@ -46,18 +40,12 @@ async function enqueueOverHttp(stack: WorkerStack, i: number): Promise<Answer> {
 }
 
 describe('scenario 2: Postgres stopped and started during drains and HTTP enqueues', () => {
-  let postgres: RestartablePostgres | undefined;
-  let stack: WorkerStack | undefined;
-  afterAll(async () => {
-    await stack?.stop();
-    await postgres?.remove();
-  });
+  const workerStack = workerStackPerFile();
 
   it('enqueues succeed or answer 503 problem+json, none acknowledged is lost, draining resumes by itself', {
     timeout: 240_000,
   }, async () => {
-    postgres = await restartablePostgres();
-    stack = await startWorkerStack(postgres);
+    const { postgres, stack } = await workerStack.start();
     const db = pgDb(postgres.url, { max: 2 });
     await enqueueMany(
       db,
@@ -70,7 +58,7 @@ describe('scenario 2: Postgres stopped and started during drains and HTTP enqueu
     let sent = 0;
     const clients = Array.from({ length: CLIENTS }, async () => {
       while (enqueuing) {
-        answers.push(await enqueueOverHttp(stack!, sent++));
+        answers.push(await enqueueOverHttp(stack, sent++));
         await sleep(20);
       }
     });

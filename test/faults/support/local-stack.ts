@@ -1,6 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { projectRoot } from '../../support/repository-root';
 import { startLocalWorker } from '../../../src/local/start/local-worker';
 import { pgDb } from '../../../src/db/pg';
@@ -63,42 +64,84 @@ export interface WorkerStack {
   proxy: NeonProxy;
   /** Lines the drain timer logged (a drain that failed says so). */
   drainFailures: string[];
+  /** What `wrangler dev` and the Worker printed so far (a cron drain logs one JSON line). */
+  workerLog(): Promise<string>;
   stop(): Promise<void>;
 }
 
-export async function startWorkerStack(postgres: { url: string; port: number }): Promise<WorkerStack> {
+/** How a scenario's stack differs from `npm start`'s. */
+export interface WorkerStackOptions {
+  /** Worker variables over the stack's own. */
+  vars?: Record<string, string>;
+  /** Fire no drains: the scenario fires its own cron ticks. */
+  noDrainTimer?: boolean;
+  /** A hop the Worker reaches the Neon proxy through (e.g. heldAnswers), closed with the stack. */
+  between?: (proxy: NeonProxy) => Promise<{ address: string; close(): Promise<void> }>;
+}
+
+export async function startWorkerStack(
+  postgres: { url: string; port: number },
+  options: WorkerStackOptions = {},
+): Promise<WorkerStack> {
   const dir = await mkdtemp(join(tmpdir(), 'skiplock-faults-stack-'));
   const proxy = await startNeonProxy({ postgres: { host: LOOPBACK, port: postgres.port } });
+  const hop = await options.between?.(proxy);
   const envFile = join(dir, 'worker.vars');
+  const logFile = join(dir, 'wrangler.log');
   await writeDevVarsFile(envFile, {
     DATABASE_URL: postgres.url,
     ADMIN_TOKEN: STACK_ADMIN_TOKEN,
-    LOCAL_NEON_PROXY: proxy.address,
+    LOCAL_NEON_PROXY: hop?.address ?? proxy.address,
     SKIPLOCK_DEV: '1',
     WORKERS_PLAN: 'paid',
     // The scenarios enqueue straight into the database, which the queue clock never hears of: every tick drains.
     IDLE_RECHECK_SECONDS: '1',
+    ...options.vars,
   });
   const stopping = new AbortController();
   const { wrangler, url } = await startLocalWorker(
     { variable: 'PORT', requested: undefined },
-    { projectRoot, envFile, persistTo: join(dir, 'state'), logFile: join(dir, 'wrangler.log') },
+    { projectRoot, envFile, persistTo: join(dir, 'state'), logFile },
     stopping.signal,
   );
   const drainFailures: string[] = [];
-  const trigger: ScheduledTrigger = startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) =>
-    drainFailures.push(line),
-  );
+  const trigger: ScheduledTrigger | undefined = options.noDrainTimer
+    ? undefined
+    : startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => drainFailures.push(line));
   return {
     url,
     proxy,
     drainFailures,
+    workerLog: () => readFile(logFile, 'utf8'),
     async stop() {
-      trigger.stop();
+      trigger?.stop();
       stopping.abort();
       await wrangler.stop();
+      await hop?.close();
       await proxy.close();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A scenario file's own Postgres and Worker stack: `start` makes them, and
+ * both are stopped and removed after the file's tests, whatever they did.
+ */
+export function workerStackPerFile(): {
+  start(options?: WorkerStackOptions): Promise<{ postgres: RestartablePostgres; stack: WorkerStack }>;
+} {
+  let postgres: RestartablePostgres | undefined;
+  let stack: WorkerStack | undefined;
+  afterAll(async () => {
+    await stack?.stop();
+    await postgres?.remove();
+  });
+  return {
+    async start(options) {
+      postgres = await restartablePostgres();
+      stack = await startWorkerStack(postgres, options);
+      return { postgres, stack };
     },
   };
 }

@@ -10,9 +10,10 @@ export interface RunFacts {
 /**
  * Scenarios 1 to 8 of issue 7, 9 of issue 16, 10 of issue 37, 11 to 13 (durable steps, events, child jobs),
  * 14 to 17 of issue 40 (concurrency keys, ordering keys, debounce, rate keys), 18 of issue 41 (retention, dead letters),
- * 19 (queue rate limits) and 20 of issue 41 (bulk actions): the report is written when all of them ran.
+ * 19 (queue rate limits), 20 of issue 41 (bulk actions) and 21 of issue 42 (the queue clock): the report is written
+ * when all of them ran.
  */
-export const SCENARIOS = 20;
+export const SCENARIOS = 21;
 
 function cell(text: string | number): string {
   return String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -43,9 +44,10 @@ export function reliabilityReport(figures: readonly ScenarioFigures[], run: RunF
     "  in which a rate key started more jobs than its limit (scenario 17: from each start's own time, recorded in",
     "  the claim's transaction), and finished jobs past their retention left behind once the sweeps found nothing",
     '  more or jobs moved to a dead-letter queue that should not have been (scenario 18), and windows in which a',
-    '  queue started more jobs, all tenants together, than its rate limit (scenario 19, as scenario 17), and bulk',
+    '  queue started more jobs, all tenants together, than its rate limit (scenario 19, as scenario 17), bulk',
     '  actions whose count disagrees with the jobs the database shows they changed, rescheduled jobs started before',
-    '  their new time, or finished jobs a bulk delete left behind (scenario 20).',
+    '  their new time, or finished jobs a bulk delete left behind (scenario 20), and jobs or retries first started',
+    '  more than one cron period and 0.5 s past their due time or, when later, the answer to their write (scenario 21).',
     '',
     `Run of ${run.date} on ${run.machine}, against ${run.postgres}; the suite took ${run.seconds} s.`,
     "Loads are scaled down from the issue's figures so the suite fits in a few minutes on 2 cores.",
