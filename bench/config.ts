@@ -37,6 +37,9 @@ export interface Scale {
   fairnessBacklog: number;
   fairnessClaimsWatched: number;
   fairnessWatchSeconds: number;
+  /** (k) jobs per keyed or plain burn-down, and the most one may take. */
+  keysJobs: number;
+  keysCapSeconds: number;
   /** (g) jobs enqueued one per call and then drained (for at most `costCapSeconds`), whose database cost is counted. */
   costJobs: number;
   costCapSeconds: number;
@@ -71,6 +74,8 @@ export const STEPS_PER_JOB = 10;
  * record, so steps at once are at most the concurrency.
  */
 export const STEPS_CONCURRENCIES = [8, 32, 128] as const;
+/** (k) The distinct keys the keys workload's jobs are spread over. */
+export const KEY_COUNT = 1_000;
 
 const SCALES: Record<ScaleName, Scale> = {
   quick: {
@@ -91,6 +96,8 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessBacklog: 3_000,
     fairnessClaimsWatched: 300,
     fairnessWatchSeconds: 1.5,
+    keysJobs: 3_000,
+    keysCapSeconds: 2,
     costJobs: 200,
     costCapSeconds: 2,
     snapshotWindowSeconds: 1,
@@ -127,6 +134,8 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessBacklog: 100_000,
     fairnessClaimsWatched: 2_000,
     fairnessWatchSeconds: 8,
+    keysJobs: 30_000,
+    keysCapSeconds: 10,
     costJobs: 2_000,
     costCapSeconds: 10,
     snapshotWindowSeconds: 5,
@@ -148,6 +157,7 @@ export const WORKLOAD_IDS = [
   'steady',
   'depth',
   'fairness',
+  'keys',
   'cost',
   'ceiling',
   'workers',

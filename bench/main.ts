@@ -23,6 +23,7 @@ import { enqueueWorkload } from './workloads/enqueue';
 import { fairnessWorkload } from './workloads/fairness';
 import type { Backlog, Workload, WorkloadContext } from './workloads/harness';
 import { heldSnapshotWorkload } from './workloads/held-snapshot';
+import { keysWorkload } from './workloads/keys';
 import { latencyWorkload } from './workloads/pickup-latency';
 import { steadyStateWorkload } from './workloads/steady-state';
 import { stepsWorkload } from './workloads/steps';
@@ -37,6 +38,7 @@ const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
   ['steady', steadyStateWorkload],
   ['depth', depthWorkload],
   ['fairness', fairnessWorkload],
+  ['keys', keysWorkload],
   ['cost', dbCostWorkload],
   ['ceiling', ceilingWorkload],
   ['workers', workersWorkload],

@@ -47,7 +47,7 @@ export function renderMarkdown(report: BenchReport): string {
       'failed (a job lost, run twice, left running or failed) shows no figure but "gate failed". Ratios are skiplock\'s median over ' +
       "the peer's, in the same setup and row; whether higher or lower is better is said with each table.",
     '',
-    '## Against the targets (issues 6, 14 and 15)',
+    '## Against the targets (issues 6, 14, 15 and 40)',
     '',
     ...targetLines(report.workloads).map((line) => `- ${line}`),
     '',

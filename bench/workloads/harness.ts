@@ -107,6 +107,16 @@ export async function stopWorkers(workers: RunningWorkers): Promise<void> {
   await sleep(AFTER_STOP_MS);
 }
 
+/** One gate for a figure made of two runs: passed when both did. */
+export function bothGates(a: GateResult, b: GateResult): GateResult {
+  const problems = [...a.problems, ...b.problems];
+  return {
+    passed: problems.length === 0,
+    problems,
+    unrecordedCompletions: a.unrecordedCompletions + b.unrecordedCompletions,
+  };
+}
+
 /** 1, 2, ... reps (at least `atLeast`, for a workload that needs more than the run's). */
 export function repetitions(context: WorkloadContext, atLeast = 0): number[] {
   return Array.from({ length: Math.max(context.options.reps, atLeast) }, (_, i) => i + 1);
