@@ -72,8 +72,9 @@ export function keyOf(n: number): string {
  *   job's retry (moved back by its backoff) runs after the queue's later
  *   jobs: in order only while jobs succeed. Its docs warn against many
  *   queue names ("degrades performance"). With the local queue (tuned) one
- *   fetch reads up to 500 jobs and may take two of one queue, which the
- *   invariant below catches.
+ *   fetch locks up to 500 jobs and may take several of one queue, which then
+ *   run at once (graphile/worker#621, fixed after 0.17.3 by #622): the
+ *   check below catches it.
  * - pg-boss 10: a queue of policy `singleton`, the key as each job's
  *   `singletonKey`. A unique index over the active jobs of a key keeps it at
  *   one; queued jobs are not limited (all are stored: every system runs the
