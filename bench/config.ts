@@ -1,6 +1,6 @@
 /**
  * How big a benchmark run is. `full` is what docs/benchmarks.md publishes
- * (about 55 minutes on 2 cores); `quick` runs every workload and every
+ * (about 65 minutes on 2 cores); `quick` runs every workload and every
  * correctness gate at toy sizes and once, to check the harness in under 3
  * minutes, and writes its report to the temporary folder, never over the
  * published one. Sizes come from the scale; flags and environment variables
@@ -109,12 +109,13 @@ const SCALES: Record<ScaleName, Scale> = {
     stepsCapSeconds: 3,
     stepsReps: 1,
   },
-  // Sized so the whole run takes under an hour on 2 cores: every system in
+  // Sized so the whole run takes about an hour on 2 cores: every system in
   // both setups, 3 repetitions (5 for the burn-down, whose figures swing most
   // with the machine's load), the sizes the issues name where they fit
   // (burn-downs of 200,000 jobs that run to the end or 20 s, 1,000,000
   // waiting and 1,000,000 finished) and short time windows where they do not
-  // (steady state: 30 s per load level). Pickup latency takes 200 samples a
+  // (steady state: 30 s per load level; keys: 30,000 jobs, to the end or
+  // 10 s, three runs a repetition). Pickup latency takes 200 samples a
   // repetition: of 40, the p99 was the slowest sample, whichever it was.
   full: {
     name: 'full',
