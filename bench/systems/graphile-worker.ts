@@ -35,7 +35,8 @@ const SETUPS: Record<SetupName, GraphileSetup> = {
 };
 
 const logger = new Logger(() => (level, message) => {
-  if (level === 'error' || level === 'warning') incident('graphile-worker', message);
+  // A failed batch names each of its jobs: one kind of incident, not one per batch.
+  if (level === 'error' || level === 'warning') incident('graphile-worker', message.replace(/'\d+'(, '\d+')*/g, '…'));
 });
 
 const inventorySql = /* sql */ `
