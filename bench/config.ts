@@ -1,6 +1,6 @@
 /**
  * How big a benchmark run is. `full` is what docs/benchmarks.md publishes
- * (about 55 minutes on 2 cores); `quick` runs every workload and every
+ * (about 65 minutes on 2 cores); `quick` runs every workload and every
  * correctness gate at toy sizes and once, to check the harness in under 3
  * minutes, and writes its report to the temporary folder, never over the
  * published one. Sizes come from the scale; flags and environment variables
@@ -37,6 +37,9 @@ export interface Scale {
   fairnessBacklog: number;
   fairnessClaimsWatched: number;
   fairnessWatchSeconds: number;
+  /** (k) jobs per keyed or plain burn-down, and the most one may take. */
+  keysJobs: number;
+  keysCapSeconds: number;
   /** (g) jobs enqueued one per call and then drained (for at most `costCapSeconds`), whose database cost is counted. */
   costJobs: number;
   costCapSeconds: number;
@@ -71,6 +74,8 @@ export const STEPS_PER_JOB = 10;
  * record, so steps at once are at most the concurrency.
  */
 export const STEPS_CONCURRENCIES = [8, 32, 128] as const;
+/** (k) The distinct keys the keys workload's jobs are spread over. */
+export const KEY_COUNT = 1_000;
 
 const SCALES: Record<ScaleName, Scale> = {
   quick: {
@@ -91,6 +96,8 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessBacklog: 3_000,
     fairnessClaimsWatched: 300,
     fairnessWatchSeconds: 1.5,
+    keysJobs: 3_000,
+    keysCapSeconds: 2,
     costJobs: 200,
     costCapSeconds: 2,
     snapshotWindowSeconds: 1,
@@ -102,12 +109,13 @@ const SCALES: Record<ScaleName, Scale> = {
     stepsCapSeconds: 3,
     stepsReps: 1,
   },
-  // Sized so the whole run takes under an hour on 2 cores: every system in
+  // Sized so the whole run takes about an hour on 2 cores: every system in
   // both setups, 3 repetitions (5 for the burn-down, whose figures swing most
   // with the machine's load), the sizes the issues name where they fit
   // (burn-downs of 200,000 jobs that run to the end or 20 s, 1,000,000
   // waiting and 1,000,000 finished) and short time windows where they do not
-  // (steady state: 30 s per load level). Pickup latency takes 200 samples a
+  // (steady state: 30 s per load level; keys: 30,000 jobs, to the end or
+  // 10 s, three runs a repetition). Pickup latency takes 200 samples a
   // repetition: of 40, the p99 was the slowest sample, whichever it was.
   full: {
     name: 'full',
@@ -127,6 +135,8 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessBacklog: 100_000,
     fairnessClaimsWatched: 2_000,
     fairnessWatchSeconds: 8,
+    keysJobs: 30_000,
+    keysCapSeconds: 10,
     costJobs: 2_000,
     costCapSeconds: 10,
     snapshotWindowSeconds: 5,
@@ -148,6 +158,7 @@ export const WORKLOAD_IDS = [
   'steady',
   'depth',
   'fairness',
+  'keys',
   'cost',
   'ceiling',
   'workers',

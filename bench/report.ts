@@ -47,7 +47,7 @@ export function renderMarkdown(report: BenchReport): string {
       'failed (a job lost, run twice, left running or failed) shows no figure but "gate failed". Ratios are skiplock\'s median over ' +
       "the peer's, in the same setup and row; whether higher or lower is better is said with each table.",
     '',
-    '## Against the targets (issues 6, 14 and 15)',
+    '## Against the targets (issues 6, 14, 15 and 40)',
     '',
     ...targetLines(report.workloads).map((line) => `- ${line}`),
     '',
@@ -98,7 +98,7 @@ export function renderMarkdown(report: BenchReport): string {
     '',
     '## Reproduce',
     '',
-    '`npm run bench` runs the full benchmark (about 55 minutes on 2 cores) and writes this page; `npm run bench -- --quick` runs every ' +
+    '`npm run bench` runs the full benchmark (about 65 minutes on 2 cores) and writes this page; `npm run bench -- --quick` runs every ' +
       'workload and gate once at toy sizes (under 3 minutes) and writes its report to the temporary folder. ' +
       'Options (flags win over environment variables): `--quick`/`--full` (`BENCH_SCALE`), `--reps N` (`BENCH_REPS`; a full run takes at least 3), ' +
       '`--only enqueue,burn-down,...` (`BENCH_ONLY`), `--systems skiplock,pg-boss` (`BENCH_SYSTEMS`). `DATABASE_URL` points it at an ' +

@@ -4,6 +4,7 @@ import { incident } from '../progress';
 import { readPackageVersion } from './package-version';
 import {
   payloadOf,
+  type BenchJob,
   type BenchPayload,
   type Inventory,
   type QueueSystem,
@@ -13,6 +14,14 @@ import {
 } from './types';
 
 const QUEUE = 'bench';
+/**
+ * Jobs with a serial key go to a queue of the `singleton` policy, with the
+ * key as their `singletonKey`: at most one active job per key, kept by a
+ * unique index on the active jobs. The policy applies to a whole queue and
+ * counts a job without a key as of key '' (one at a time over them all), so
+ * plain jobs stay in a standard queue of their own.
+ */
+const SERIAL_QUEUE = 'bench-serial';
 
 /**
  * pg-boss 10 runs one polling loop per `work()` call: fetch up to
@@ -41,7 +50,7 @@ SELECT count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS waiting,
        count(*) FILTER (WHERE state = 'completed')::int AS succeeded,
        count(*) FILTER (WHERE state IN ('failed', 'cancelled'))::int AS failed,
        count(*) FILTER (WHERE state = 'completed' AND retry_count > 0)::int AS redelivered
-FROM pgboss.job WHERE name = $1`;
+FROM pgboss.job WHERE name = ANY($1)`;
 
 const fillSql = /* sql */ `
 WITH waiting AS (
@@ -70,9 +79,17 @@ function newBoss(databaseUrl: string, max: number): PgBoss {
   return boss;
 }
 
+/** The queue a job goes to, and its singleton key. */
+function placement(job: BenchJob): { name: string; singletonKey?: string } {
+  if (job.key === undefined) return { name: QUEUE };
+  if (job.key.kind !== 'serial') throw new Error(`pg-boss has no ${job.key.kind} keys`);
+  return { name: SERIAL_QUEUE, singletonKey: job.key.name };
+}
+
 export const pgBossDriver: SystemDriver = {
   name: 'pg-boss',
   wakeups: ['poll'],
+  keyKinds: ['serial'],
   version: readPackageVersion('pg-boss'),
   settings: { defaults: describe('defaults'), tuned: describe('tuned') },
   async open(databaseUrl, setup) {
@@ -81,6 +98,7 @@ export const pgBossDriver: SystemDriver = {
     const producer = newBoss(databaseUrl, PRODUCERS);
     await producer.start();
     await producer.createQueue(QUEUE);
+    await producer.createQueue(SERIAL_QUEUE, { name: SERIAL_QUEUE, policy: 'singleton' });
     /** Wakes one idle worker per job sent (all of them for a batch); set while workers run. */
     let nudge: ((jobs: number) => void) | undefined;
 
@@ -91,21 +109,22 @@ export const pgBossDriver: SystemDriver = {
       pollIntervalMs: options.pollingIntervalSeconds * 1000,
       claimStatementMarker: 'WITH next as',
       async enqueue(job) {
-        await producer.send(QUEUE, payloadOf(job));
+        const { name, singletonKey } = placement(job);
+        await producer.send(name, payloadOf(job), singletonKey === undefined ? {} : { singletonKey });
         nudge?.(1);
       },
       async enqueueBatch(jobs) {
-        await producer.insert(jobs.map((job) => ({ name: QUEUE, data: payloadOf(job) })));
+        await producer.insert(jobs.map((job) => ({ ...placement(job), data: payloadOf(job) })));
         nudge?.(jobs.length);
       },
-      async startWorkers({ concurrency, handler }) {
+      async startWorkers({ concurrency, handler, serialKeys }) {
         const boss = newBoss(databaseUrl, concurrency + 2);
         await boss.start();
         const workOptions = { batchSize: options.batchSize, pollingIntervalSeconds: options.pollingIntervalSeconds };
         const ids: string[] = [];
         for (let i = 0; i < concurrency; i++) {
           ids.push(
-            await boss.work<BenchPayload>(QUEUE, workOptions, async (jobs) => {
+            await boss.work<BenchPayload>(serialKeys === true ? SERIAL_QUEUE : QUEUE, workOptions, async (jobs) => {
               for (const job of jobs) await handler(job.data);
             }),
           );
@@ -134,7 +153,7 @@ export const pgBossDriver: SystemDriver = {
         return jobs.length;
       },
       async inventory() {
-        const { rows } = await producer.getDb().executeSql(inventorySql, [QUEUE]);
+        const { rows } = await producer.getDb().executeSql(inventorySql, [[QUEUE, SERIAL_QUEUE]]);
         return rows[0] as Inventory;
       },
       async fill({ firstN, waiting, finished }) {

@@ -6,8 +6,10 @@ import { PRODUCERS } from '../config';
 import { incident } from '../progress';
 import { readPackageVersion } from './package-version';
 import {
+  KEY_RATE_LIMIT,
   payloadOf,
   type BenchJob,
+  type JobKey,
   type Inventory,
   type QueueSystem,
   type RunningWorkers,
@@ -41,11 +43,18 @@ const quietLogger: Logger = {
 };
 
 function jobInput(job: BenchJob): EnqueueInput {
-  return { queue: QUEUE, tenant: job.tenant ?? 'default', payload: { ...payloadOf(job) } };
+  return { queue: QUEUE, tenant: job.tenant ?? 'default', payload: { ...payloadOf(job) }, ...keyFields(job.key) };
+}
+
+/** A serial key is a concurrency key of one slot; a rate key allows KEY_RATE_LIMIT starts a second. */
+function keyFields(key: JobKey | undefined): Partial<EnqueueInput> {
+  if (key === undefined) return {};
+  if (key.kind === 'serial') return { concurrencyKey: key.name, concurrencyLimit: 1 };
+  return { rateKey: key.name, rateLimit: KEY_RATE_LIMIT, ratePeriodSeconds: 1 };
 }
 
 const inventorySql = /* sql */ `
-SELECT count(*) FILTER (WHERE state IN ('scheduled', 'queued', 'retrying'))::int AS waiting,
+SELECT count(*) FILTER (WHERE state IN ('scheduled', 'queued', 'retrying', 'held'))::int AS waiting,
        count(*) FILTER (WHERE state = 'running')::int AS running,
        count(*) FILTER (WHERE state = 'succeeded')::int AS succeeded,
        count(*) FILTER (WHERE state IN ('failed', 'cancelled', 'expired'))::int AS failed,
@@ -110,6 +119,7 @@ export function skiplockDriverAt(root: URL, name: SystemDriver['name'], version:
   return {
     name,
     wakeups: ['listen', 'poll'],
+    keyKinds: ['serial', 'rate'],
     version,
     settings: { defaults: describe('defaults'), tuned: describe('tuned') },
     async open(databaseUrl, setup) {

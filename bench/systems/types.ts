@@ -14,7 +14,26 @@ export interface BenchJob {
   n: number;
   /** skiplock files the job under this tenant; the peers, which have none, only carry it in the payload. */
   tenant?: string;
+  /** A key that limits the job beside others of the same key (the keys workload); none by default. */
+  key?: JobKey;
 }
+
+/**
+ * What a key limits. `serial`: one job of the key runs at a time
+ * (skiplock's concurrency key of limit 1, pg-boss's singleton key,
+ * graphile-worker's named queue; bench/workloads/keys.ts says how they
+ * differ). `rate`: at most KEY_RATE_LIMIT starts of the key a second, a
+ * limit the benchmark never reaches, so what is measured is the counting
+ * (skiplock's rate key; the peers have none).
+ */
+export type KeyKind = 'serial' | 'rate';
+
+export interface JobKey {
+  kind: KeyKind;
+  name: string;
+}
+
+export const KEY_RATE_LIMIT = 10_000;
 
 /** The payload every system stores: the same for all, about 150 bytes of JSON. */
 export interface BenchPayload {
@@ -50,6 +69,8 @@ export interface WorkerStart {
   handler: JobHandler;
   /** One of the driver's `wakeups`; its first when left out. */
   wakeup?: Wakeup;
+  /** The jobs carry `serial` keys: pg-boss keeps them in a queue of the singleton policy, which its workers then work. */
+  serialKeys?: boolean;
 }
 
 export interface RunningWorkers {
@@ -111,6 +132,8 @@ export interface SystemDriver {
   readonly name: SystemName;
   /** How its workers can wait for work; the first is how they run unless told otherwise. */
   readonly wakeups: readonly Wakeup[];
+  /** The kinds of `BenchJob.key` it keeps. */
+  readonly keyKinds: readonly KeyKind[];
   /** The installed library's version, read from its package.json. */
   readonly version: string;
   /** The library's options in each setup, as the report prints them. */

@@ -46,7 +46,7 @@ export const dbCostWorkload: Workload = async (context) => {
                   handler: ledger.handler,
                 });
                 await ledger.whenStarted(jobs, scale.costCapSeconds * 1000);
-                await stopWorkers(workers);
+                await stopWorkers(workers, system);
               });
               return { enqueuePhase, workPhase, gate: ledger.gate(await system.inventory()) };
             } finally {

@@ -141,7 +141,7 @@ async function workerCycles(system: QueueSystem, ledger: JobLedger, seconds: num
   const first = ledger.startTimes.length;
   const workers = await system.startWorkers({ concurrency: 1, handler: ledger.handler });
   await ledger.whenStarted(ledger.started + CYCLES + 1, seconds * 1000);
-  await stopWorkers(workers);
+  await stopWorkers(workers, system);
   const starts = ledger.startTimes.slice(first);
   return starts.slice(1).map((at, i) => at - starts[i]!);
 }

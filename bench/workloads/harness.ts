@@ -2,7 +2,7 @@ import type { BenchOptions } from '../config';
 import type { CpuMeter } from '../cpu';
 import { JobLedger, type GateResult } from '../ledger';
 import { createDatabase, disconnectAll, inFreshDatabase, type BenchDatabase, type BenchServer } from '../postgres';
-import { progress } from '../progress';
+import { incident, progress } from '../progress';
 import type { Figure, WorkloadReport } from '../results';
 import { formatNumber } from '../stats';
 import type { QueueSystem, RunningWorkers, SetupName, SystemDriver } from '../systems/types';
@@ -90,6 +90,13 @@ export async function preloadedBacklog(
 
 /** Completions a library still sends after its stop() resolved get this long to land. */
 const AFTER_STOP_MS = 300;
+/**
+ * How long a library's graceful stop may take. A stop that never returns
+ * (graphile-worker's, after its local queue failed to hand its jobs back)
+ * would hang the benchmark: the run goes on without it, an incident, and
+ * the gate judges what it left.
+ */
+const STOP_LIMIT_MS = 60_000;
 
 /** Stops the workers through the library's graceful stop, then holds what the ledger saw against the database. */
 export async function stopAndGate(
@@ -97,14 +104,25 @@ export async function stopAndGate(
   system: QueueSystem,
   ledger: JobLedger,
 ): Promise<GateResult> {
-  await stopWorkers(workers);
+  await stopWorkers(workers, system);
   return ledger.gate(await system.inventory());
 }
 
 /** The library's graceful stop, and a moment for the completions it still sends after that. */
-export async function stopWorkers(workers: RunningWorkers): Promise<void> {
-  await workers.stop();
+export async function stopWorkers(workers: RunningWorkers, system: QueueSystem): Promise<void> {
+  const stopped = await Promise.race([workers.stop().then(() => true), sleep(STOP_LIMIT_MS).then(() => false)]);
+  if (!stopped) incident(system.name, `its graceful stop did not return within ${STOP_LIMIT_MS / 1000} s`);
   await sleep(AFTER_STOP_MS);
+}
+
+/** One gate for a figure made of two runs: passed when both did. */
+export function bothGates(a: GateResult, b: GateResult): GateResult {
+  const problems = [...a.problems, ...b.problems];
+  return {
+    passed: problems.length === 0,
+    problems,
+    unrecordedCompletions: a.unrecordedCompletions + b.unrecordedCompletions,
+  };
 }
 
 /** 1, 2, ... reps (at least `atLeast`, for a workload that needs more than the run's). */

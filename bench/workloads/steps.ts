@@ -8,6 +8,7 @@ import { Results, type Figure } from '../results';
 import { formatNumber } from '../stats';
 import { SETUPS, type QueueSystem, type SetupName, type StepsHandler, type SystemDriver } from '../systems/types';
 import {
+  bothGates,
   preloadedBacklog,
   repetitions,
   reportRep,
@@ -317,14 +318,4 @@ function cpuPerStep(before: CpuReading | undefined, after: CpuReading | undefine
     },
     { metric: 'worker CPU µs per step', better: 'lower', value: ((after.processMs - before.processMs) * 1000) / steps },
   ];
-}
-
-/** One gate for a figure made of two runs: passed when both did. */
-function bothGates(a: GateResult, b: GateResult): GateResult {
-  const problems = [...a.problems, ...b.problems];
-  return {
-    passed: problems.length === 0,
-    problems,
-    unrecordedCompletions: a.unrecordedCompletions + b.unrecordedCompletions,
-  };
 }
