@@ -166,7 +166,7 @@ export async function succeededTwice(db: Queryable): Promise<string[]> {
 
 export interface CrewKill {
   workerId: string;
-  /** On the database's clock, once the process is gone. */
+  /** On the database's clock, when the signal was sent. */
   atMs: number;
   /** Attempts whose work had begun and not ended when the kill landed. */
   cutAttempts: number;
@@ -236,12 +236,18 @@ export async function startCrew(
         });
         const victim = live.find((child) => child.workerId === busiest?.workerId);
         if (victim === undefined) continue;
-        await victim.kill();
+        // The database's clock just before the signal, moved on by the local time to it: the process runs no
+        // more work once SIGKILL is sent, while its exit can be seen much later on a loaded machine, which would
+        // stretch its cut attempts past the lease that hands them to another worker.
         const [row] = await db.query<{ atMs: number }>({
           text: 'SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS "atMs"',
           params: [],
         });
-        kills.push({ workerId: victim.workerId, atMs: row!.atMs, cutAttempts: await unended(victim.workerId) });
+        const answeredAt = performance.now();
+        const exited = victim.kill();
+        const atMs = row!.atMs + (performance.now() - answeredAt);
+        await exited;
+        kills.push({ workerId: victim.workerId, atMs, cutAttempts: await unended(victim.workerId) });
         live.splice(live.indexOf(victim), 1, await start(mode));
         return true;
       }
@@ -319,11 +325,21 @@ export async function runKeyScenario<During>(
 
   const attempts = await keyedAttempts(db, crew.killedAt());
   const history = await runHistory(db);
-  const twice = new Set([
-    ...history.runTwiceAtOnce,
-    ...overlappingAttempts(await ledgerRuns(db, crew.killedAt())),
-    ...(await succeededTwice(db)),
-  ]);
+  const runs = await ledgerRuns(db, crew.killedAt());
+  const twiceBySource = {
+    history: history.runTwiceAtOnce,
+    ledger: overlappingAttempts(runs),
+    succeededTwice: await succeededTwice(db),
+  };
+  const twice = new Set(Object.values(twiceBySource).flat());
+  if (twice.size > 0) {
+    // Which view saw it, and each such job's runs, for the failure's reader.
+    const ofTwice = <T extends { jobId: string }>(rows: readonly T[]) => rows.filter((row) => twice.has(row.jobId));
+    console.error(
+      'run twice at once',
+      JSON.stringify({ twiceBySource, kills: crew.kills, ledger: ofTwice(runs), history: ofTwice(history.runs) }),
+    );
+  }
   return {
     connected,
     counts,
