@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_CLAIM } from '../engine/claim-batch.js';
-import { BEFORE_THE_FIRST_CLAIM, CLAIMS_AHEAD_AT_ONCE, ClaimPolicy, type ClaimingState } from './claim-policy.js';
+import {
+  AUTO_BATCH_MAX_SLOTS,
+  BEFORE_THE_FIRST_CLAIM,
+  CLAIMS_AHEAD_AT_ONCE,
+  type ClaimBatchSize,
+  ClaimPolicy,
+  type ClaimingState,
+} from './claim-policy.js';
 
 const BACKLOG = { found: true, full: true };
 const SHORT = { found: true, full: false };
@@ -157,5 +164,41 @@ describe('ClaimPolicy: the attempt pace', () => {
     policy.attemptTook(10_000);
     expect(policy.nextClaim(state({ msLeft: 100 }))).toBe(1);
     expect(policy.nextClaim(state({ msLeft: Number.POSITIVE_INFINITY }))).toBe(100);
+  });
+});
+
+describe('ClaimPolicy: an auto batch', () => {
+  const timed = (claimMs: number, attemptMs: number, claimBatchSize: ClaimBatchSize = 'auto') => {
+    const policy = new ClaimPolicy({ concurrency: 25, claimBatchSize, capped: true });
+    policy.claimTook(claimMs);
+    policy.attemptTook(attemptMs);
+    return policy;
+  };
+
+  it('claims the slots until a claim and an attempt have been timed', () => {
+    const policy = new ClaimPolicy({ concurrency: 25, claimBatchSize: 'auto', capped: true });
+    expect(policy.claimBatchSize).toBe(25);
+    policy.claimTook(50);
+    expect(policy.claimBatchSize).toBe(25);
+    expect(policy.claimsAhead).toBe(false);
+  });
+
+  it('adds the jobs the slots finish during one claim, up to AUTO_BATCH_MAX_SLOTS times the slots', () => {
+    // 50 ms I/O jobs with the database 50 ms away: a second batch's worth.
+    expect(timed(50, 50).claimBatchSize).toBe(50);
+    expect(timed(50, 50).claimsAhead).toBe(true);
+    expect(timed(50, 50).holdAtMost).toBe(75);
+    // No-op jobs (a clock that reads 0 ms), even with the database close by.
+    expect(timed(2, 0).claimBatchSize).toBe(25 * AUTO_BATCH_MAX_SLOTS);
+    // Long jobs: nothing is claimed ahead, so no lease runs while its job waits here.
+    expect(timed(50, 10_000).claimBatchSize).toBe(25);
+    expect(timed(50, 10_000).claimsAhead).toBe(false);
+  });
+
+  it('follows the recent claims and attempts, and leaves a batch given as a number alone', () => {
+    const policy = timed(50, 50);
+    for (let i = 0; i < 30; i++) policy.attemptTook(5_000);
+    expect(policy.claimBatchSize).toBe(25);
+    expect(timed(50, 0, 30).claimBatchSize).toBe(30);
   });
 });

@@ -42,11 +42,20 @@ export interface ClaimingState {
   msLeft: number;
 }
 
+/**
+ * The jobs a loop claims at a time: a number, or `auto` to size the batch
+ * from what the loop measures (see AutoBatch).
+ */
+export type ClaimBatchSize = number | 'auto';
+
+/** The most an `auto` batch grows to, in slots: the claimed-ahead jobs' leases run while they wait. */
+export const AUTO_BATCH_MAX_SLOTS = 4;
+
 export interface ClaimPolicyOptions {
   /** Attempts running at once. */
   concurrency: number;
   /** The jobs claimed at a time (JobLoopOptions.claimBatchSize); never less than `concurrency`. */
-  claimBatchSize?: number | undefined;
+  claimBatchSize?: ClaimBatchSize | undefined;
   /** Whether the loop runs under a subrequest cap (a Worker's drain). */
   capped: boolean;
 }
@@ -69,31 +78,60 @@ export interface ClaimPolicyOptions {
  */
 export class ClaimPolicy {
   readonly concurrency: number;
-  readonly claimBatchSize: number;
-  /** A batch larger than the slots: the loop holds jobs for slots not free yet. */
-  readonly claimsAhead: boolean;
-  /** The most claims out at once while the queue has a backlog. */
-  readonly claimsAtOnce: number;
-  /** The most jobs one claim takes: a batch, or half of one with two claims out. */
-  readonly claimSize: number;
-  /** Claims go out while the jobs held and being claimed are fewer than this. */
-  readonly refillBelow: number;
-  /** Running, held and being claimed at most. Without claiming ahead, the slots. */
-  readonly holdAtMost: number;
+  private readonly capped: boolean;
+  private readonly fixedBatchSize: number | undefined;
   private readonly pace = new AttemptPace();
+  private claimMs: number | undefined;
 
   constructor({ concurrency, claimBatchSize, capped }: ClaimPolicyOptions) {
     this.concurrency = concurrency;
-    this.claimBatchSize = Math.max(concurrency, claimBatchSize ?? concurrency);
-    this.claimsAhead = this.claimBatchSize > concurrency;
-    const halfBatch = Math.max(concurrency, Math.floor(this.claimBatchSize / 2));
-    this.claimsAtOnce = this.claimsAhead && !capped ? CLAIMS_AHEAD_AT_ONCE : 1;
-    this.claimSize =
-      this.claimsAtOnce > 1
-        ? Math.max(concurrency, Math.ceil(this.claimBatchSize / this.claimsAtOnce))
-        : this.claimBatchSize;
-    this.refillBelow = !this.claimsAhead ? 1 : this.claimsAtOnce > 1 ? this.claimBatchSize : halfBatch;
-    this.holdAtMost = this.claimsAhead ? this.claimBatchSize + halfBatch : this.claimBatchSize;
+    this.capped = capped;
+    this.fixedBatchSize = claimBatchSize === 'auto' ? undefined : Math.max(concurrency, claimBatchSize ?? concurrency);
+  }
+
+  /**
+   * The batch now. An `auto` batch is the slots plus the jobs they finish
+   * while one claim is out (the claim's round trip over an attempt's run
+   * time, times the slots), up to AUTO_BATCH_MAX_SLOTS times the slots: a
+   * database far away or jobs that take no time make the loop claim ahead,
+   * long jobs do not. Until both are timed, the slots.
+   */
+  get claimBatchSize(): number {
+    if (this.fixedBatchSize !== undefined) return this.fixedBatchSize;
+    const attemptMs = this.pace.meanMs;
+    if (this.claimMs === undefined || attemptMs === undefined) return this.concurrency;
+    const ahead = Math.round((this.concurrency * this.claimMs) / Math.max(attemptMs, MIN_ATTEMPT_MS));
+    return Math.min(this.concurrency + ahead, this.concurrency * AUTO_BATCH_MAX_SLOTS, MAX_CLAIM);
+  }
+
+  /** A batch larger than the slots: the loop holds jobs for slots not free yet. */
+  get claimsAhead(): boolean {
+    return this.claimBatchSize > this.concurrency;
+  }
+
+  /** The most claims out at once while the queue has a backlog. */
+  get claimsAtOnce(): number {
+    return this.claimsAhead && !this.capped ? CLAIMS_AHEAD_AT_ONCE : 1;
+  }
+
+  /** The most jobs one claim takes: a batch, or half of one with two claims out. */
+  get claimSize(): number {
+    const batch = this.claimBatchSize;
+    return this.claimsAtOnce > 1 ? Math.max(this.concurrency, Math.ceil(batch / this.claimsAtOnce)) : batch;
+  }
+
+  /** Claims go out while the jobs held and being claimed are fewer than this. */
+  get refillBelow(): number {
+    return !this.claimsAhead ? 1 : this.claimsAtOnce > 1 ? this.claimBatchSize : this.halfBatch;
+  }
+
+  /** Running, held and being claimed at most. Without claiming ahead, the slots. */
+  get holdAtMost(): number {
+    return this.claimsAhead ? this.claimBatchSize + this.halfBatch : this.claimBatchSize;
+  }
+
+  private get halfBatch(): number {
+    return Math.max(this.concurrency, Math.floor(this.claimBatchSize / 2));
   }
 
   /**
@@ -141,6 +179,11 @@ export class ClaimPolicy {
   attemptTook(ms: number): void {
     this.pace.record(ms);
   }
+
+  /** A claim took `ms` from sending to its answer. */
+  claimTook(ms: number): void {
+    this.claimMs = movingMean(this.claimMs, ms);
+  }
 }
 
 /**
@@ -149,10 +192,10 @@ export class ClaimPolicy {
  * before the deadline (at least one, so a long job still gets its turn).
  */
 class AttemptPace {
-  private meanMs: number | undefined;
+  meanMs: number | undefined;
 
   record(ms: number): void {
-    this.meanMs = this.meanMs === undefined ? ms : 0.8 * this.meanMs + 0.2 * ms;
+    this.meanMs = movingMean(this.meanMs, ms);
   }
 
   claimSize(wanted: number, concurrency: number, msLeft: number): number {
@@ -160,4 +203,12 @@ class AttemptPace {
     if (this.meanMs === undefined || this.meanMs <= 0 || !Number.isFinite(msLeft)) return size;
     return Math.max(1, Math.min(size, Math.floor((concurrency * msLeft) / this.meanMs)));
   }
+}
+
+/** An attempt's run time as `auto` counts it at least: a clock that reads 0 ms for a no-op job says little. */
+const MIN_ATTEMPT_MS = 0.1;
+
+/** A mean that follows the recent values. */
+function movingMean(mean: number | undefined, value: number): number {
+  return mean === undefined ? value : 0.8 * mean + 0.2 * value;
 }

@@ -25,7 +25,7 @@ export interface DrainOptions {
    */
   concurrency: number;
   /** The jobs a drain claims at a time; default the free slots (see JobLoopOptions.claimBatchSize). */
-  claimBatchSize?: number;
+  claimBatchSize?: number | 'auto';
   /** Recorded on every claim. Default `skiplock:drain-<random>` (see drainWorkerId). */
   workerId?: string;
   /** Keep finished jobs this long before pruning them. Default RETENTION_SECONDS's. */

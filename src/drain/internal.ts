@@ -10,6 +10,6 @@ export { CLAIMS_AHEAD_AT_ONCE } from './job-loop.js';
 export { errorFields, jsonConsoleLogger } from './logger.js';
 export { jobSettings, SHARED_SETTINGS } from './settings.js';
 export { readSettings, setting, type SettingVariables } from './setting.js';
-export { number, onOff, secondsAsMilliseconds, text, wholeNumber } from './setting-kinds.js';
+export { number, onOff, secondsAsMilliseconds, text, wholeNumber, wholeNumberOr } from './setting-kinds.js';
 export { isPublicAddress } from './handlers/public-address.js';
 export { isFramingHeader } from './handlers/framing-headers.js';

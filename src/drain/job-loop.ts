@@ -4,7 +4,13 @@ import { releaseMany } from '../engine/release.js';
 import type { ClaimedJob } from '../engine/types.js';
 import type { QueueDeliveries } from './bulk-delivery/queue-deliveries.js';
 import type { DrainBudget } from './budget.js';
-import { BEFORE_THE_FIRST_CLAIM, ClaimPolicy, type ClaimingState, type LastClaim } from './claim-policy.js';
+import {
+  BEFORE_THE_FIRST_CLAIM,
+  type ClaimBatchSize,
+  ClaimPolicy,
+  type ClaimingState,
+  type LastClaim,
+} from './claim-policy.js';
 import { CompletionBatch } from './completion-batch.js';
 import { noJobCounts, type JobCounts } from './job-counts.js';
 import { HeartbeatSchedule } from './heartbeat.js';
@@ -46,9 +52,11 @@ export interface JobLoopOptions {
    * is claimed whole while half of this one still waits; without one (the
    * Node worker) it is claimed in halves, two claims out at once while the
    * queue has a backlog (see CLAIMS_AHEAD_AT_ONCE). Jobs waiting here count
-   * against their tenant's concurrency like running ones.
+   * against their tenant's concurrency like running ones. `auto` sizes the
+   * batch from the claims' round trip and the attempts' run time (see
+   * ClaimPolicy.claimBatchSize).
    */
-  claimBatchSize?: number;
+  claimBatchSize?: ClaimBatchSize;
   budget: DrainBudget;
   logger: Logger;
   /** How long a handed-back job waits before it can be claimed again. */
@@ -386,6 +394,7 @@ class JobLoop {
   private claimAnswered(jobs: readonly ClaimedJob[], max: number, claimSentAt: number): void {
     this.counts.claimed += jobs.length;
     const claimAnsweredAt = Date.now();
+    this.policy.claimTook(claimAnsweredAt - claimSentAt);
     for (const job of jobs) this.held.push({ job, claimSentAt, claimAnsweredAt });
     if (jobs.length > 0) this.lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
     this.lastClaim = { found: jobs.length > 0, full: jobs.length === max };

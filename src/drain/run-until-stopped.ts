@@ -16,7 +16,7 @@ export interface RunUntilStoppedOptions {
   /** Attempts running at once. */
   concurrency: number;
   /** The jobs the loop claims at a time; default the free slots (see JobLoopOptions.claimBatchSize). */
-  claimBatchSize?: number;
+  claimBatchSize?: number | 'auto';
   /**
    * Resolves when there may be work: a notification, a poll interval, or
    * `signal` (the worker stopping). Called after a claim that found nothing.

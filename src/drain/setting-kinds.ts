@@ -32,6 +32,17 @@ export function wholeNumber(range: Range): SettingKind<number> {
   return numberKind(range, true, 1);
 }
 
+/** A whole number within the range, or one word (`auto`) for a value the program chooses as it runs. */
+export function wholeNumberOr<const Word extends string>(word: Word, range: Range): SettingKind<number | Word> {
+  const whole = wholeNumber(range);
+  return {
+    accepts: `${whole.accepts}, or ${word}`,
+    fromText: z.union([z.string().toLowerCase().pipe(z.literal(word)), whole.fromText]),
+    fromCode: z.union([z.literal(word), whole.fromCode]),
+    show: (value) => (value === word ? word : whole.show(value as number)),
+  };
+}
+
 /** A number of seconds in its variable, of milliseconds as an option in code (`shutdownGraceMs`). */
 export function secondsAsMilliseconds(range: Range): SettingKind<number> {
   return numberKind(range, false, 1000);

@@ -29,6 +29,7 @@ describe('readWorkerConfig', () => {
       concurrency: 4,
       claimBatchSize: 4,
     });
+    expect(readWorkerConfig({ DATABASE_URL, WORKER_CLAIM_BATCH_SIZE: 'auto' }).worker.claimBatchSize).toBe('auto');
     const { worker, jobs } = readWorkerConfig({
       DATABASE_URL,
       WORKER_CONCURRENCY: '4',
@@ -52,7 +53,10 @@ describe('readWorkerConfig', () => {
 
   it.each([
     [{ WORKER_CONCURRENCY: '0' }, 'WORKER_CONCURRENCY must be a whole number from 1 to 1000, not "0"'],
-    [{ WORKER_CLAIM_BATCH_SIZE: '1001' }, 'WORKER_CLAIM_BATCH_SIZE must be a whole number from 1 to 1000, not "1001"'],
+    [
+      { WORKER_CLAIM_BATCH_SIZE: '1001' },
+      'WORKER_CLAIM_BATCH_SIZE must be a whole number from 1 to 1000, or auto, not "1001"',
+    ],
     [{ POLL_INTERVAL_MS: '5' }, 'POLL_INTERVAL_MS must be a number from 10, not "5"'],
     [{ WORKER_LISTEN: 'maybe' }, 'WORKER_LISTEN must be on or off (also 1 or 0, true or false), not "maybe"'],
     [{ SHUTDOWN_GRACE_SECONDS: '-1' }, 'SHUTDOWN_GRACE_SECONDS must be a number from 0, not "-1"'],

@@ -1,5 +1,5 @@
 import { MAX_CLAIM } from '../engine/index.js';
-import { number, onOff, secondsAsMilliseconds, setting, text, wholeNumber } from '../drain/internal.js';
+import { number, onOff, secondsAsMilliseconds, setting, text, wholeNumber, wholeNumberOr } from '../drain/internal.js';
 
 /**
  * The settings only the Node worker reads, beside SHARED_SETTINGS: options
@@ -14,10 +14,10 @@ export const NODE_WORKER_SETTINGS = {
   }),
   claimBatchSize: setting({
     variable: 'WORKER_CLAIM_BATCH_SIZE',
-    kind: wholeNumber({ min: 1, max: MAX_CLAIM }),
+    kind: wholeNumberOr('auto', { min: 1, max: MAX_CLAIM }),
     defaultFrom: { shown: '`WORKER_CONCURRENCY`', of: (values) => values.concurrency as number },
     description:
-      'the jobs a worker claims at a time; larger claims ahead for many short jobs: the batch is claimed in two halves, two claims out at once while the queue has a backlog, and a worker holds up to one and a half batches',
+      "the jobs a worker claims at a time; larger claims ahead for many short jobs: the batch is claimed in two halves, two claims out at once while the queue has a backlog, and a worker holds up to one and a half batches; `auto` sizes it as it runs, from the claims' round trip and the jobs' run time, up to 4 times `WORKER_CONCURRENCY`",
   }),
   workerId: setting({
     variable: 'WORKER_ID',

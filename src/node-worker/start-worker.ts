@@ -30,9 +30,10 @@ export interface WorkerOptions {
   /**
    * The jobs the worker claims at a time (WORKER_CLAIM_BATCH_SIZE); default the concurrency. Larger
    * claims ahead, in two claims of half a batch out at once, for many short
-   * jobs (see JobLoopOptions.claimBatchSize).
+   * jobs; `auto` sizes the batch from the claims' round trip and the jobs'
+   * run time (see JobLoopOptions.claimBatchSize).
    */
-  claimBatchSize?: number;
+  claimBatchSize?: number | 'auto';
   /**
    * Recorded on every claim. Give a stable one (per host or pod) and a
    * restarted worker hands back the leases its previous run held at once,

@@ -9,7 +9,7 @@ describe('resolveSettings', () => {
     expect(settings.drain).toEqual({
       budgetSeconds: 25,
       concurrency: 25,
-      claimBatchSize: 25,
+      claimBatchSize: 'auto',
       fastPath: true,
       fastPathBudgetSeconds: 20,
       subrequestLimit: 50,
@@ -67,8 +67,8 @@ describe('resolveSettings', () => {
     );
     expect(settings.drain).toMatchObject({
       concurrency: 40,
-      // Unset, a drain claims as many jobs as it runs at once.
-      claimBatchSize: 40,
+      // Unset, a drain sizes its claims as it runs.
+      claimBatchSize: 'auto',
       subrequestLimit: 1000,
       fanout: 8,
       logBackgroundDrains: true,
@@ -94,10 +94,16 @@ describe('resolveSettings', () => {
       'skiplock: DRAIN_CONCURRENCY must be a whole number from 1 to 50, not "80"',
     );
     expect(refusal(() => resolveSettings({}, { ...DEV, DRAIN_CLAIM_BATCH_SIZE: '0' }, { api: true }))).toBe(
-      'skiplock: DRAIN_CLAIM_BATCH_SIZE must be a whole number from 1 to 1000, not "0"',
+      'skiplock: DRAIN_CLAIM_BATCH_SIZE must be a whole number from 1 to 1000, or auto, not "0"',
+    );
+    expect(refusal(() => resolveSettings({ drainClaimBatchSize: 'most' as 'auto' }, DEV, { api: true }))).toBe(
+      'skiplock: drainClaimBatchSize must be a whole number from 1 to 1000, or auto, not "most"',
     );
     expect(resolveSettings({}, { ...DEV, DRAIN_CLAIM_BATCH_SIZE: '100' }, { api: true }).drain.claimBatchSize).toBe(
       100,
+    );
+    expect(resolveSettings({}, { ...DEV, DRAIN_CLAIM_BATCH_SIZE: 'AUTO' }, { api: true }).drain.claimBatchSize).toBe(
+      'auto',
     );
     expect(refusal(() => resolveSettings({ httpAllowedHosts: ['hooks.example.com:http'] }, DEV, { api: true }))).toBe(
       'skiplock: httpAllowedHosts must be [tenant=]host[:port] entries, comma-separated, not "hooks.example.com:http"',

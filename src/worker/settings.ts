@@ -6,7 +6,7 @@ import {
   type SettingOptions,
   type SettingValues,
 } from '../drain/setting.js';
-import { list, number, oneOf, onOff, text, wholeNumber } from '../drain/setting-kinds.js';
+import { list, number, oneOf, onOff, text, wholeNumber, wholeNumberOr } from '../drain/setting-kinds.js';
 import { jobSettings, SHARED_SETTINGS, type JobSettings } from '../drain/settings.js';
 import type { ApiSettings } from '../http/context.js';
 import type { SkiplockEnv } from './env.js';
@@ -85,10 +85,11 @@ export const WORKER_SETTINGS = {
   }),
   drainClaimBatchSize: setting({
     variable: 'DRAIN_CLAIM_BATCH_SIZE',
-    kind: wholeNumber({ min: 1, max: 1000 }),
-    defaultFrom: { shown: '`DRAIN_CONCURRENCY`', of: (values) => values.drainConcurrency as number },
+    kind: wholeNumberOr('auto', { min: 1, max: 1000 }),
+    // A database a round trip away: a batch of the slots waits for every claim.
+    default: 'auto',
     description:
-      "the jobs one drain claims at a time; more than `DRAIN_CONCURRENCY` claims the next batch while the last one runs, so the database's round trip overlaps the work (the held jobs count against their tenant's concurrency)",
+      "the jobs one drain claims at a time; more than `DRAIN_CONCURRENCY` claims the next batch while the last one runs, so the database's round trip overlaps the work (the held jobs count against their tenant's concurrency); `auto` sizes it as the drain runs, from the claims' round trip and the jobs' run time, from `DRAIN_CONCURRENCY` (long jobs) up to 4 times it (jobs shorter than a round trip)",
   }),
   fastPath: setting({
     variable: 'FAST_PATH',
@@ -169,7 +170,7 @@ export interface WorkerDrainSettings {
   budgetSeconds: number;
   concurrency: number;
   /** The jobs one drain claims at a time (DRAIN_CLAIM_BATCH_SIZE). */
-  claimBatchSize: number;
+  claimBatchSize: number | 'auto';
   fastPath: boolean;
   fastPathBudgetSeconds: number;
   /** The subrequests one drain invocation may make. */
