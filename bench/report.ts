@@ -3,7 +3,7 @@
  * max of the repetitions, and skiplock / peer ratios of the medians) and
  * docs/benchmarks.json (every repetition's figures and details).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Scale } from './config';
 import type { Environment } from './environment';
@@ -11,6 +11,7 @@ import type { Measurement, WorkloadReport } from './results';
 import { formatNumber, summarize } from './stats';
 import type { SetupName, Settings, SystemName } from './systems/types';
 import { targetLines } from './targets';
+import { roundTripSectionOf, withRoundTripSection } from './workerd-round-trips';
 
 export interface BenchReport {
   generatedAt: string;
@@ -28,7 +29,10 @@ export interface BenchReport {
 export async function writeReport(report: BenchReport, markdownPath: string, jsonPath: string): Promise<void> {
   await mkdir(dirname(markdownPath), { recursive: true });
   await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
-  await writeFile(markdownPath, renderMarkdown(report));
+  // The round-trip section comes from its own run (bench:workerd), which this one does not repeat.
+  const kept = roundTripSectionOf(await readFile(markdownPath, 'utf8').catch(() => ''));
+  const markdown = renderMarkdown(report);
+  await writeFile(markdownPath, kept === '' ? markdown : withRoundTripSection(markdown, kept));
 }
 
 const MARKS = ['†', '‡', '§', '¶', '#'];

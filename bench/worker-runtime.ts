@@ -16,8 +16,10 @@
  *    statements, trips to the database and workerd's CPU per job.
  *
  * NEON_PROXY_ROUND_TRIP_MS (and NEON_PROXY_JITTER_MS) put the database a
- * round trip away, as Neon is from a deployed Worker; DRAIN_FANOUT=1
- * measures without fan-out.
+ * round trip away, as Neon is from a deployed Worker; a list (0,20,50) runs
+ * a pass at each and prints the table with issue 42's targets
+ * (bench/workerd-round-trips.ts; UPDATE_BENCHMARKS=1 writes it into
+ * docs/benchmarks.md). DRAIN_FANOUT=1 measures without fan-out.
  *
  * CPU per request and per job is read from /proc for each party: workerd
  * (everything the Worker does, and the runtime's own work), this Node process
@@ -37,10 +39,31 @@ import { type CpuMeter, cpuMeter, cpuPer, withCpu } from './cpu';
 import { adminHeaders, type BenchDatabase, createBenchDatabase } from './worker-stack';
 import { type Invocations, startWorkerdStack, type WorkerdStack } from './workerd-stack';
 import { burnDown, enqueueBurst, serialEnqueues, type WorkerTarget } from './worker-workloads';
+import { roundTripSection, roundTripsFrom, roundTripTargets, updateBenchmarksPage } from './workerd-round-trips';
 
 const jobs = Number(process.env.JOBS ?? 10_000);
 
 async function main(): Promise<void> {
+  const roundTrips = roundTripsFrom(process.env.NEON_PROXY_ROUND_TRIP_MS);
+  const command = commandLine();
+  const runs: Awaited<ReturnType<typeof measure>>[] = [];
+  for (const roundTripMs of roundTrips) {
+    // The proxy reads its round trip from the environment, as under `npm start`.
+    process.env.NEON_PROXY_ROUND_TRIP_MS = String(roundTripMs);
+    runs.push(await measure(command));
+  }
+  if (runs.length === 1) {
+    console.log(JSON.stringify(runs[0], null, 2));
+    return;
+  }
+  const section = roundTripSection(runs, command);
+  console.log(JSON.stringify({ runs, targets: roundTripTargets(runs) }, null, 2));
+  console.error(section);
+  if (process.env.UPDATE_BENCHMARKS === '1') await updateBenchmarksPage(section);
+}
+
+/** One pass at the round trip the environment sets: what bench:workerd prints for it. */
+async function measure(command: string) {
   const database = await createBenchDatabase('workerd');
   // As under `npm start`: DRAIN_FANOUT=1 npm run bench:workerd measures without fan-out.
   const vars = Object.fromEntries(
@@ -84,7 +107,7 @@ async function main(): Promise<void> {
     console.error('50 ms I/O', io.result);
     const costInputs: RunCostInputs = {
       measuredAt: new Date().toISOString(),
-      command: commandLine(),
+      command,
       postgres: await serverVersion(database.db),
       machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', loadAverage: loadavg() },
       cronEverySeconds: 1,
@@ -93,26 +116,22 @@ async function main(): Promise<void> {
       io: io.inputs,
       singleEnqueues: burst.inputs,
     };
-    console.log(
-      JSON.stringify(
-        {
-          networkDelay: networkDelayFrom(process.env),
-          single,
-          batch,
-          idleStart,
-          burst: { ...burst.result, cpuMsPerRequest: cpuPer(burst.cpu, burst.units) },
-          noop: {
-            ...noop.result,
-            cpuMsPerJob: cpuPer(noop.cpu, noop.units),
-            tripsPerJob: noop.inputs.databaseTripsPerJob,
-          },
-          io: { ...io.result, cpuMsPerJob: cpuPer(io.cpu, io.units), tripsPerJob: io.inputs.databaseTripsPerJob },
-          costInputs,
-        },
-        null,
-        2,
-      ),
-    );
+    return {
+      networkDelay: networkDelayFrom(process.env),
+      measuredAt: costInputs.measuredAt,
+      loadAverage: loadavg(),
+      single,
+      batch,
+      idleStart,
+      burst: { ...burst.result, cpuMsPerRequest: cpuPer(burst.cpu, burst.units) },
+      noop: {
+        ...noop.result,
+        cpuMsPerJob: cpuPer(noop.cpu, noop.units),
+        tripsPerJob: noop.inputs.databaseTripsPerJob,
+      },
+      io: { ...io.result, cpuMsPerJob: cpuPer(io.cpu, io.units), tripsPerJob: io.inputs.databaseTripsPerJob },
+      costInputs,
+    };
   } finally {
     await workerd.stop();
     await database.drop();

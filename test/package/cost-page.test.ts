@@ -115,4 +115,11 @@ describe('the cost page (npm run docs:cost)', () => {
     expect(() => benchOutput(JSON.stringify({ networkDelay: run.networkDelay }))).toThrow(/no costInputs/);
     expect(() => benchOutput('serial {}')).toThrow(/no JSON object/);
   });
+
+  it('prices the run at 0 ms of a benchmark run at several round trips', async () => {
+    const run = await fixture();
+    const far = { ...run, networkDelay: { roundTripMs: 50, jitterMs: 0 } };
+    const near = { ...run, networkDelay: { roundTripMs: 0, jitterMs: 0 } };
+    expect(benchOutput(JSON.stringify({ runs: [far, near], targets: [] }))).toEqual(near);
+  });
 });
