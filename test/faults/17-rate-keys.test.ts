@@ -5,6 +5,7 @@ import type { Db, Queryable } from '../../src/db/types';
 import { enqueue, type EnqueueInput } from '../../src/engine';
 import { sleep } from '../../src/engine/sleep';
 import { engineDatabases } from '../support/engine-db';
+import { claimStartRecord, noteClaimStarts } from './support/claim-starts';
 import { runHistory } from './support/history';
 import { DRAINS, KEYED_TYPE, PULL_WORKERS, runKeyScenario, seeded } from './support/keyed-ledger';
 import { processes } from './support/processes';
@@ -51,28 +52,6 @@ const FAIL_FIRST_ONE_IN = 12;
 
 const keyName = (key: { tenant: string; key: string }) => `${key.tenant}/${key.key}`;
 
-/**
- * Every start of every job as the claim made it: the claim sets the job's
- * `started_at` to its own clock reading (the time the rate key's window is
- * judged at), which the job's history does not keep (a drain's completion
- * moves it to when the handler began). A trigger in the scenario's own
- * database notes each one, in the claim's transaction.
- */
-const RATE_STARTS_SQL = /* sql */ `
-CREATE TABLE rate_starts (
-  n bigserial PRIMARY KEY, job_id uuid NOT NULL, attempt integer NOT NULL, worker_id text,
-  started_at timestamptz NOT NULL);
-CREATE FUNCTION note_rate_start() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO public.rate_starts (job_id, attempt, worker_id, started_at)
-  VALUES (NEW.id, NEW.attempts, NEW.worker_id, NEW.started_at);
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER jobs_note_rate_start AFTER UPDATE OF state ON skiplock.jobs
-  FOR EACH ROW WHEN (NEW.state = 'running' AND OLD.state IS DISTINCT FROM 'running')
-  EXECUTE FUNCTION note_rate_start();`;
-
 /** Per rate key, sampled: its own record of its starts in the window ending now, and its jobs held. */
 const sampleSql = /* sql */ `
 SELECT c.tenant, c.key, c.rate_limit AS limit,
@@ -89,7 +68,7 @@ FROM skiplock.concurrency_keys c WHERE c.rate_limit IS NOT NULL`;
 const windowsSql = /* sql */ `
 WITH s AS (
   SELECT r.job_id, r.attempt, r.worker_id, r.started_at, kj.tenant, kj.key, kj.rate_limit, kj.rate_seconds
-  FROM rate_starts r JOIN skiplock.keyed_jobs kj ON kj.job_id = r.job_id
+  FROM claim_starts r JOIN skiplock.keyed_jobs kj ON kj.job_id = r.job_id
   WHERE kj.rate_limit IS NOT NULL
 )
 SELECT s.tenant, s.key, s.rate_limit AS limit, s.rate_seconds AS "periodSeconds",
@@ -117,35 +96,6 @@ interface WindowRow {
   evidence: unknown;
 }
 
-/**
- * Do the starts the trigger noted, the jobs' attempts and the handlers'
- * ledger tell one story? Jobs whose starts noted differ from their
- * attempts; (job, attempt) noted twice; ledger attempts with no start noted,
- * or begun before their claim.
- */
-const startRecordSql = /* sql */ `
-SELECT
-  (SELECT count(*)::integer FROM rate_starts) AS starts,
-  (SELECT count(*)::integer FROM skiplock.all_jobs a
-   WHERE a.attempts <> (SELECT count(*) FROM rate_starts r WHERE r.job_id = a.id)) AS "attemptsMismatched",
-  (SELECT count(*)::integer FROM (SELECT 1 FROM rate_starts GROUP BY job_id, attempt HAVING count(*) > 1) d)
-    AS "notedTwice",
-  (SELECT count(*)::integer FROM keyed_ledger l
-   WHERE NOT EXISTS (SELECT 1 FROM rate_starts r WHERE r.job_id = l.job_id AND r.attempt = l.attempt))
-    AS "ledgerUnclaimed",
-  (SELECT count(*)::integer FROM keyed_ledger l JOIN rate_starts r ON r.job_id = l.job_id AND r.attempt = l.attempt
-   WHERE l.started_at < r.started_at) AS "ledgerBeforeClaim",
-  (SELECT count(*)::integer FROM rate_starts WHERE attempt > 1) AS "laterAttempts",
-  (SELECT count(*)::integer FROM skiplock.job_events WHERE kind = 'lease_expired') AS "leasesLapsed",
-  (SELECT count(*)::integer FROM rate_starts r
-   WHERE EXISTS (SELECT 1 FROM skiplock.job_events e
-                 WHERE e.job_id = r.job_id AND e.kind = 'lease_expired' AND e.attempt = r.attempt - 1))
-    AS "startsAfterLapse",
-  (SELECT count(*)::integer FROM rate_starts r
-   WHERE EXISTS (SELECT 1 FROM skiplock.job_events e
-                 WHERE e.job_id = r.job_id AND e.kind = 'failed' AND e.attempt = r.attempt - 1))
-    AS "startsAfterFailure"`;
-
 /** Per key: its jobs, how many ended how, the dropped ones as they must be, those let through yet held, and its holds. */
 const outcomesSql = /* sql */ `
 SELECT kj.tenant, kj.key, count(*)::integer AS jobs,
@@ -153,7 +103,7 @@ SELECT kj.tenant, kj.key, count(*)::integer AS jobs,
        count(*) FILTER (WHERE a.state = 'cancelled')::integer AS cancelled,
        count(*) FILTER (WHERE a.state = 'cancelled' AND a.attempts = 0
                           AND a.last_error->>'name' = 'RateLimitedError'
-                          AND NOT EXISTS (SELECT 1 FROM rate_starts r WHERE r.job_id = a.id))::integer AS "droppedAsSaid",
+                          AND NOT EXISTS (SELECT 1 FROM claim_starts r WHERE r.job_id = a.id))::integer AS "droppedAsSaid",
        count(*) FILTER (WHERE a.state = 'succeeded' AND EXISTS (SELECT 1 FROM skiplock.job_events e
                                       WHERE e.job_id = a.id AND e.kind = 'held'))::integer AS "succeededEverHeld",
        (SELECT count(*)::integer FROM skiplock.job_events e JOIN skiplock.keyed_jobs k ON k.job_id = e.job_id
@@ -174,13 +124,13 @@ SELECT id FROM skiplock.finished_jobs WHERE state = 'succeeded' GROUP BY id HAVI
  */
 const dropsSql = /* sql */ `
 SELECT c.id, kj.tenant, kj.key, kj.rate_limit AS limit,
-       (SELECT count(*)::integer FROM rate_starts r JOIN skiplock.keyed_jobs k ON k.job_id = r.job_id
+       (SELECT count(*)::integer FROM claim_starts r JOIN skiplock.keyed_jobs k ON k.job_id = r.job_id
         WHERE k.tenant = kj.tenant AND k.key = kj.key
           AND r.started_at > c.created_at - make_interval(secs => kj.rate_seconds) AND r.started_at <= c.finished_at)
          AS "inWindow",
        (SELECT count(*)::integer FROM skiplock.all_jobs a JOIN skiplock.keyed_jobs k ON k.job_id = a.id
         WHERE k.tenant = kj.tenant AND k.key = kj.key AND a.created_at < c.created_at AND a.state <> 'cancelled'
-          AND NOT EXISTS (SELECT 1 FROM rate_starts r WHERE r.job_id = a.id AND r.started_at <= c.finished_at))
+          AND NOT EXISTS (SELECT 1 FROM claim_starts r WHERE r.job_id = a.id AND r.started_at <= c.finished_at))
          AS "letThroughUnstarted"
 FROM skiplock.finished_jobs c JOIN skiplock.keyed_jobs kj ON kj.job_id = c.id
 WHERE c.state = 'cancelled' AND kj.rate_mode = 'drop'`;
@@ -229,7 +179,7 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
     timeout: 120_000,
   }, async () => {
     const { db, url } = await open('pg', 4);
-    await db.query({ text: RATE_STARTS_SQL, params: [] });
+    await noteClaimStarts(db);
     const random = seeded(17);
     const throttledInputs: EnqueueInput[] = THROTTLED.flatMap((key) =>
       Array.from({ length: key.limit * windowsOf(key) }, () => key),
@@ -317,17 +267,7 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
       if (row.attempt > 1) key.retries += 1;
       perKey.set(name, key);
     }
-    const [record] = await db.query<{
-      starts: number;
-      attemptsMismatched: number;
-      notedTwice: number;
-      ledgerUnclaimed: number;
-      ledgerBeforeClaim: number;
-      laterAttempts: number;
-      leasesLapsed: number;
-      startsAfterLapse: number;
-      startsAfterFailure: number;
-    }>({ text: startRecordSql, params: [] });
+    const record = await claimStartRecord(db);
 
     // (b) Every job once, (c) the drop keys' accounting.
     const outcomes = await db.query<{
@@ -393,16 +333,16 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
         `each with 4 to 6 windows' worth, enqueued at once; work of 10 to 150 ms, ${failingFirst} failing their first attempt; ` +
         `then ${drops.enqueued} jobs of ${DROPPING.length} 'drop' rate keys, one per key every ${DROP_EVERY_MS} ms for ${seconds(DROP_STREAM_MS)}; ` +
         `${DRAINS} drain processes + ${PULL_WORKERS} pull-worker processes × 4, lease ${LEASE_SECONDS} s`,
-      faults: `all 16 claimers at once; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record!.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each key's window`,
+      faults: `all 16 claimers at once; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each key's window`,
       jobsLost: lost,
       runTwiceAtOnce: twice.length,
       limitViolations: violations.length + samplesAbove,
       recovery: `the ${JOBS} throttled jobs done ${seconds(run.tookMs)} after the enqueue, the drop stream settled ${seconds(dropMs)} after it began, ${seconds(tookMs)} in all from the crew's start (each of the 16 first processes ran attempts: ${run.idle.length === 0 ? 'yes' : `not ${run.idle.join(', ')}`})`,
       notes: [
-        `limit violations here: windows (period-long, ending at a start) with more starts of a key than its limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record!.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a key's own window above its limit (${samplesAbove})`,
+        `limit violations here: windows (period-long, ending at a start) with more starts of a key than its limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a key's own window above its limit (${samplesAbove})`,
         `throttled keys: ${keyLine(THROTTLED)}`,
         `drop keys: ${dropLine}; every dropped job cancelled with RateLimitedError, never started (${dropsExplained} of ${dropCancelled}), none dropped while its window had room (${droppedWithRoom.length}), none let through then held (${acceptedEverHeld})`,
-        `${record!.starts} starts for ${JOBS + dropSucceeded} jobs run: ${record!.laterAttempts} later attempts, ${record!.startsAfterFailure} after a failed attempt and ${record!.startsAfterLapse} after a lease lapsed (the jobs a killed worker held), each counted in its key's window`,
+        `${record.starts} starts for ${JOBS + dropSucceeded} jobs run: ${record.laterAttempts} later attempts, ${record.startsAfterFailure} after a failed attempt and ${record.startsAfterLapse} after a lease lapsed (the jobs a killed worker held), each counted in its key's window`,
       ],
     });
 
@@ -420,13 +360,13 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
     expect(liveLeft).toBe(0);
     // The starts noted are the attempts, the handlers' ledger agrees, and a lapsed lease's claim again is among them.
     expect(record).toMatchObject({ attemptsMismatched: 0, notedTwice: 0, ledgerUnclaimed: 0, ledgerBeforeClaim: 0 });
-    expect(record!.starts).toBe(record!.laterAttempts + JOBS + dropSucceeded);
-    expect(record!.laterAttempts).toBe(record!.startsAfterFailure + record!.startsAfterLapse);
+    expect(record.starts).toBe(record.laterAttempts + JOBS + dropSucceeded);
+    expect(record.laterAttempts).toBe(record.startsAfterFailure + record.startsAfterLapse);
     // A job that fails its first attempt retries, unless a kill cut that attempt first.
-    expect(record!.startsAfterFailure).toBeGreaterThanOrEqual(failingFirst - record!.startsAfterLapse);
+    expect(record.startsAfterFailure).toBeGreaterThanOrEqual(failingFirst - record.startsAfterLapse);
     expect(run.cut).toBeGreaterThan(0);
-    expect(record!.startsAfterLapse).toBeGreaterThan(0);
-    expect(record!.startsAfterLapse).toBe(record!.leasesLapsed);
+    expect(record.startsAfterLapse).toBeGreaterThan(0);
+    expect(record.startsAfterLapse).toBe(record.leasesLapsed);
     // Every throttled key was held back for several windows: it reached its limit and waited.
     for (const key of THROTTLED) {
       const figures = perKey.get(keyName(key))!;

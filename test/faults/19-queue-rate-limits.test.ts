@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type EnqueueInput, setQueue } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
+import { claimStartRecord, noteClaimStarts } from './support/claim-starts';
 import { DRAINS, KEYED_TYPE, PULL_WORKERS, runKeyScenario, seeded } from './support/keyed-ledger';
 import { processes } from './support/processes';
 import { recordScenario, seconds } from './support/report';
@@ -32,26 +33,6 @@ const KILLS = 3;
 /** One job in this many fails its first attempt. */
 const FAIL_FIRST_ONE_IN = 10;
 
-/**
- * Every start of every job as the claim made it (the job's `started_at`, the
- * time its queue's window is judged at, which a retry overwrites), noted by
- * a trigger in the claim's transaction.
- */
-const STARTS_SQL = /* sql */ `
-CREATE TABLE queue_starts (
-  n bigserial PRIMARY KEY, job_id uuid NOT NULL, queue text NOT NULL, tenant text NOT NULL, attempt integer NOT NULL,
-  started_at timestamptz NOT NULL);
-CREATE FUNCTION note_queue_start() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO public.queue_starts (job_id, queue, tenant, attempt, started_at)
-  VALUES (NEW.id, NEW.queue, NEW.tenant, NEW.attempts, NEW.started_at);
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER jobs_note_queue_start AFTER UPDATE OF state ON skiplock.jobs
-  FOR EACH ROW WHEN (NEW.state = 'running' AND OLD.state IS DISTINCT FROM 'running')
-  EXECUTE FUNCTION note_queue_start();`;
-
 /** Per rated queue, sampled: its own record of its starts in the window ending now. */
 const sampleSql = /* sql */ `
 SELECT q.name AS queue, q.rate_limit AS limit,
@@ -67,12 +48,12 @@ const windowsSql = /* sql */ `
 SELECT s.queue, q.rate_limit AS limit, extract(epoch FROM s.started_at)::float8 * 1000 AS "atMs",
        s.started_at::text AS at, s.attempt, s.tenant, w.starts,
        CASE WHEN w.starts > q.rate_limit THEN w.evidence END AS evidence
-FROM queue_starts s JOIN skiplock.queues q ON q.name = s.queue AND q.rate_limit IS NOT NULL
+FROM claim_starts s JOIN skiplock.queues q ON q.name = s.queue AND q.rate_limit IS NOT NULL
 CROSS JOIN LATERAL (
   SELECT count(*)::integer AS starts,
          json_agg(json_build_object('job', o.job_id, 'attempt', o.attempt, 'startedAt', o.started_at::text)
                   ORDER BY o.started_at) AS evidence
-  FROM queue_starts o
+  FROM claim_starts o
   WHERE o.queue = s.queue AND o.started_at > s.started_at - make_interval(secs => q.rate_seconds)
     AND o.started_at <= s.started_at
 ) w
@@ -89,26 +70,12 @@ interface WindowRow {
   evidence: unknown;
 }
 
-/** Do the starts noted and the jobs' attempts tell one story, and how did the later attempts come about? */
-const startRecordSql = /* sql */ `
-SELECT
-  (SELECT count(*)::integer FROM queue_starts) AS starts,
-  (SELECT count(*)::integer FROM skiplock.all_jobs a
-   WHERE a.attempts <> (SELECT count(*) FROM queue_starts r WHERE r.job_id = a.id)) AS "attemptsMismatched",
-  (SELECT count(*)::integer FROM (SELECT 1 FROM queue_starts GROUP BY job_id, attempt HAVING count(*) > 1) d)
-    AS "notedTwice",
-  (SELECT count(*)::integer FROM queue_starts WHERE attempt > 1) AS "laterAttempts",
-  (SELECT count(*)::integer FROM queue_starts r
-   WHERE EXISTS (SELECT 1 FROM skiplock.job_events e
-                 WHERE e.job_id = r.job_id AND e.kind = 'lease_expired' AND e.attempt = r.attempt - 1))
-    AS "startsAfterLapse"`;
-
 describe('scenario 19: queue rate limits under 8 drains and 8 pull workers, workers killed mid-job', () => {
   it('never starts more of a queue than its rate limit in any window, all tenants together, and runs every job once', {
     timeout: 120_000,
   }, async () => {
     const { db, url } = await open('pg', 4);
-    await db.query({ text: STARTS_SQL, params: [] });
+    await noteClaimStarts(db);
     for (const rated of RATED) {
       await setQueue(db, rated.queue, {
         concurrency: null,
@@ -173,17 +140,11 @@ describe('scenario 19: queue rate limits under 8 drains and 8 pull workers, work
         ];
       }),
     );
-    const [record] = await db.query<{
-      starts: number;
-      attemptsMismatched: number;
-      notedTwice: number;
-      laterAttempts: number;
-      startsAfterLapse: number;
-    }>({ text: startRecordSql, params: [] });
+    const record = await claimStartRecord(db);
     const [free] = await db.query<{ starts: number; seconds: number }>({
       text: `SELECT count(*)::integer AS starts,
                     extract(epoch FROM max(started_at) - min(started_at))::float8 AS seconds
-             FROM queue_starts WHERE queue = $1`,
+             FROM claim_starts WHERE queue = $1`,
       params: [FREE_QUEUE],
     });
     const lost = run.counts.total - run.counts.succeeded;
@@ -205,13 +166,13 @@ describe('scenario 19: queue rate limits under 8 drains and 8 pull workers, work
         `${TENANTS.length} tenants each, 4 to 6 windows' worth enqueued at once, beside ${FREE_JOBS} jobs of a queue ` +
         `without one; work of 10 to 150 ms, ${failingFirst} failing their first attempt; ` +
         `${DRAINS} drain processes + ${PULL_WORKERS} pull-worker processes × 4, lease ${LEASE_SECONDS} s`,
-      faults: `all 16 claimers at once; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record!.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each queue's window`,
+      faults: `all 16 claimers at once; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each queue's window`,
       jobsLost: lost,
       runTwiceAtOnce: run.twice.length,
       limitViolations: violations.length + samplesAbove,
       recovery: `all ${run.counts.total} jobs done ${seconds(run.tookMs)} after the enqueue (each of the 16 first processes ran attempts: ${run.idle.length === 0 ? 'yes' : `not ${run.idle.join(', ')}`})`,
       notes: [
-        `limit violations here: windows (period-long, ending at a start) with more starts of a queue, all tenants together, than its rate limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record!.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a queue's own window above its limit (${samplesAbove})`,
+        `limit violations here: windows (period-long, ending at a start) with more starts of a queue, all tenants together, than its rate limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a queue's own window above its limit (${samplesAbove})`,
         `rated queues: ${queueLine}`,
         `the queue without a limit, claimed by the same claims: ${free!.starts} starts over ${free!.seconds.toFixed(1)} s`,
       ],
@@ -232,7 +193,7 @@ describe('scenario 19: queue rate limits under 8 drains and 8 pull workers, work
     expect(run.twice).toEqual([]);
     // The starts noted are the attempts; a kill's cut attempt was claimed again and counted.
     expect(record).toMatchObject({ attemptsMismatched: 0, notedTwice: 0 });
-    expect(record!.starts).toBe(inputs.length + record!.laterAttempts);
+    expect(record.starts).toBe(inputs.length + record.laterAttempts);
     expect(run.cut).toBeGreaterThan(0);
     // Each rated queue reached its limit, was held to it window after window, and served every tenant.
     for (const rated of RATED) {
