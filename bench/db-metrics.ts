@@ -140,6 +140,40 @@ export async function tableFootprint(db: BenchDatabase, schema: string): Promise
   return { bytes: Number(row.bytes), liveTuples: Number(row.live), deadTuples: Number(row.dead) };
 }
 
+export interface RelationSize {
+  /** A table (with its TOAST) or an index of the schema. */
+  relation: string;
+  bytes: number;
+}
+
+/** Each table (with its TOAST) and index of `schema`, largest first: where a footprint's bytes are. */
+export async function relationSizes(db: BenchDatabase, schema: string): Promise<RelationSize[]> {
+  const { rows } = await db.probe.query<{ relation: string; bytes: string }>(
+    `${PROBE} SELECT c.relname AS relation,
+            CASE WHEN c.relkind = 'i' THEN pg_relation_size(c.oid) ELSE pg_table_size(c.oid) END AS bytes
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = $1 AND c.relkind IN ('r', 'm', 'i')
+     ORDER BY 2 DESC, 1`,
+    [schema],
+  );
+  return rows.map((row) => ({ relation: row.relation, bytes: Number(row.bytes) }));
+}
+
+/**
+ * VACUUM FULL of every table of `schema`: each is rewritten with its live
+ * rows only and its indexes rebuilt, so what is left is what the rows kept
+ * take, without the dead space that later rows would reuse.
+ */
+export async function compactTables(db: BenchDatabase, schema: string): Promise<void> {
+  const { rows } = await db.probe.query<{ name: string }>(
+    `${PROBE} SELECT format('%I.%I', n.nspname, c.relname) AS name
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = $1 AND c.relkind IN ('r', 'm')`,
+    [schema],
+  );
+  for (const { name } of rows) await db.probe.query(`${PROBE} VACUUM FULL ${name}`);
+}
+
 /** VACUUM ANALYZE of the whole database, so a bulk-loaded backlog has statistics and a visibility map. */
 export async function vacuumAnalyze(db: BenchDatabase): Promise<void> {
   await db.probe.query(`${PROBE} VACUUM ANALYZE`);

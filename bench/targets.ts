@@ -70,13 +70,23 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
       );
     }
     const [bytesSkiplock, bytesGraphile] = [
-      cost('skiplock', 'table + index bytes per job'),
-      cost('graphile-worker', 'table + index bytes per job'),
+      cost('skiplock', 'table + index bytes each job adds'),
+      cost('graphile-worker', 'table + index bytes each job adds'),
     ];
     if (bytesSkiplock !== undefined && bytesGraphile !== undefined) {
       lines.push(
-        `Table + index bytes per finished job, ${setup}: skiplock ${formatNumber(bytesSkiplock)}, graphile-worker ${formatNumber(bytesGraphile)} ` +
+        `Table + index bytes each job adds, ${setup}: skiplock ${formatNumber(bytesSkiplock)}, graphile-worker ${formatNumber(bytesGraphile)} ` +
           `(${ratio(bytesSkiplock / bytesGraphile)}). At most 2×: ${verdict(bytesSkiplock <= 2 * bytesGraphile)}.`,
+      );
+    }
+    const [keptSkiplock, keptPgBoss] = [
+      cost('skiplock', 'bytes a finished job keeps'),
+      cost('pg-boss', 'bytes a finished job keeps'),
+    ];
+    if (keptSkiplock !== undefined && keptPgBoss !== undefined) {
+      lines.push(
+        `Bytes a finished job keeps over the retention period, ${setup}: skiplock ${formatNumber(keptSkiplock)}, pg-boss ${formatNumber(keptPgBoss)} ` +
+          `(${ratio(keptSkiplock / keptPgBoss)}). No more than pg-boss's: ${verdict(keptSkiplock <= keptPgBoss)}.`,
       );
     }
   }
