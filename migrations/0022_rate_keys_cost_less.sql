@@ -14,10 +14,10 @@
 -- and records is unchanged, under the same locks in the same order.
 
 -- 0008's admit_rate_limited. The locked jobs' keys and turns are read once,
--- before the keys are locked: a locked job's turn cannot change meanwhile
--- (giving it one locks its row, which this claim holds). The window's room
--- is counted once per key, and the jobs are held (with their events) only
--- when some are.
+-- by the statement that locks the keys: a locked job's turn cannot change
+-- meanwhile (giving it one locks its row, which this claim holds). The
+-- window's room is counted once per key, and the jobs are held (with their
+-- events) only when some are.
 CREATE OR REPLACE FUNCTION skiplock.admit_rate_limited(locked_rows tid[], OUT admitted tid[], OUT claimed_at timestamptz)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -37,33 +37,44 @@ DECLARE
   held_keys text[];
   held_limits integer[];
   held_seconds integer[];
+  -- Their keys, locked.
+  key_tenants text[];
+  key_names text[];
 BEGIN
-  SELECT array_agg(r.address), array_agg(r.position), array_agg(j.id), array_agg(kj.tenant), array_agg(kj.key),
-         array_agg(kj.slot)
-  INTO job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots
-  FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
-  JOIN skiplock.jobs j ON j.ctid = r.address
-  JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
-  WHERE kj.rate_limit IS NOT NULL;
+  -- Their keys' rows are locked in key order, and the start time read
+  -- after: every start a key records committed before it, so the window
+  -- counted is the one the starts fall in.
+  WITH rated AS MATERIALIZED (
+    SELECT r.address, r.position, j.id, kj.tenant, kj.key, kj.slot
+    FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
+    JOIN skiplock.jobs j ON j.ctid = r.address
+    JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
+    WHERE kj.rate_limit IS NOT NULL
+  ),
+  locked_keys AS MATERIALIZED (
+    SELECT c.tenant, c.key FROM skiplock.concurrency_keys c
+    JOIN (SELECT DISTINCT d.tenant, d.key FROM rated d) u ON c.tenant = u.tenant AND c.key = u.key
+    ORDER BY c.tenant, c.key
+    FOR UPDATE OF c
+  )
+  SELECT array_agg(d.address), array_agg(d.position), array_agg(d.id), array_agg(d.tenant), array_agg(d.key),
+         array_agg(d.slot), (SELECT array_agg(l.tenant ORDER BY l.tenant, l.key) FROM locked_keys l),
+         (SELECT array_agg(l.key ORDER BY l.tenant, l.key) FROM locked_keys l)
+  INTO job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots, key_tenants, key_names
+  FROM rated d;
   IF job_ids IS NULL THEN
     admitted := locked_rows;
     claimed_at := clock_timestamp();
     RETURN;
   END IF;
-  PERFORM 1 FROM skiplock.concurrency_keys c
-  JOIN (SELECT DISTINCT u.tenant, u.key FROM unnest(job_tenants, job_keys) AS u(tenant, key)) u
-    ON c.tenant = u.tenant AND c.key = u.key
-  ORDER BY c.tenant, c.key
-  FOR UPDATE OF c;
   claimed_at := clock_timestamp();
 
   WITH keys AS MATERIALIZED (
     SELECT c.tenant, c.key, c.rate_limit, c.rate_seconds,
            c.rate_limit - (SELECT count(*) FROM unnest(c.starts) s
                            WHERE s > claimed_at - make_interval(secs => c.rate_seconds))::integer AS room
-    FROM skiplock.concurrency_keys c
-    JOIN (SELECT DISTINCT u.tenant, u.key FROM unnest(job_tenants, job_keys) AS u(tenant, key)) u
-      ON c.tenant = u.tenant AND c.key = u.key
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
   ),
   judged AS MATERIALIZED (
     SELECT u.address, u.id, u.tenant, u.key, u.slot, k.rate_limit, k.rate_seconds,
@@ -140,7 +151,8 @@ DECLARE
   key_names text[];
   freed integer[];
   failed_heads uuid[];
-  ended uuid[];
+  -- Whether any key gets a turn back or is held by its failed head.
+  changed boolean;
   -- The keys whose turns may have changed: all but the rate keys that got none back.
   fill_tenants text[];
   fill_names text[];
@@ -150,14 +162,12 @@ BEGIN
   END IF;
   -- A job's slot cannot change under this: giving it a turn locks its row,
   -- which the statement that ended it holds.
-  SELECT array_agg(f.id) INTO ended
-  FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
-  WHERE kj.slot IN ('taken', 'started', 'waiting');
   SELECT array_agg(e.tenant ORDER BY e.tenant, e.key), array_agg(e.key ORDER BY e.tenant, e.key),
          array_agg(e.freed ORDER BY e.tenant, e.key), array_agg(e.failed_head ORDER BY e.tenant, e.key),
          array_agg(e.tenant ORDER BY e.tenant, e.key) FILTER (WHERE e.freed > 0 OR NOT e.rated),
-         array_agg(e.key ORDER BY e.tenant, e.key) FILTER (WHERE e.freed > 0 OR NOT e.rated)
-  INTO key_tenants, key_names, freed, failed_heads, fill_tenants, fill_names
+         array_agg(e.key ORDER BY e.tenant, e.key) FILTER (WHERE e.freed > 0 OR NOT e.rated),
+         bool_or(e.freed > 0 OR e.failed_head IS NOT NULL)
+  INTO key_tenants, key_names, freed, failed_heads, fill_tenants, fill_names, changed
   FROM (
     SELECT kj.tenant, kj.key, count(*) FILTER (WHERE kj.slot = 'taken')::integer AS freed,
            (array_agg(kj.job_id ORDER BY kj.job_id)
@@ -174,15 +184,18 @@ BEGIN
   JOIN unnest(key_tenants, key_names) AS u(tenant, key) ON c.tenant = u.tenant AND c.key = u.key
   ORDER BY c.tenant, c.key
   FOR UPDATE OF c;
-  UPDATE skiplock.concurrency_keys c
-  SET taken = c.taken - u.freed,
-      blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
-                        THEN u.failed_head ELSE c.blocked_by END,
-      blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
-                        THEN now() ELSE c.blocked_at END
-  FROM unnest(key_tenants, key_names, freed, failed_heads) AS u(tenant, key, freed, failed_head)
-  WHERE c.tenant = u.tenant AND c.key = u.key AND (u.freed > 0 OR u.failed_head IS NOT NULL);
-  UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (ended);
+  IF changed THEN
+    UPDATE skiplock.concurrency_keys c
+    SET taken = c.taken - u.freed,
+        blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                          THEN u.failed_head ELSE c.blocked_by END,
+        blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                          THEN now() ELSE c.blocked_at END
+    FROM unnest(key_tenants, key_names, freed, failed_heads) AS u(tenant, key, freed, failed_head)
+    WHERE c.tenant = u.tenant AND c.key = u.key AND (u.freed > 0 OR u.failed_head IS NOT NULL);
+  END IF;
+  UPDATE skiplock.keyed_jobs kj SET slot = 'released'
+  FROM finished f WHERE kj.job_id = f.id AND kj.slot IN ('taken', 'started', 'waiting');
   IF fill_tenants IS NOT NULL THEN
     PERFORM skiplock.fill_key_slots(fill_tenants, fill_names);
   END IF;
