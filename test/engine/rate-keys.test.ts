@@ -250,4 +250,23 @@ describe('rate keys', () => {
       })
       .toBe(0);
   });
+
+  it("leaves its key's row unwritten when a started job ends and the key has more to run", async () => {
+    const { db } = await open('pg');
+    await enqueueBatch(db, [rated('a'), rated('b')]);
+    const [first, second] = await claimAll(db);
+    const version = () =>
+      db.query<{ version: string; taken: number; starts: number }>({
+        text: `SELECT c.xmin::text || ':' || c.ctid::text AS version, c.taken, cardinality(c.starts) AS starts
+               FROM skiplock.concurrency_keys c WHERE c.key = 'store:acme'`,
+        params: [],
+      });
+    const before = await version();
+    expect(before).toEqual([{ version: expect.any(String), taken: 0, starts: 2 }]);
+    await completeMany(db, [first!]);
+    // The second job still runs, so the key stays, its window as it was.
+    expect(await version()).toEqual(before);
+    await completeMany(db, [second!]);
+    expect((await listKeys(db)).keys).toHaveLength(1);
+  });
 });
