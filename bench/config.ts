@@ -40,6 +40,10 @@ export interface Scale {
   /** (k) jobs per keyed or plain burn-down, and the most one may take. */
   keysJobs: number;
   keysCapSeconds: number;
+  /** (k2) the deep backlog's jobs and the keys of one slot they are held on, and the single claims of each series per repetition. */
+  heldKeysJobs: number;
+  heldKeys: number;
+  heldKeysClaims: number;
   /** (g) jobs enqueued one per call and then drained (for at most `costCapSeconds`), whose database cost is counted. */
   costJobs: number;
   costCapSeconds: number;
@@ -98,6 +102,9 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessWatchSeconds: 1.5,
     keysJobs: 3_000,
     keysCapSeconds: 2,
+    heldKeysJobs: 20_000,
+    heldKeys: 1_000,
+    heldKeysClaims: 100,
     costJobs: 200,
     costCapSeconds: 2,
     snapshotWindowSeconds: 1,
@@ -139,6 +146,9 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessWatchSeconds: 8,
     keysJobs: 30_000,
     keysCapSeconds: 10,
+    heldKeysJobs: 1_000_000,
+    heldKeys: 10_000,
+    heldKeysClaims: 500,
     costJobs: 100_000,
     costCapSeconds: 60,
     snapshotWindowSeconds: 5,
@@ -161,6 +171,7 @@ export const WORKLOAD_IDS = [
   'depth',
   'fairness',
   'keys',
+  'held-keys',
   'cost',
   'ceiling',
   'workers',
