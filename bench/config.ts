@@ -120,7 +120,7 @@ const SCALES: Record<ScaleName, Scale> = {
   // both setups, 3 repetitions (5 for the burn-down, whose figures swing most
   // with the machine's load), the sizes the issues name where they fit
   // (burn-downs of 200,000 jobs that run to the end or 20 s, 1,000,000
-  // waiting and 1,000,000 finished) and short time windows where they do not
+  // waiting and 1,000,000 finished, 1,000,000 jobs held on 10,000 keys) and short time windows where they do not
   // (steady state: 30 s per load level; keys: 30,000 jobs, to the end or
   // 10 s, three runs a repetition). Pickup latency takes 200 samples a
   // repetition: of 40, the p99 was the slowest sample, whichever it was.
