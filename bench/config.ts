@@ -40,6 +40,10 @@ export interface Scale {
   /** (k) jobs per keyed or plain burn-down, and the most one may take. */
   keysJobs: number;
   keysCapSeconds: number;
+  /** (k2) the deep backlog's jobs and the keys of one slot they are held on, and the single claims of each series per repetition. */
+  heldKeysJobs: number;
+  heldKeys: number;
+  heldKeysClaims: number;
   /** (g) jobs enqueued one per call and then drained (for at most `costCapSeconds`), whose database cost is counted. */
   costJobs: number;
   costCapSeconds: number;
@@ -98,6 +102,9 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessWatchSeconds: 1.5,
     keysJobs: 3_000,
     keysCapSeconds: 2,
+    heldKeysJobs: 20_000,
+    heldKeys: 1_000,
+    heldKeysClaims: 100,
     costJobs: 200,
     costCapSeconds: 2,
     snapshotWindowSeconds: 1,
@@ -113,7 +120,7 @@ const SCALES: Record<ScaleName, Scale> = {
   // both setups, 3 repetitions (5 for the burn-down, whose figures swing most
   // with the machine's load), the sizes the issues name where they fit
   // (burn-downs of 200,000 jobs that run to the end or 20 s, 1,000,000
-  // waiting and 1,000,000 finished) and short time windows where they do not
+  // waiting and 1,000,000 finished, 1,000,000 jobs held on 10,000 keys) and short time windows where they do not
   // (steady state: 30 s per load level; keys: 30,000 jobs, to the end or
   // 10 s, three runs a repetition). Pickup latency takes 200 samples a
   // repetition: of 40, the p99 was the slowest sample, whichever it was.
@@ -139,6 +146,9 @@ const SCALES: Record<ScaleName, Scale> = {
     fairnessWatchSeconds: 8,
     keysJobs: 30_000,
     keysCapSeconds: 10,
+    heldKeysJobs: 1_000_000,
+    heldKeys: 10_000,
+    heldKeysClaims: 500,
     costJobs: 100_000,
     costCapSeconds: 60,
     snapshotWindowSeconds: 5,
@@ -161,6 +171,7 @@ export const WORKLOAD_IDS = [
   'depth',
   'fairness',
   'keys',
+  'held-keys',
   'cost',
   'ceiling',
   'workers',

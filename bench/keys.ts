@@ -14,6 +14,7 @@
  *   A with WAITING plain jobs waiting (replenished) and in B with
  *   HELD_KEYS keys of one slot holding DEEP jobs between them (one waiting
  *   per key, the rest held). The claim's and the completion's latency, B/A.
+ *   The same series as workload (k2) of `npm run bench` (bench/held-keys.ts).
  *
  * Prints the figures and the spread over rounds; JSON to $TMPDIR/skiplock-keys.json.
  */
@@ -24,10 +25,9 @@ import { pgDb } from '../src/db/pg';
 import type { Db } from '../src/db/types';
 import { claimBatch } from '../src/engine/claim-batch';
 import { completeMany } from '../src/engine/complete';
-import { enqueue, enqueueBatch, type EnqueueInput } from '../src/engine/enqueue';
-import { loadMigrations } from '../src/migrate/load';
-import { migrate } from '../src/migrate/runner';
-import { createDatabase, startBenchServer, type BenchDatabase, type BenchServer } from './postgres';
+import { enqueueBatch, type EnqueueInput } from '../src/engine/enqueue';
+import { heldKeysRound, jobStates, migratedDatabase, seedHeld, seedPlain, type SingleClaims } from './held-keys';
+import { startBenchServer, type BenchDatabase } from './postgres';
 import { progress } from './progress';
 import { median, percentile } from './stats';
 
@@ -43,17 +43,6 @@ const HELD_KEYS = env('HELD_KEYS', 10_000);
 const RATE_LIMIT = env('RATE_LIMIT', 10_000);
 const DEEP = env('DEEP', 1_000_000);
 const TENANTS = ['acme', 'globex', 'initech', 'umbrella'];
-
-async function migrated(server: BenchServer, label: string): Promise<BenchDatabase> {
-  const database = await createDatabase(server, label);
-  const db = pgDb(database.url, { max: 1 });
-  try {
-    await migrate(db, await loadMigrations());
-  } finally {
-    await db.close();
-  }
-  return database;
-}
 
 type Variant = 'A' | 'B' | 'C';
 
@@ -104,53 +93,6 @@ async function burnDown(url: string, variant: Variant, round: number): Promise<{
   return { enqueue: JOBS / enqueueSeconds, drain: JOBS / drainSeconds };
 }
 
-/** B of the deep scenario: HELD_KEYS keys of one slot, DEEP jobs among them, one waiting per key, the rest held. */
-async function seedHeld(database: BenchDatabase): Promise<void> {
-  const perKey = Math.ceil(DEEP / HELD_KEYS);
-  await database.probe.query(
-    `INSERT INTO skiplock.concurrency_keys (tenant, key, ordered, slots, on_failure, taken)
-     SELECT 'acme', 'key-' || k, false, 1, 'continue', 1 FROM generate_series(1, $1::integer) k`,
-    [HELD_KEYS],
-  );
-  // Ids in (turn, key) order, so each key's first job is its oldest.
-  for (let turn = 1; turn <= perKey; turn += 10) {
-    await database.probe.query(
-      `WITH jobs AS (
-         SELECT skiplock.uuid_v7(timestamptz '2026-01-01' + make_interval(secs => n / 1000.0), k) AS id, k, n
-         FROM generate_series($1::integer, $2::integer) n, generate_series(1, $3::integer) k),
-       keyed AS (
-         INSERT INTO skiplock.keyed_jobs (job_id, tenant, key, ordered, slots, on_failure, slot)
-         SELECT id, 'acme', 'key-' || k, false, 1, 'continue', CASE WHEN n = 1 THEN 'taken' ELSE 'waiting' END FROM jobs)
-       INSERT INTO skiplock.jobs (id, queue, type, tenant, state, run_at, payload)
-       SELECT id, 'work', 'work', 'acme', CASE WHEN n = 1 THEN 'queued' ELSE 'held' END, now(), to_jsonb(n) FROM jobs`,
-      [turn, Math.min(perKey, turn + 9), HELD_KEYS],
-    );
-  }
-  await database.probe.query('VACUUM ANALYZE');
-}
-
-/** SINGLE claims of one job, each completed: their latencies (ms). A's queue is topped up to WAITING after each. */
-async function deep(url: string, topUp: boolean): Promise<{ claim: number[]; complete: number[] }> {
-  const db = pgDb(url, { max: 1, idleTimeoutMs: 0 });
-  const claim: number[] = [];
-  const complete: number[] = [];
-  try {
-    for (let i = 0; i < SINGLE; i++) {
-      let started = performance.now();
-      const jobs = await claimBatch(db, { max: 1, workerId: 'bench', leaseSeconds: 60 });
-      claim.push(performance.now() - started);
-      if (jobs.length !== 1) throw new Error('the deep queue ran dry');
-      started = performance.now();
-      await completeMany(db, jobs);
-      complete.push(performance.now() - started);
-      if (topUp) await enqueue(db, { queue: 'work', tenant: 'acme', payload: i });
-    }
-  } finally {
-    await db.close();
-  }
-  return { claim, complete };
-}
-
 const fixed = (value: number, digits = 2) => value.toFixed(digits);
 
 async function main(): Promise<void> {
@@ -158,9 +100,9 @@ async function main(): Promise<void> {
   const server = await startBenchServer(process.env.DATABASE_URL);
   const databases: BenchDatabase[] = [];
   try {
-    const a = await migrated(server, 'keys_a');
-    const b = await migrated(server, 'keys_b');
-    const c = await migrated(server, 'keys_c');
+    const a = await migratedDatabase(server, 'keys_a');
+    const b = await migratedDatabase(server, 'keys_b');
+    const c = await migratedDatabase(server, 'keys_c');
     databases.push(a, b, c);
     const version = (await a.probe.query<{ version: string }>('SELECT version()')).rows[0]!.version.split(' on ')[0];
     progress(`${version} (${server.origin}); load ${loadStart.map((l) => fixed(l)).join(' ')}`);
@@ -188,42 +130,25 @@ async function main(): Promise<void> {
     }
 
     progress(`deep: A ${WAITING} waiting; B ${DEEP} jobs over ${HELD_KEYS} keys of one slot (seeding)`);
-    await enqueueBatch(
-      pgDb(a.url, { max: 1 }),
-      Array.from({ length: WAITING }, (_, n) => ({ queue: 'work', tenant: 'acme', payload: n })),
-    );
-    await a.probe.query('VACUUM ANALYZE');
-    await seedHeld(b);
-    const held = (
-      await b.probe.query<{ state: string; count: string }>(
-        'SELECT state, count(*) FROM skiplock.jobs GROUP BY 1 ORDER BY 1',
-      )
-    ).rows;
-    progress(`B holds ${held.map((row) => `${row.count} ${row.state}`).join(', ')}`);
-    const deepA: { claim: number[]; complete: number[] } = { claim: [], complete: [] };
-    const deepB: { claim: number[]; complete: number[] } = { claim: [], complete: [] };
+    await seedPlain(a, WAITING);
+    await seedHeld(b, HELD_KEYS, DEEP);
+    const held = Object.entries(await jobStates(b));
+    progress(`B holds ${held.map(([state, count]) => `${count} ${state}`).join(', ')}`);
+    const deepA: SingleClaims = { claim: [], complete: [] };
+    const deepB: SingleClaims = { claim: [], complete: [] };
     const deepRounds: Array<{ claimA: number; claimB: number }> = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const runs =
-        r % 2 === 0
-          ? ([
-              ['A', a],
-              ['B', b],
-            ] as const)
-          : ([
-              ['B', b],
-              ['A', a],
-            ] as const);
-      const medians: Record<string, number> = {};
-      for (const [label, database] of runs) {
-        const samples = await deep(database.url, label === 'A');
-        const into = label === 'A' ? deepA : deepB;
+      const round = await heldKeysRound(a, b, r, SINGLE);
+      const medians = { A: median(round.A.claim), B: median(round.B.claim) };
+      for (const [into, samples] of [
+        [deepA, round.A],
+        [deepB, round.B],
+      ] as const) {
         into.claim.push(...samples.claim);
         into.complete.push(...samples.complete);
-        medians[label] = median(samples.claim);
       }
-      deepRounds.push({ claimA: medians.A!, claimB: medians.B! });
-      progress(`deep round ${r + 1}/${ROUNDS}: claim median A ${fixed(medians.A!, 3)} B ${fixed(medians.B!, 3)} ms`);
+      deepRounds.push({ claimA: medians.A, claimB: medians.B });
+      progress(`deep round ${r + 1}/${ROUNDS}: claim median A ${fixed(medians.A, 3)} B ${fixed(medians.B, 3)} ms`);
     }
     const loadEnd = loadavg();
 

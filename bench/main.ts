@@ -22,6 +22,7 @@ import { depthWorkload } from './workloads/depth';
 import { enqueueWorkload } from './workloads/enqueue';
 import { fairnessWorkload } from './workloads/fairness';
 import type { Backlog, Workload, WorkloadContext } from './workloads/harness';
+import { heldKeysWorkload } from './workloads/held-keys';
 import { heldSnapshotWorkload } from './workloads/held-snapshot';
 import { keysWorkload } from './workloads/keys';
 import { latencyWorkload } from './workloads/pickup-latency';
@@ -39,6 +40,7 @@ const WORKLOADS: ReadonlyArray<[WorkloadId, Workload]> = [
   ['depth', depthWorkload],
   ['fairness', fairnessWorkload],
   ['keys', keysWorkload],
+  ['held-keys', heldKeysWorkload],
   ['cost', dbCostWorkload],
   ['ceiling', ceilingWorkload],
   ['workers', workersWorkload],

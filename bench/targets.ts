@@ -9,6 +9,8 @@ import { KEY_COUNT, type WorkloadId } from './config';
 import type { WorkloadReport } from './results';
 import { formatNumber, median } from './stats';
 import { SETUPS, type SetupName, type SystemName } from './systems/types';
+import { FAIRNESS_KEYED_SUFFIX } from './workloads/fairness';
+import { HELD_KEYS_CLAIM_METRIC, HELD_KEYS_RATIO_METRIC, HELD_KEYS_SHALLOW_VARIANT } from './workloads/held-keys';
 import { KEYED_VARIANT_NAMES, KEYS_PLAIN_VARIANT, KEYS_RATIO_METRIC } from './workloads/keys';
 
 interface Lookup {
@@ -163,17 +165,26 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
     );
   }
   for (const setup of SETUPS) {
-    const position = figure({
-      workload: 'fairness',
-      metric: 'first small-tenant start (position)',
-      system: 'skiplock',
-      setup,
-      variant: () => true,
-    });
-    if (position === undefined) continue;
-    lines.push(
-      `Fairness, ${setup}: the small tenant's first job started as job #${formatNumber(position)}. Within the first 20: ${verdict(position <= 20)}.`,
-    );
+    const position = (keyed: boolean) =>
+      figure({
+        workload: 'fairness',
+        metric: 'first small-tenant start (position)',
+        system: 'skiplock',
+        setup,
+        variant: (variant) => variant.endsWith(FAIRNESS_KEYED_SUFFIX) === keyed,
+      });
+    const [plain, keyed] = [position(false), position(true)];
+    if (plain !== undefined) {
+      lines.push(
+        `Fairness, ${setup}: the small tenant's first job started as job #${formatNumber(plain)}. Within the first 20: ${verdict(plain <= 20)}.`,
+      );
+    }
+    if (keyed !== undefined) {
+      lines.push(
+        `Fairness with keys, ${setup} (the big tenant's jobs on ${KEY_COUNT.toLocaleString('en-US')} keys of one slot): the small ` +
+          `tenant's first job started as job #${formatNumber(keyed)}. Within the first 20: ${verdict(keyed <= 20)}.`,
+      );
+    }
   }
 
   // Issue 40: the claim with keys in use, against the same jobs without keys in the same repetitions.
@@ -191,6 +202,29 @@ export function targetLines(workloads: readonly WorkloadReport[]): string[] {
           `At least 0.8×: ${verdict(ratioOfRuns >= 0.8)}.`,
       );
     }
+  }
+
+  const held = (metric: string, deep: boolean) =>
+    figure({
+      workload: 'held-keys',
+      metric,
+      system: 'skiplock',
+      setup: 'defaults',
+      variant: (variant) => (variant === HELD_KEYS_SHALLOW_VARIANT) !== deep,
+    });
+  const [shallowClaim, deepClaim, deepRatio] = [
+    held(HELD_KEYS_CLAIM_METRIC, false),
+    held(HELD_KEYS_CLAIM_METRIC, true),
+    held(HELD_KEYS_RATIO_METRIC, true),
+  ];
+  if (shallowClaim !== undefined && deepClaim !== undefined && deepRatio !== undefined) {
+    const { deepJobs, keys } = workloads.find((w) => w.id === 'held-keys')!.parameters;
+    lines.push(
+      `Claim beside held keys (claim 1, median): skiplock ${formatNumber(shallowClaim)} ms with 1,000 plain jobs waiting, ` +
+        `${formatNumber(deepClaim)} ms with ${Number(deepJobs).toLocaleString('en-US')} over ${Number(keys).toLocaleString('en-US')} ` +
+        `held keys (${ratio(deepRatio)}, the median of the repetitions' ratios). ` +
+        `Within 1.5×: ${verdict(deepRatio <= 1.5)}.`,
+    );
   }
 
   // Issue 15: through the Worker alone, with fan-out (its Paid default) and without.

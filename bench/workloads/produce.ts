@@ -32,8 +32,8 @@ export async function enqueueAll(
 }
 
 /** Loads a backlog in bulk calls (not timed): the state a workload starts from. */
-export async function preload(system: QueueSystem, ledger: JobLedger, count: number, tenant?: string): Promise<void> {
-  await enqueueAll(system, ledger, ledger.allocate(count, tenant), { callers: 4, perCall: BULK_SIZE });
+export async function preload(system: QueueSystem, ledger: JobLedger, count: number): Promise<void> {
+  await enqueueAll(system, ledger, ledger.allocate(count), { callers: 4, perCall: BULK_SIZE });
 }
 
 export interface Production {
