@@ -5,12 +5,14 @@
  * REQUESTS single enqueues (fast path off, no cron: the request alone) and
  * then while the cron drain burns down JOBS no-op jobs. Each sample is named
  * by the source it came from (a package under node_modules, or a file of
- * src/), and the self time summed per source and per function.
+ * src/), and the self time summed per source and per function (with its
+ * line in its source). TOP sets how many are listed; PROFILE_DIR keeps both
+ * profiles and the bundle's map there, to open in DevTools.
  *
  * Prints one JSON object: CPU milliseconds per request and per job as the
  * profiler saw them, and the top sources and functions by share.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { SourceMap, type SourceMapPayload } from 'node:module';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,6 +25,10 @@ import { round } from './worker-workloads';
 
 const requests = Number(process.env.REQUESTS ?? 3000);
 const jobs = Number(process.env.JOBS ?? 10_000);
+/** Sources and functions listed, largest first. */
+const TOP = Number(process.env.TOP ?? 15);
+/** When set, each profile is written there too (enqueue.cpuprofile, drain.cpuprofile), for DevTools. */
+const profileDir = process.env.PROFILE_DIR;
 const CLIENTS = 8;
 const SAMPLING_INTERVAL_US = 100;
 
@@ -77,26 +83,37 @@ async function connectInspector(port: number): Promise<Inspector> {
   };
 }
 
-async function profiled(inspector: Inspector, run: () => Promise<void>): Promise<Profile> {
+async function profiled(inspector: Inspector, name: string, run: () => Promise<void>): Promise<Profile> {
   await inspector.send('Profiler.enable');
   await inspector.send('Profiler.setSamplingInterval', { interval: SAMPLING_INTERVAL_US });
   await inspector.send('Profiler.start');
   await run();
   const { profile } = await inspector.send<{ profile: Profile }>('Profiler.stop');
+  if (profileDir !== undefined) await writeFile(join(profileDir, `${name}.cpuprofile`), JSON.stringify(profile));
   return profile;
 }
 
-/** The source a bundle position came from: `zod`, `@neondatabase/serverless`, `src/http/routes/enqueue.ts`... */
-function sourceNamer(map: SourceMap): (frame: CallFrame) => string {
+/** Where a sample's function is: its source, and its line there when the bundle maps it. */
+interface Place {
+  /** `zod`, `@neondatabase/serverless`, `src/http/routes/enqueue.ts`... */
+  source: string;
+  /** `index.mjs:1234` (a package's file) or `enqueue.ts:42`: minified packages name their functions `m`. */
+  line?: string;
+}
+
+/** The source a bundle position came from, and the line. */
+function sourceNamer(map: SourceMap): (frame: CallFrame) => Place {
   return (frame) => {
-    if (frame.url === '') return frame.functionName || '(runtime)';
-    if (!frame.url.endsWith('worker.js')) return '(runtime)';
+    if (frame.url === '') return { source: frame.functionName || '(runtime)' };
+    if (!frame.url.endsWith('worker.js')) return { source: '(runtime)' };
     const entry = map.findEntry(frame.lineNumber, frame.columnNumber);
-    const source = 'originalSource' in entry ? String(entry.originalSource) : '';
+    if (!('originalSource' in entry)) return { source: '(bundle)' };
+    const source = String(entry.originalSource);
+    const line = `${source.slice(source.lastIndexOf('/') + 1)}:${entry.originalLine + 1}`;
     const inPackage = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(source);
-    if (inPackage) return inPackage[1]!;
+    if (inPackage) return { source: inPackage[1]!, line };
     const inSrc = /\/(src\/.*)$/.exec(source);
-    return inSrc ? inSrc[1]! : source || '(bundle)';
+    return { source: inSrc ? inSrc[1]! : source || '(bundle)', line };
   };
 }
 
@@ -107,7 +124,7 @@ interface Share {
 }
 
 /** Self time per source and per function, largest first; idle time left out. */
-function breakdown(profile: Profile, nameSource: (frame: CallFrame) => string, top: number) {
+function breakdown(profile: Profile, placeOf: (frame: CallFrame) => Place, top: number) {
   const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
   const bySource = new Map<string, number>();
   const byFunction = new Map<string, number>();
@@ -117,9 +134,9 @@ function breakdown(profile: Profile, nameSource: (frame: CallFrame) => string, t
     if (frame.functionName === '(idle)') return;
     const us = profile.timeDeltas[index] ?? 0;
     busyUs += us;
-    const source = nameSource(frame);
+    const { source, line } = placeOf(frame);
     bySource.set(source, (bySource.get(source) ?? 0) + us);
-    const fn = `${frame.functionName || '(anonymous)'} (${source})`;
+    const fn = `${frame.functionName || '(anonymous)'} (${line === undefined ? source : `${source}, ${line}`})`;
     byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
   });
   const shares = (totals: Map<string, number>): Share[] =>
@@ -156,16 +173,19 @@ async function main(): Promise<void> {
     { FAST_PATH: 'off' },
     { sourceMaps: true, inspectorPort, cron: false },
   );
-  const map = new SourceMap(
-    JSON.parse(await readFile(join(workerd.bundleDir, 'worker.js.map'), 'utf8')) as SourceMapPayload,
-  );
-  const nameSource = sourceNamer(map);
+  const mapText = await readFile(join(workerd.bundleDir, 'worker.js.map'), 'utf8');
+  // DevTools names the profiles' functions from the bundle's map beside them.
+  if (profileDir !== undefined) await writeFile(join(profileDir, 'worker.js.map'), mapText);
+  const map = new SourceMap(JSON.parse(mapText) as SourceMapPayload);
+  const placeOf = sourceNamer(map);
   const inspector = await connectInspector(inspectorPort);
   try {
     // Warm: the isolate compiles and caches what a request touches.
     await enqueueSingles(workerd.url, 'warm', 300);
-    const enqueueProfile = await profiled(inspector, () => enqueueSingles(workerd.url, 'profiled', requests));
-    const enqueue = breakdown(enqueueProfile, nameSource, 15);
+    const enqueueProfile = await profiled(inspector, 'enqueue', () =>
+      enqueueSingles(workerd.url, 'profiled', requests),
+    );
+    const enqueue = breakdown(enqueueProfile, placeOf, TOP);
 
     const batch = Array.from({ length: 1000 }, () => ({ type: 'noop' }));
     for (let sent = 0; sent < jobs; sent += 1000) {
@@ -176,7 +196,7 @@ async function main(): Promise<void> {
       });
       if (!response.ok) throw new Error(`batch enqueue: ${response.status}`);
     }
-    const drainProfile = await profiled(inspector, async () => {
+    const drainProfile = await profiled(inspector, 'drain', async () => {
       const trigger = startScheduledTrigger(workerd.url, { crons: ['* * * * *'], everySeconds: 1 }, () => {});
       try {
         for (;;) {
@@ -191,7 +211,7 @@ async function main(): Promise<void> {
         trigger.stop();
       }
     });
-    const drain = breakdown(drainProfile, nameSource, 15);
+    const drain = breakdown(drainProfile, placeOf, TOP);
     console.log(
       JSON.stringify(
         {

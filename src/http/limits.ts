@@ -38,14 +38,21 @@ export const LIMITS = {
 
 /** Refuses a body larger than the configured maximum with 413, counting the bytes of a chunked body as they arrive. */
 export function limitBodySize(deps: AppDeps): MiddlewareHandler<AppEnv> {
+  // One middleware per limit, built once rather than per request.
+  const byMaxSize = new Map<number, MiddlewareHandler<AppEnv>>();
   return (c, next) => {
     const maxSize = deps.settings(c.env).maxBodyBytes;
-    return bodyLimit({
-      maxSize,
-      onError: () => {
-        const detail = `the request body is larger than ${maxSize} bytes`;
-        throw new ProblemError(413, 'payload-too-large', 'Payload too large', detail);
-      },
-    })(c, next);
+    let handler = byMaxSize.get(maxSize);
+    if (handler === undefined) {
+      handler = bodyLimit({
+        maxSize,
+        onError: () => {
+          const detail = `the request body is larger than ${maxSize} bytes`;
+          throw new ProblemError(413, 'payload-too-large', 'Payload too large', detail);
+        },
+      });
+      byMaxSize.set(maxSize, handler);
+    }
+    return handler(c, next);
   };
 }

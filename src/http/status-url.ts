@@ -24,9 +24,7 @@ export async function statusUrlMaker(c: Context<AppEnv>, settings: ApiSettings):
   if (secret === undefined) return async () => null;
   const sign = await statusTokenSigner(secret);
   const expiresAtSeconds = Math.floor(Date.now() / 1000) + STATUS_TOKEN_TTL_SECONDS;
-  return async (jobId) => {
-    const url = new URL(`${mountPath(c)}/v1/jobs/${jobId}`, c.req.url);
-    url.searchParams.set('token', await sign(jobId, expiresAtSeconds));
-    return url.href;
-  };
+  // One URL parsed per request, not per job: a job id (a uuid) and a token (base64url and dots) need no escaping.
+  const jobs = new URL(`${mountPath(c)}/v1/jobs/`, c.req.url).href;
+  return async (jobId) => `${jobs}${jobId}?token=${await sign(jobId, expiresAtSeconds)}`;
 }

@@ -1,4 +1,5 @@
 import type { ExecutionContext, Hono } from 'hono';
+import type { Db } from '../db/types.js';
 import type { JobDefinition } from '../drain/define-job.js';
 import { builtInJobs } from '../drain/handlers/built-in.js';
 import { destinationProblem, parseAllowedHosts } from '../drain/handlers/http-destination.js';
@@ -116,10 +117,24 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     schemaMissingReported.add(env);
   };
 
+  /**
+   * The request database holds nothing between statements (a fetch each over
+   * Neon HTTP, a connection each over Hyperdrive), so one per environment
+   * serves every request, rather than one made (its connection string parsed) per request.
+   */
+  const requestDbs = new WeakMap<object, Db>();
+  const requestDbOf = (env: Bindings): Db => {
+    let db = requestDbs.get(env);
+    if (db === undefined) {
+      db = requestDbAnsweringSchemaMissing(requestDatabase(runtimeOf(env).settings.database), reportSchemaMissing(env));
+      requestDbs.set(env, db);
+    }
+    return db;
+  };
+
   const deps: AppDeps = {
     settings: (env) => runtimeOf(env).settings.api,
-    database: (env) =>
-      requestDbAnsweringSchemaMissing(requestDatabase(runtimeOf(env).settings.database), reportSchemaMissing(env)),
+    database: requestDbOf,
     sessionDatabase: (env) =>
       sessionDbAnsweringSchemaMissing(sessionDatabase(runtimeOf(env).settings.database), reportSchemaMissing(env)),
     onEnqueued: (ctx, env) => fastPathDrain(runtimeOf(env), ctx),

@@ -1,5 +1,5 @@
 import type { ApiSettings } from '../context.js';
-import { base64url, fromBase64url, hmacSha256Matches, hmacSha256Signer } from './crypto.js';
+import { base64url, fromBase64url, hmacSha256Matches, hmacSha256Signer, keptPerSecret } from './crypto.js';
 
 /**
  * Browser status tokens: `v1.<expiry in unix seconds>.<signature>`, where the
@@ -47,10 +47,12 @@ export async function verifyStatusToken(
  */
 export async function statusTokenSecret(settings: ApiSettings): Promise<string | undefined> {
   if (settings.statusTokenSecret) return settings.statusTokenSecret;
-  if (settings.devMode && settings.adminToken) {
-    // Derived, not ADMIN_TOKEN itself: a leaked signing secret must not be an admin key.
-    const sign = await hmacSha256Signer(settings.adminToken);
-    return base64url(await sign('skiplock status token secret'));
-  }
+  if (settings.devMode && settings.adminToken) return devSecret(settings.adminToken);
   return undefined;
 }
+
+/** Derived, not ADMIN_TOKEN itself: a leaked signing secret must not be an admin key. */
+const devSecret = keptPerSecret(async (adminToken) => {
+  const sign = await hmacSha256Signer(adminToken);
+  return base64url(await sign('skiplock status token secret'));
+});
