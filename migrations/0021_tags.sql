@@ -15,8 +15,8 @@ CREATE TABLE skiplock.job_tags (
 
 INSERT INTO skiplock.job_tags (job_id, tags) SELECT j.id, j.tags FROM skiplock.jobs j WHERE j.tags IS NOT NULL;
 
--- 0011's view, with a live job's tags from their table; a query that reads
--- no tags drops the join (one row at most per job, by the key).
+-- 0011's view, with a live job's tags from their table: a probe of its key
+-- for each live job read.
 CREATE OR REPLACE VIEW skiplock.all_jobs AS
 SELECT j.id, j.queue, j.type, j.tenant, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_seconds,
        j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key, j.dedup_window_seconds,
