@@ -85,20 +85,26 @@ function clientCounter(): StatementCounter {
   };
 }
 
-/** Server-side time of the statements whose text contains `marker` since the last reset. */
+/** Server-side time and WAL of the statements whose text contains `marker` since the last reset. */
 export async function statementTime(
   db: BenchDatabase,
   marker: string,
-): Promise<{ calls: number; meanMs: number; maxMs: number } | undefined> {
+): Promise<{ calls: number; meanMs: number; maxMs: number; walBytes: number } | undefined> {
   if (!db.statementStats) return undefined;
-  const { rows } = await db.probe.query<{ calls: string | null; mean_ms: number | null; max_ms: number | null }>(
-    `${PROBE} SELECT sum(calls) AS calls, sum(total_exec_time) / nullif(sum(calls), 0) AS mean_ms, max(max_exec_time) AS max_ms
+  const { rows } = await db.probe.query<{
+    calls: string | null;
+    mean_ms: number | null;
+    max_ms: number | null;
+    wal_bytes: string | null;
+  }>(
+    `${PROBE} SELECT sum(calls) AS calls, sum(total_exec_time) / nullif(sum(calls), 0) AS mean_ms, max(max_exec_time) AS max_ms,
+            sum(wal_bytes) AS wal_bytes
      FROM pg_stat_statements WHERE dbid = ${thisDatabase} AND strpos(query, $1) > 0`,
     [marker],
   );
   const row = rows[0];
   if (row?.calls == null || row.mean_ms === null || row.max_ms === null) return undefined;
-  return { calls: Number(row.calls), meanMs: row.mean_ms, maxMs: row.max_ms };
+  return { calls: Number(row.calls), meanMs: row.mean_ms, maxMs: row.max_ms, walBytes: Number(row.wal_bytes) };
 }
 
 /** The server's current WAL position; WAL written between two positions is their difference. */

@@ -9,14 +9,17 @@
  * - A: no tags, and none of 0011's indexes (dropped): skiplock before tags;
  * - B: every job with two tags, 0011's indexes as shipped (the history's
  *   tag and payload indexes);
- * - C: B plus a partial tag index on the live table, which 0011 leaves out;
+ * - C: B plus a tag index on the live jobs' tags (skiplock.job_tags), which
+ *   0011 and 0021 leave out;
  * - D: B plus a payload index on the live table, which 0011 leaves out.
  *
  * The order turns each round. Prints jobs/s of both phases per round and the
  * medians against A, with the Postgres server's CPU per drained job and the
  * server's time in the claim and the completion statements per job (the
  * claim rate apart from the history's indexes, which only completions
- * write); JSON to $TMPDIR/skiplock-tags.json.
+ * write), and the WAL each of the enqueue, claim and completion statements
+ * writes per job (what a tagged job costs each, steadier than times on a
+ * loaded machine); JSON to $TMPDIR/skiplock-tags.json.
  */
 import { writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -54,6 +57,9 @@ type Rates = {
   drainCpuMsPerJob?: number | undefined;
   claimMsPerJob?: number | undefined;
   completeMsPerJob?: number | undefined;
+  enqueueWalPerJob?: number | undefined;
+  claimWalPerJob?: number | undefined;
+  completeWalPerJob?: number | undefined;
 };
 const VARIANTS = ['A', 'B', 'C', 'D'] as const;
 
@@ -61,7 +67,7 @@ const DROP_ALL = 'DROP INDEX skiplock.finished_jobs_tags_idx, skiplock.finished_
 const SCHEMA: Record<Variant, string> = {
   A: DROP_ALL,
   B: 'SELECT 1',
-  C: 'CREATE INDEX jobs_tags_idx ON skiplock.jobs USING gin (tags) WHERE tags IS NOT NULL',
+  C: 'CREATE INDEX job_tags_tags_idx ON skiplock.job_tags USING gin (tags)',
   D: 'CREATE INDEX jobs_payload_idx ON skiplock.jobs USING gin (payload jsonb_path_ops)',
 };
 
@@ -77,6 +83,7 @@ function job(variant: Variant, n: number): EnqueueInput {
 async function round(database: BenchDatabase, variant: Variant, meter: CpuMeter | undefined): Promise<Rates> {
   const { url } = database;
   const producer = pgDb(url, { max: 1 });
+  await statementCounter(database).reset();
   let started = performance.now();
   for (let first = 0; first < JOBS; first += 1000) {
     const count = Math.min(1000, JOBS - first);
@@ -90,7 +97,6 @@ async function round(database: BenchDatabase, variant: Variant, meter: CpuMeter 
 
   const claimers = Array.from({ length: CLAIMERS }, () => pgDb(url, { max: 1 }));
   const finished = { jobs: 0 };
-  await statementCounter(database).reset();
   const cpuBefore = await meter?.read();
   started = performance.now();
   await Promise.all(
@@ -111,11 +117,24 @@ async function round(database: BenchDatabase, variant: Variant, meter: CpuMeter 
     cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter.postgresMs - cpuBefore.postgresMs) / JOBS;
   await Promise.all(claimers.map((db) => db.close()));
   if (finished.jobs !== JOBS) throw new Error(`variant ${variant} finished ${finished.jobs} of ${JOBS} jobs`);
-  const perJob = (time: { calls: number; meanMs: number } | undefined) =>
+  const [enqueued, claimed, completed] = await Promise.all(
+    ['skiplock.enqueue_jobs(', 'skiplock.claim_batch(', 'skiplock.complete_jobs('].map((marker) =>
+      statementTime(database, marker),
+    ),
+  );
+  const msPerJob = (time: { calls: number; meanMs: number } | undefined) =>
     time === undefined ? undefined : (time.calls * time.meanMs) / JOBS;
-  const claimMsPerJob = perJob(await statementTime(database, 'skiplock.claim_batch('));
-  const completeMsPerJob = perJob(await statementTime(database, 'skiplock.complete_jobs('));
-  return { enqueue, drain, drainCpuMsPerJob, claimMsPerJob, completeMsPerJob };
+  const walPerJob = (time: { walBytes: number } | undefined) => (time === undefined ? undefined : time.walBytes / JOBS);
+  return {
+    enqueue,
+    drain,
+    drainCpuMsPerJob,
+    claimMsPerJob: msPerJob(claimed),
+    completeMsPerJob: msPerJob(completed),
+    enqueueWalPerJob: walPerJob(enqueued),
+    claimWalPerJob: walPerJob(claimed),
+    completeWalPerJob: walPerJob(completed),
+  };
 }
 
 async function main(): Promise<void> {
@@ -160,6 +179,9 @@ async function main(): Promise<void> {
           drainCpuMsPerJob: median(rounds.map((r) => r[v].drainCpuMsPerJob ?? Number.NaN)),
           claimMsPerJob: median(rounds.map((r) => r[v].claimMsPerJob ?? Number.NaN)),
           completeMsPerJob: median(rounds.map((r) => r[v].completeMsPerJob ?? Number.NaN)),
+          enqueueWalPerJob: median(rounds.map((r) => r[v].enqueueWalPerJob ?? Number.NaN)),
+          claimWalPerJob: median(rounds.map((r) => r[v].claimWalPerJob ?? Number.NaN)),
+          completeWalPerJob: median(rounds.map((r) => r[v].completeWalPerJob ?? Number.NaN)),
         },
       ]),
     ) as Record<Variant, Rates>;
@@ -181,6 +203,16 @@ async function main(): Promise<void> {
       const ms = (v: Variant) => medians[v][figure]!;
       console.log(
         `server time in the ${label} statements per job (median ms): A ${ms('A').toFixed(4)}, ${['B', 'C', 'D'].map((v) => `${v} ${ms(v as Variant).toFixed(4)} (rate ${v}/A ${(ms('A') / ms(v as Variant)).toFixed(3)})`).join(', ')}`,
+      );
+    }
+    for (const [label, figure] of [
+      ['enqueue', 'enqueueWalPerJob'],
+      ['claim', 'claimWalPerJob'],
+      ['completion', 'completeWalPerJob'],
+    ] as const) {
+      const bytes = (v: Variant) => medians[v][figure]!;
+      console.log(
+        `WAL of the ${label} statements per job (median bytes): A ${bytes('A').toFixed(0)}, ${['B', 'C', 'D'].map((v) => `${v} ${bytes(v as Variant).toFixed(0)} (${v}/A ${(bytes(v as Variant) / bytes('A')).toFixed(3)})`).join(', ')}`,
       );
     }
     const file = join(tmpdir(), 'skiplock-tags.json');

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { pgDb } from '../src/db/pg';
 import type { SessionDb } from '../src/db/types';
 import { findActiveApiKey } from '../src/engine/api-keys';
-import { claimBatch, complete, getJob, getJobEvents } from '../src/engine';
+import { claimBatch, complete, getJob, getJobEvents, listJobs } from '../src/engine';
 import { loadMigrations } from '../src/migrate/load';
 import { migrate } from '../src/migrate/runner';
 import { dumpSchema, SCHEMA_DUMP_FILE } from '../scripts/schema-dump';
@@ -184,5 +184,38 @@ describe('upgrading a database of the first release', () => {
     await db.query({ text: `UPDATE skiplock.jobs SET run_at = now() WHERE id = $1`, params: [sleeper!.id] });
     const woken = await claimBatch(db, { max: 5, workerId: 'after-upgrade', queues: ['parking'] });
     expect(woken.map((job) => job.id).sort()).toEqual([sleeper!.id, waiter!.id, parent!.id].sort());
+  });
+  it("moves the tags 0011 kept in the live jobs' rows beside them: each job keeps them, listed, claimed and finished", async () => {
+    const database = await createTestDatabase({ migrated: false });
+    const db: SessionDb = pgDb(database.url, { max: 2 });
+    cleanups.push(database.drop, () => db.close());
+    const migrations = await loadMigrations();
+    await migrate(
+      db,
+      migrations.slice(
+        0,
+        migrations.findIndex((m) => m.name.startsWith('0021_')),
+      ),
+    );
+    const [running, waiting, untagged] = await db.query<{ id: string }>({
+      text: `SELECT skiplock.enqueue('tagged', tags => v.t)->>'id' AS id
+             FROM (VALUES (1, ARRAY['run', 'env=prod']), (2, ARRAY['wait']), (3, NULL)) AS v(n, t) ORDER BY v.n`,
+      params: [],
+    });
+    await db.query({
+      text: `SELECT 1 FROM skiplock.claim_batch(1, 300, NULL, ARRAY['tagged'], NULL, 'before-0021')`,
+      params: [],
+    });
+
+    await migrate(db, migrations);
+
+    expect((await getJob(db, running!.id))?.tags).toEqual(['run', 'env=prod']);
+    expect((await getJob(db, waiting!.id))?.tags).toEqual(['wait']);
+    expect((await getJob(db, untagged!.id))?.tags).toEqual([]);
+    expect((await listJobs(db, { tags: ['env=prod'] })).jobs.map((job) => job.id)).toEqual([running!.id]);
+    const [claimed] = await claimBatch(db, { max: 1, workerId: 'after-0021', queues: ['tagged'] });
+    expect(claimed!.id).toBe(waiting!.id);
+    await complete(db, claimed!);
+    expect(await getJob(db, waiting!.id)).toMatchObject({ status: 'succeeded', tags: ['wait'] });
   });
 });

@@ -106,7 +106,9 @@ export const LIVE_MATCHES = /* sql */ `
   AND ($1::jsonb->>'createdBefore' IS NULL OR j.created_at < ($1::jsonb->>'createdBefore')::timestamptz)
   AND $1::jsonb->>'finishedAfter' IS NULL AND $1::jsonb->>'finishedBefore' IS NULL
   AND ($1::jsonb->'ids' IS NULL OR $1::jsonb->'ids' ? j.id::text)
-  AND ($1::jsonb->'tags' IS NULL OR j.tags @> ARRAY(SELECT jsonb_array_elements_text($1::jsonb->'tags')))
+  AND ($1::jsonb->'tags' IS NULL OR EXISTS (
+    SELECT 1 FROM skiplock.job_tags t
+    WHERE t.job_id = j.id AND t.tags @> ARRAY(SELECT jsonb_array_elements_text($1::jsonb->'tags'))))
   AND ($1::jsonb->'payload' IS NULL OR j.payload @> ($1::jsonb->'payload'))`;
 
 /** A finished job (alias f) matching the filter $1. */

@@ -62,7 +62,8 @@ export interface JobPage {
  * each be 256 KiB); `fetched` tells the caller that the cap, not the end of
  * the jobs, ended the page. Tags ($8, all of them) and a payload match ($9)
  * use the history's GIN indexes; the live table has none (they would slow
- * every claim), so its branch reads it newest first until the page is full.
+ * every claim), so its branch reads it newest first until the page is full
+ * (a live job's tags by its key in skiplock.job_tags).
  * An error's text ($10) is searched in finished jobs only, so it switches
  * the live branch off.
  */
@@ -75,7 +76,7 @@ WITH page AS (
      AND ($3::text IS NULL OR skiplock.job_status(j.state, j.run_at) = $3)
      AND ($4::text IS NULL OR j.type = $4)
      AND ($5::uuid IS NULL OR j.id < $5)
-     AND ($8::text[] IS NULL OR j.tags @> $8)
+     AND ($8::text[] IS NULL OR EXISTS (SELECT 1 FROM skiplock.job_tags t WHERE t.job_id = j.id AND t.tags @> $8))
      AND ($9::jsonb IS NULL OR j.payload @> $9)
      AND $10::text IS NULL
    ORDER BY j.id DESC

@@ -17,7 +17,7 @@ const retrySql = /* sql */ `WITH gone AS (
 back AS (
   INSERT INTO skiplock.jobs AS j
   SELECT r.* FROM gone, LATERAL skiplock.requeued_job(gone.f, (gone.f).queue) r
-  RETURNING j.id, skiplock.job_json(j) AS job
+  RETURNING j.id, j AS live
 ),
 events AS (
   INSERT INTO skiplock.job_events (job_id, kind, attempt) SELECT id, 'retried', 0 FROM back
@@ -27,7 +27,8 @@ events AS (
 rekeyed AS (
   UPDATE skiplock.keyed_jobs k SET slot = NULL FROM back WHERE k.job_id = back.id
 )
-SELECT job, true AS retried FROM back
+-- Its tags from the finished row: requeued_job writes them in this statement, which cannot read them back.
+SELECT skiplock.job_json(back.live, (gone.f).tags) AS job, true AS retried FROM back, gone
 UNION ALL
 SELECT skiplock.job_json(a), false FROM skiplock.all_jobs a
 WHERE a.id = $1 AND ($2::text IS NULL OR a.tenant = $2) AND NOT EXISTS (SELECT 1 FROM back)`;

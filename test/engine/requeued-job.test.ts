@@ -37,9 +37,14 @@ async function failedJob(db: Db, queue: string): Promise<string> {
   return job.id;
 }
 
+/** The job's row; a live one with its tags, which live beside it in skiplock.job_tags. */
 async function row(db: Db, table: 'jobs' | 'finished_jobs', id: string): Promise<Record<string, unknown>> {
+  const tags =
+    table === 'jobs'
+      ? `|| jsonb_build_object('tags', (SELECT g.tags FROM skiplock.job_tags g WHERE g.job_id = t.id))`
+      : '';
   const [found] = await db.query<{ row: Record<string, unknown> }>({
-    text: `SELECT to_jsonb(t) AS row FROM skiplock.${table} t WHERE t.id = $1`,
+    text: `SELECT to_jsonb(t) ${tags} AS row FROM skiplock.${table} t WHERE t.id = $1`,
     params: [id],
   });
   expect(found, `${id} in skiplock.${table}`).toBeDefined();

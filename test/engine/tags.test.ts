@@ -4,10 +4,13 @@ import type { Db } from '../../src/db/types';
 import { defineJob } from '../../src/drain';
 import {
   bulkAction,
+  cancel,
   claimBatch,
   completeMany,
   enqueue,
   enqueueBatch,
+  type EnqueueInput,
+  expireJobs,
   failMany,
   getJob,
   InvalidInputError,
@@ -65,6 +68,55 @@ describe('tags and search', () => {
       params: [],
     });
     expect(sqlJob!.job.tags).toEqual(['x', 'y']);
+  });
+
+  it("takes a live job's tags along however it ends, and a retry puts them back beside it", async () => {
+    const { db } = await open('pg');
+    const tagged = (queue: string, fields: Partial<EnqueueInput> = {}): EnqueueInput => ({
+      queue,
+      tags: [queue, 'env=prod'],
+      ...fields,
+    });
+    const rated = { rateKey: 'r', rateLimit: 1, ratePeriodSeconds: 60, rateOnExcess: 'drop' } as const;
+    const [done, failed, cancelled, expired, bulk, ratedFirst, dropped, waiting] = (
+      await enqueueBatch(db, [
+        tagged('done'),
+        tagged('failed', { maxAttempts: 1 }),
+        tagged('cancelled'),
+        tagged('expired', { expiresAt: new Date(Date.now() - 1000) }),
+        tagged('bulk'),
+        tagged('rated', rated),
+        // Dropped at once, by the insert trigger of the statement that writes its tags.
+        tagged('rated', rated),
+        tagged('waiting'),
+      ])
+    ).map(({ job }) => job.id);
+    const [droppedBySql] = await db.query<{ id: string }>({
+      text: `SELECT skiplock.enqueue('rated', tags => ARRAY['rated', 'env=prod'], rate_key => 'r', rate_limit => 1,
+                                     rate_period_seconds => 60, rate_on_excess => 'drop')->>'id' AS id`,
+      params: [],
+    });
+    await finishAll(db, 'done');
+    await finishAll(db, 'failed', 'boom');
+    expect((await cancel(db, cancelled!))?.outcome).toBe('cancelled');
+    expect(await expireJobs(db)).toBe(1);
+    expect(await bulkAction(db, { action: 'cancel', filter: { queue: 'bulk' } })).toMatchObject({ changed: 1 });
+
+    const ended = { done, failed, cancelled, expired, bulk, dropped, droppedBySql: droppedBySql!.id };
+    for (const [name, id] of Object.entries(ended)) {
+      const job = await getJob(db, id!);
+      expect(job?.status, name).toMatch(/^(succeeded|failed|cancelled|expired)$/);
+      expect(job?.tags, name).toEqual([job!.queue, 'env=prod']);
+    }
+    const beside = async () =>
+      (await db.query<{ job_id: string }>({ text: 'SELECT job_id FROM skiplock.job_tags', params: [] }))
+        .map((row) => row.job_id)
+        .sort();
+    expect(await beside()).toEqual([ratedFirst!, waiting!].sort());
+
+    expect((await retry(db, failed!))?.job).toMatchObject({ status: 'queued', tags: ['failed', 'env=prod'] });
+    expect(await beside()).toEqual([failed!, ratedFirst!, waiting!].sort());
+    expect(await listedIds(db, { tags: ['failed'] })).toEqual([failed]);
   });
 
   it("merges a job definition's tags before the enqueue's own", async () => {
