@@ -153,6 +153,11 @@ TABLE job_steps (
   recorded_at timestamp with time zone NOT NULL DEFAULT clock_timestamp()
 );
 
+TABLE job_tags (
+  job_id uuid NOT NULL,
+  tags text[] NOT NULL
+);
+
 TABLE job_trace_contexts (
   job_id uuid NOT NULL,
   traceparent text NOT NULL,
@@ -194,8 +199,7 @@ TABLE jobs (
   last_error jsonb,
   callback_url skiplock.callback_url,
   failure_callback_url skiplock.callback_url,
-  run_ms bigint NOT NULL DEFAULT 0,
-  tags text[]
+  run_ms bigint NOT NULL DEFAULT 0
 ) WITH (fillfactor=80);
 
 TABLE keyed_jobs (
@@ -310,6 +314,8 @@ job_links job_links_pkey: PRIMARY KEY (job_id, other_id);
 job_steps job_steps_kind_known: CHECK ((kind = ANY (ARRAY['do'::text, 'sleep'::text, 'event'::text, 'invoke'::text])));
 job_steps job_steps_name_length: CHECK (((length(name) >= 1) AND (length(name) <= 200)));
 job_steps job_steps_pkey: PRIMARY KEY (job_id, name);
+job_tags job_tags_pkey: PRIMARY KEY (job_id);
+job_tags job_tags_some: CHECK ((cardinality(tags) > 0));
 job_trace_contexts job_trace_contexts_pkey: PRIMARY KEY (job_id);
 job_trace_contexts job_trace_contexts_traceparent_w3c: CHECK (((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text) AND (substr(traceparent, 4, 32) <> repeat('0'::text, 32)) AND (substr(traceparent, 37, 16) <> repeat('0'::text, 16))));
 job_trace_contexts job_trace_contexts_tracestate_length: CHECK ((length(tracestate) <= 512));
@@ -384,6 +390,7 @@ CREATE INDEX job_links_other_idx ON skiplock.job_links USING btree (other_id) WH
 CREATE INDEX job_links_parent_idx ON skiplock.job_links USING btree (job_id);
 CREATE UNIQUE INDEX job_links_pkey ON skiplock.job_links USING btree (job_id, other_id);
 CREATE UNIQUE INDEX job_steps_pkey ON skiplock.job_steps USING btree (job_id, name);
+CREATE UNIQUE INDEX job_tags_pkey ON skiplock.job_tags USING btree (job_id);
 CREATE UNIQUE INDEX job_trace_contexts_pkey ON skiplock.job_trace_contexts USING btree (job_id);
 CREATE UNIQUE INDEX job_types_pkey ON skiplock.job_types USING btree (type);
 CREATE INDEX jobs_expiring_idx ON skiplock.jobs USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])));
@@ -436,8 +443,9 @@ VIEW all_jobs AS
     j.run_ms,
     NULL::timestamp with time zone AS finished_at,
     NULL::jsonb AS result,
-    j.tags
+    t.tags
    FROM skiplock.jobs j
+     LEFT JOIN skiplock.job_tags t ON t.job_id = j.id
 UNION ALL
  SELECT f.id,
     f.queue,
@@ -622,36 +630,64 @@ TYPE job_shape AS (
 
 FUNCTION admit_rate_limited(locked_rows tid[], OUT admitted tid[], OUT claimed_at timestamp with time zone) RETURNS record LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan SET enable_seqscan=off AS $$
 DECLARE
+  -- The locked jobs of rate keys: their address, place in the claim, id,
+  -- key and turn.
+  job_addresses tid[];
+  job_positions bigint[];
+  job_ids uuid[];
+  job_tenants text[];
+  job_keys text[];
+  job_slots text[];
+  -- Those the window has no room for: their address, key and its limit.
+  held_addresses tid[];
+  held_keys text[];
+  held_limits integer[];
+  held_seconds integer[];
+  -- Their keys, locked.
   key_tenants text[];
   key_names text[];
 BEGIN
-  SELECT array_agg(k.tenant ORDER BY k.tenant, k.key), array_agg(k.key ORDER BY k.tenant, k.key)
-  INTO key_tenants, key_names
-  FROM (SELECT DISTINCT kj.tenant, kj.key
-        FROM unnest(locked_rows) AS r(address)
-        JOIN skiplock.jobs j ON j.ctid = r.address
-        JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
-        WHERE kj.rate_limit IS NOT NULL) k;
-  IF key_tenants IS NULL THEN
+  -- Their keys' rows are locked in key order, and the start time read
+  -- after: every start a key records committed before it, so the window
+  -- counted is the one the starts fall in.
+  WITH rated AS MATERIALIZED (
+    SELECT r.address, r.position, j.id, kj.tenant, kj.key, kj.slot
+    FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
+    JOIN skiplock.jobs j ON j.ctid = r.address
+    JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
+    WHERE kj.rate_limit IS NOT NULL
+  ),
+  locked_keys AS MATERIALIZED (
+    SELECT c.tenant, c.key FROM skiplock.concurrency_keys c
+    JOIN (SELECT DISTINCT d.tenant, d.key FROM rated d) u ON c.tenant = u.tenant AND c.key = u.key
+    ORDER BY c.tenant, c.key
+    FOR UPDATE OF c
+  )
+  SELECT array_agg(d.address), array_agg(d.position), array_agg(d.id), array_agg(d.tenant), array_agg(d.key),
+         array_agg(d.slot), (SELECT array_agg(l.tenant ORDER BY l.tenant, l.key) FROM locked_keys l),
+         (SELECT array_agg(l.key ORDER BY l.tenant, l.key) FROM locked_keys l)
+  INTO job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots, key_tenants, key_names
+  FROM rated d;
+  IF job_ids IS NULL THEN
     admitted := locked_rows;
     claimed_at := clock_timestamp();
     RETURN;
   END IF;
-  PERFORM 1 FROM skiplock.concurrency_keys c
-  JOIN unnest(key_tenants, key_names) AS u(tenant, key) ON c.tenant = u.tenant AND c.key = u.key
-  ORDER BY c.tenant, c.key
-  FOR UPDATE OF c;
   claimed_at := clock_timestamp();
 
-  WITH judged AS MATERIALIZED (
-    SELECT r.address, j.id, kj.tenant, kj.key, kj.slot, c.rate_limit, c.rate_seconds,
-           row_number() OVER (PARTITION BY kj.tenant, kj.key ORDER BY r.position)
-             <= c.rate_limit - skiplock.window_starts(c.starts, c.rate_seconds, claimed_at) AS admit
-    FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
-    JOIN skiplock.jobs j ON j.ctid = r.address
-    JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
-    JOIN skiplock.concurrency_keys c ON c.tenant = kj.tenant AND c.key = kj.key
-    WHERE kj.rate_limit IS NOT NULL
+  WITH keys AS MATERIALIZED (
+    SELECT c.tenant, c.key, c.rate_limit, c.rate_seconds,
+           c.rate_limit - (SELECT count(*) FROM unnest(c.starts) s
+                           WHERE s > claimed_at - make_interval(secs => c.rate_seconds))::integer AS room
+    FROM unnest(key_tenants, key_names) AS u(tenant, key)
+    JOIN skiplock.concurrency_keys c ON c.tenant = u.tenant AND c.key = u.key
+  ),
+  judged AS MATERIALIZED (
+    SELECT u.address, u.id, u.tenant, u.key, u.slot, k.rate_limit, k.rate_seconds,
+           row_number() OVER (PARTITION BY u.tenant, u.key ORDER BY u.position) <= k.room AS admit
+    FROM unnest(job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots)
+           AS u(address, position, id, tenant, key, slot)
+    JOIN keys k ON k.tenant = u.tenant AND k.key = u.key
   ),
   counted AS (
     UPDATE skiplock.concurrency_keys c
@@ -674,23 +710,30 @@ BEGIN
   started AS (
     UPDATE skiplock.keyed_jobs kj SET slot = CASE WHEN d.admit THEN 'started' ELSE 'waiting' END
     FROM judged d WHERE kj.job_id = d.id AND (NOT d.admit OR d.slot <> 'started')
-  ),
-  held AS (
-    UPDATE skiplock.jobs j SET state = 'held'
-    FROM judged d WHERE j.ctid = d.address AND NOT d.admit
-    RETURNING j.id, j.attempts, d.key, d.rate_limit, d.rate_seconds
-  ),
-  events AS (
-    INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
-    SELECT h.id, 'held', h.attempts,
-           jsonb_build_object('key', h.key, 'blockedBy', NULL,
-                              'reason', format('its key is at its rate limit (%s starts in %s s)', h.rate_limit,
-                                               h.rate_seconds))
-    FROM held h
   )
+  SELECT array_agg(d.address), array_agg(d.key), array_agg(d.rate_limit), array_agg(d.rate_seconds)
+  INTO held_addresses, held_keys, held_limits, held_seconds
+  FROM judged d WHERE NOT d.admit;
+  IF held_addresses IS NULL THEN
+    admitted := locked_rows;
+    RETURN;
+  END IF;
+
+  WITH held AS (
+    UPDATE skiplock.jobs j SET state = 'held'
+    FROM unnest(held_addresses, held_keys, held_limits, held_seconds) AS h(address, key, rate_limit, rate_seconds)
+    WHERE j.ctid = h.address
+    RETURNING j.id, j.attempts, h.key, h.rate_limit, h.rate_seconds
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT h.id, 'held', h.attempts,
+         jsonb_build_object('key', h.key, 'blockedBy', NULL,
+                            'reason', format('its key is at its rate limit (%s starts in %s s)', h.rate_limit,
+                                             h.rate_seconds))
+  FROM held h;
   SELECT array_agg(r.address ORDER BY r.position) INTO admitted
   FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
-  WHERE r.address NOT IN (SELECT d.address FROM judged d WHERE NOT d.admit);
+  WHERE r.address <> ALL (held_addresses);
 END
 $$;
 
@@ -712,6 +755,9 @@ END
 $$;
 
 FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error jsonb, held_ms double precision DEFAULT NULL::double precision) RETURNS skiplock.finished_jobs LANGUAGE sql VOLATILE AS $$
+  WITH untagged AS (
+    DELETE FROM skiplock.job_tags t WHERE t.job_id = j.id RETURNING t.tags
+  )
   SELECT ROW(
     j.id, j.queue, j.type, j.tenant, outcome, j.priority, j.run_at, j.attempts, j.max_attempts,
     j.lease_seconds, j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key,
@@ -721,7 +767,7 @@ FUNCTION as_finished(j skiplock.jobs, outcome text, outcome_result jsonb, error 
     j.callback_url, j.failure_callback_url,
     j.run_ms + CASE WHEN held_ms IS NULL THEN 0
                     ELSE skiplock.ms_between(skiplock.handler_started_at(j.started_at, held_ms), clock_timestamp()) END,
-    clock_timestamp(), outcome_result, j.tags)::skiplock.finished_jobs
+    clock_timestamp(), outcome_result, (SELECT u.tags FROM untagged u))::skiplock.finished_jobs
 $$;
 
 FUNCTION attempt_stats(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(day date, queue text, tenant text, attempts bigint, succeeded bigint, failed bigint, wait_ms_histogram jsonb, run_ms_histogram jsonb, retried bigint, cancelled bigint, lease_expired bigint, expired bigint) LANGUAGE sql STABLE AS $$
@@ -1226,7 +1272,14 @@ BEGIN
               j.payload, j.progress, j.last_error, j.callback_url, j.failure_callback_url,
               j.run_ms + skiplock.ms_between(skiplock.handler_started_at(j.started_at, coalesce(input.held_ms, 0)),
                                              clock_timestamp()) AS run_ms,
-              clock_timestamp() AS finished_at, input.result, j.tags
+              clock_timestamp() AS finished_at, input.result
+  ),
+  -- The tags of the jobs it ended, taken out with them: a probe of the tag
+  -- table's key for each id given, hashed against the jobs ended.
+  untagged AS (
+    DELETE FROM skiplock.job_tags t
+    WHERE t.job_id = ANY (ids) AND t.job_id IN (SELECT done.id FROM done)
+    RETURNING t.job_id, t.tags
   ),
   finished AS (
     INSERT INTO skiplock.finished_jobs
@@ -1235,8 +1288,8 @@ BEGIN
            done.expires_at, done.dedup_key, done.dedup_window_seconds, done.created_at, done.first_started_at,
            done.started_at, done.worker_id, done.lease_token, done.lease_expires_at, done.cancel_requested_at,
            done.payload, done.progress, done.last_error, done.callback_url, done.failure_callback_url,
-           done.run_ms, done.finished_at, done.result, done.tags
-    FROM done
+           done.run_ms, done.finished_at, done.result, untagged.tags
+    FROM done LEFT JOIN untagged ON untagged.job_id = done.id
     -- Only when asked (a single completion): building the job costs as much as moving it.
     RETURNING finished_jobs.id, CASE WHEN with_jobs THEN skiplock.job_json(finished_jobs) END AS job
   )
@@ -1280,6 +1333,36 @@ FUNCTION define_job_types(types text[], retentions integer[]) RETURNS void LANGU
   WHERE d.retention IS NOT NULL OR EXISTS (SELECT 1 FROM skiplock.job_types e WHERE e.type = d.type)
   ON CONFLICT (type) DO UPDATE SET retention_seconds = excluded.retention_seconds, updated_at = now()
   WHERE t.set_by = 'definition' AND t.retention_seconds IS DISTINCT FROM excluded.retention_seconds;
+$$;
+
+FUNCTION delete_finished_jobs(ids uuid[], finished_ats timestamp with time zone[]) RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  gone uuid[];
+BEGIN
+  WITH deleted AS (
+    DELETE FROM skiplock.finished_jobs f USING unnest(ids, finished_ats) AS d(id, finished_at)
+    WHERE f.id = d.id AND f.finished_at = d.finished_at
+    RETURNING f.id, f.tenant, f.queue, f.dedup_key
+  ),
+  keys AS (
+    DELETE FROM skiplock.dedup_keys k USING deleted g
+    WHERE (k.tenant, k.queue, k.dedup_key) = (g.tenant, g.queue, g.dedup_key) AND k.job_id = g.id
+  )
+  SELECT array_agg(g.id) INTO gone FROM deleted g;
+  IF gone IS NULL THEN
+    RETURN 0;
+  END IF;
+  PERFORM skiplock.delete_job_history(gone);
+  RETURN cardinality(gone);
+END
+$$;
+
+FUNCTION delete_job_history(ids uuid[]) RETURNS void LANGUAGE sql VOLATILE AS $$
+  DELETE FROM skiplock.job_events e WHERE e.job_id = ANY (ids);
+  DELETE FROM skiplock.job_steps s WHERE s.job_id = ANY (ids);
+  DELETE FROM skiplock.job_links l WHERE l.job_id = ANY (ids);
+  DELETE FROM skiplock.keyed_jobs k WHERE k.job_id = ANY (ids);
+  DELETE FROM skiplock.job_trace_contexts t WHERE t.job_id = ANY (ids);
 $$;
 
 FUNCTION drop_idle_keys(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
@@ -1450,14 +1533,19 @@ BEGIN
                 coalesce(ordering_on_failure, CASE WHEN ordering_key IS NOT NULL THEN 'hold' ELSE 'continue' END),
                 rate_limit, rate_period_seconds, CASE WHEN rate_key IS NOT NULL THEN coalesce(rate_on_excess, 'throttle') END);
       END IF;
+      -- Before the job: its insert trigger may end it at once (a rate key's
+      -- drop), and the end takes the tags along.
+      IF tags IS NOT NULL THEN
+        INSERT INTO skiplock.job_tags (job_id, tags) VALUES (new_id, tags);
+      END IF;
       INSERT INTO skiplock.jobs AS j
         (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
          backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
-         callback_url, failure_callback_url, tags)
+         callback_url, failure_callback_url)
       VALUES (new_id, queue, coalesce(type, queue), tenant, coalesce(payload, 'null'), coalesce(priority, 0),
               CASE WHEN start_at > now() THEN 'scheduled' ELSE 'queued' END, start_at, coalesce(max_attempts, 5),
               coalesce(lease_seconds, 60), coalesce(backoff_base_seconds, 1), coalesce(backoff_max_seconds, 3600),
-              expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url, tags)
+              expires_at, dedup_key, coalesce(dedup_window_seconds, 0), callback_url, failure_callback_url)
       RETURNING j.id INTO new_id;
       -- Read after the insert trigger has settled the job's turn (a dropped
       -- job is in the history already).
@@ -1545,17 +1633,22 @@ BEGIN
                           || @.debounceMaxDelaySeconds != null || @.dedupOnConflict != null || @.dedupScope != null)' THEN
     -- Ids ascend in input order, so they put the results back in it.
     RETURN QUERY
-    WITH written AS (
+    WITH input AS MATERIALIZED (SELECT * FROM skiplock.enqueue_rows(jobs)),
+    written AS (
       INSERT INTO skiplock.jobs AS j
         (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
          backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
-         callback_url, failure_callback_url, tags)
+         callback_url, failure_callback_url)
       SELECT i.id, i.queue, i.type, i.tenant, i.payload, i.priority,
              CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'queued' END,
              i.run_at, i.max_attempts, i.lease_seconds, i.backoff_base_seconds, i.backoff_max_seconds,
-             i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url, i.tags
-      FROM skiplock.enqueue_rows(jobs) i
+             i.expires_at, i.dedup_key, i.dedup_window_seconds, i.callback_url, i.failure_callback_url
+      FROM input i
       RETURNING skiplock.enqueued_job(j) AS job
+    ),
+    -- Every job of this path is written.
+    tagged AS (
+      INSERT INTO skiplock.job_tags (job_id, tags) SELECT i.id, i.tags FROM input i WHERE i.tags IS NOT NULL
     )
     SELECT (w.job).*, false, NULL::uuid, NULL::json, false, false FROM written w ORDER BY (w.job).id;
     RETURN;
@@ -1587,15 +1680,20 @@ BEGIN
     INSERT INTO skiplock.jobs AS j
       (id, queue, type, tenant, payload, priority, state, run_at, max_attempts, lease_seconds,
        backoff_base_seconds, backoff_max_seconds, expires_at, dedup_key, dedup_window_seconds,
-       callback_url, failure_callback_url, tags)
+       callback_url, failure_callback_url)
     SELECT id, queue, type, tenant, payload, priority,
            CASE WHEN run_at > now() THEN 'scheduled' ELSE 'queued' END,
            run_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_max_seconds,
-           expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url, tags
+           expires_at, dedup_key, dedup_window_seconds, callback_url, failure_callback_url
     FROM input
     WHERE dedup_key IS NULL OR id IN (SELECT job_id FROM keys)
     ORDER BY ordinal
     RETURNING skiplock.enqueued_job(j) AS job
+  ),
+  -- The tags of the jobs written (a deduplicated input writes none).
+  tagged AS (
+    INSERT INTO skiplock.job_tags (job_id, tags)
+    SELECT i.id, i.tags FROM input i WHERE i.tags IS NOT NULL AND i.id IN (SELECT (w.job).id FROM written w)
   ),
   -- Settled by jobs_inserted_take_key_slots at the end of this statement.
   keyed AS (
@@ -2089,12 +2187,16 @@ FUNCTION job_json(j skiplock.all_jobs) RETURNS json LANGUAGE sql STABLE AS $$
 $$;
 
 FUNCTION job_json(j skiplock.jobs) RETURNS json LANGUAGE sql STABLE AS $$
+  SELECT skiplock.job_json(j, (SELECT t.tags FROM skiplock.job_tags t WHERE t.job_id = j.id))
+$$;
+
+FUNCTION job_json(j skiplock.jobs, tags text[]) RETURNS json LANGUAGE sql STABLE AS $$
   SELECT skiplock.job_json(ROW(
     j.id, j.queue, j.type, j.tenant, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_seconds,
     j.backoff_base_seconds, j.backoff_max_seconds, j.expires_at, j.dedup_key, j.dedup_window_seconds,
     j.created_at, j.first_started_at, j.started_at, j.worker_id, j.lease_token, j.lease_expires_at,
     j.cancel_requested_at, j.payload, j.progress, j.last_error, j.callback_url, j.failure_callback_url, j.run_ms,
-    NULL, NULL, j.tags)::skiplock.all_jobs)
+    NULL, NULL, tags)::skiplock.all_jobs)
 $$;
 
 FUNCTION job_status(state text, run_at timestamp with time zone) RETURNS text LANGUAGE sql STABLE AS $$
@@ -2125,6 +2227,7 @@ DECLARE
   day date;
   partition_name text;
   partition_day date;
+  stray uuid[];
 BEGIN
   created := 0; dropped := 0; deleted := 0;
   FOR day IN SELECT generate_series(today, today + days_ahead, interval '1 day')::date LOOP
@@ -2153,8 +2256,7 @@ BEGIN
     partition_day := to_date(substr(partition_name, 15), 'YYYYMMDD');
     EXIT WHEN (partition_day + 1)::timestamp AT TIME ZONE 'UTC' > prune_before;
     BEGIN
-      EXECUTE format('DELETE FROM skiplock.job_steps s USING skiplock.%I f WHERE s.job_id = f.id', partition_name);
-      EXECUTE format('DELETE FROM skiplock.job_links l USING skiplock.%I f WHERE l.job_id = f.id', partition_name);
+      EXECUTE format('SELECT skiplock.delete_job_history(ARRAY(SELECT f.id FROM skiplock.%I f))', partition_name);
       EXECUTE format('DROP TABLE skiplock.%I', partition_name);
       dropped := dropped + 1;
     EXCEPTION WHEN lock_not_available THEN
@@ -2171,14 +2273,10 @@ BEGIN
       WHERE ctid = ANY(ARRAY(SELECT ctid FROM skiplock.finished_jobs_default
                              WHERE finished_at < prune_before LIMIT 10000))
       RETURNING id
-    ),
-    steps AS (
-      DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
-    ),
-    links AS (
-      DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
     )
-    SELECT count(*) INTO deleted FROM gone;
+    SELECT array_agg(g.id) INTO stray FROM gone g;
+    deleted := coalesce(cardinality(stray), 0);
+    PERFORM skiplock.delete_job_history(stray);
   EXCEPTION WHEN lock_not_available THEN
     NULL;
   END;
@@ -2672,23 +2770,28 @@ DECLARE
   key_names text[];
   freed integer[];
   failed_heads uuid[];
-  ended uuid[];
+  -- Whether any key gets a turn back or is held by its failed head.
+  changed boolean;
+  -- The keys whose turns may have changed: all but the rate keys that got none back.
+  fill_tenants text[];
+  fill_names text[];
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot IN ('taken', 'started', 'waiting')) THEN
     RETURN NULL;
   END IF;
   -- A job's slot cannot change under this: giving it a turn locks its row,
   -- which the statement that ended it holds.
-  SELECT array_agg(f.id) INTO ended
-  FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
-  WHERE kj.slot IN ('taken', 'started', 'waiting');
   SELECT array_agg(e.tenant ORDER BY e.tenant, e.key), array_agg(e.key ORDER BY e.tenant, e.key),
-         array_agg(e.freed ORDER BY e.tenant, e.key), array_agg(e.failed_head ORDER BY e.tenant, e.key)
-  INTO key_tenants, key_names, freed, failed_heads
+         array_agg(e.freed ORDER BY e.tenant, e.key), array_agg(e.failed_head ORDER BY e.tenant, e.key),
+         array_agg(e.tenant ORDER BY e.tenant, e.key) FILTER (WHERE e.freed > 0 OR NOT e.rated),
+         array_agg(e.key ORDER BY e.tenant, e.key) FILTER (WHERE e.freed > 0 OR NOT e.rated),
+         bool_or(e.freed > 0 OR e.failed_head IS NOT NULL)
+  INTO key_tenants, key_names, freed, failed_heads, fill_tenants, fill_names, changed
   FROM (
     SELECT kj.tenant, kj.key, count(*) FILTER (WHERE kj.slot = 'taken')::integer AS freed,
            (array_agg(kj.job_id ORDER BY kj.job_id)
-              FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1] AS failed_head
+              FILTER (WHERE kj.slot = 'taken' AND f.state IN ('failed', 'expired')))[1] AS failed_head,
+           bool_and(kj.rate_limit IS NOT NULL) AS rated
     FROM finished f JOIN skiplock.keyed_jobs kj ON kj.job_id = f.id
     WHERE kj.slot IN ('taken', 'started', 'waiting')
     GROUP BY kj.tenant, kj.key
@@ -2700,22 +2803,32 @@ BEGIN
   JOIN unnest(key_tenants, key_names) AS u(tenant, key) ON c.tenant = u.tenant AND c.key = u.key
   ORDER BY c.tenant, c.key
   FOR UPDATE OF c;
-  UPDATE skiplock.concurrency_keys c
-  SET taken = c.taken - u.freed,
-      blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
-                        THEN u.failed_head ELSE c.blocked_by END,
-      blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
-                        THEN now() ELSE c.blocked_at END
-  FROM unnest(key_tenants, key_names, freed, failed_heads) AS u(tenant, key, freed, failed_head)
-  WHERE c.tenant = u.tenant AND c.key = u.key;
-  UPDATE skiplock.keyed_jobs kj SET slot = 'released' WHERE kj.job_id = ANY (ended);
-  PERFORM skiplock.fill_key_slots(key_tenants, key_names);
+  IF changed THEN
+    UPDATE skiplock.concurrency_keys c
+    SET taken = c.taken - u.freed,
+        blocked_by = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                          THEN u.failed_head ELSE c.blocked_by END,
+        blocked_at = CASE WHEN c.ordered AND c.on_failure = 'hold' AND u.failed_head IS NOT NULL
+                          THEN now() ELSE c.blocked_at END
+    FROM unnest(key_tenants, key_names, freed, failed_heads) AS u(tenant, key, freed, failed_head)
+    WHERE c.tenant = u.tenant AND c.key = u.key AND (u.freed > 0 OR u.failed_head IS NOT NULL);
+  END IF;
+  UPDATE skiplock.keyed_jobs kj SET slot = 'released'
+  FROM finished f WHERE kj.job_id = f.id AND kj.slot IN ('taken', 'started', 'waiting');
+  IF fill_tenants IS NOT NULL THEN
+    PERFORM skiplock.fill_key_slots(fill_tenants, fill_names);
+  END IF;
   PERFORM skiplock.drop_idle_keys(key_tenants, key_names);
   RETURN NULL;
 END
 $$;
 
-FUNCTION requeued_job(finished skiplock.finished_jobs, into_queue text) RETURNS skiplock.jobs LANGUAGE sql STABLE AS $$
+FUNCTION requeued_job(finished skiplock.finished_jobs, into_queue text) RETURNS skiplock.jobs LANGUAGE sql VOLATILE AS $$
+  WITH tagged AS (
+    INSERT INTO skiplock.job_tags (job_id, tags)
+    SELECT finished.id, finished.tags WHERE finished.tags IS NOT NULL
+    ON CONFLICT (job_id) DO UPDATE SET tags = EXCLUDED.tags
+  )
   -- Queued now, with a fresh set of attempts, no lease and no expiry; what
   -- the job did before (its first start, progress, last error, run time)
   -- stays for its history.
@@ -2724,7 +2837,7 @@ FUNCTION requeued_job(finished skiplock.finished_jobs, into_queue text) RETURNS 
          finished.backoff_base_seconds, finished.backoff_max_seconds, NULL::timestamptz, finished.dedup_key,
          finished.dedup_window_seconds, finished.created_at, finished.first_started_at, finished.started_at,
          NULL::text, NULL::uuid, NULL::timestamptz, NULL::timestamptz, finished.payload, finished.progress,
-         finished.last_error, finished.callback_url, finished.failure_callback_url, finished.run_ms, finished.tags
+         finished.last_error, finished.callback_url, finished.failure_callback_url, finished.run_ms
 $$;
 
 FUNCTION reschedule(job_id uuid, priority integer DEFAULT NULL::integer, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, delay interval DEFAULT NULL::interval, only_tenant text DEFAULT NULL::text) RETURNS TABLE(job json, outcome text) LANGUAGE plpgsql VOLATILE AS $$
@@ -3033,22 +3146,9 @@ BEGIN
             AND (s.dedup_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM skiplock.dedup_keys k
               WHERE (k.tenant, k.queue, k.dedup_key) = (s.tenant, s.queue, s.dedup_key) AND k.job_id = s.id))
-        ),
-        gone AS (
-          DELETE FROM skiplock.finished_jobs f USING doomed d
-          WHERE f.id = d.id AND f.finished_at = d.finished_at
-          RETURNING f.id
-        ),
-        events AS (
-          DELETE FROM skiplock.job_events e USING gone g WHERE e.job_id = g.id
-        ),
-        steps AS (
-          DELETE FROM skiplock.job_steps s USING gone g WHERE s.job_id = g.id
-        ),
-        links AS (
-          DELETE FROM skiplock.job_links l USING gone g WHERE l.job_id = g.id
         )
-        SELECT (SELECT count(*) FROM slice), (SELECT count(*) FROM gone) INTO slice_seen, slice_deleted;
+        SELECT (SELECT count(*) FROM slice), skiplock.delete_finished_jobs(array_agg(d.id), array_agg(d.finished_at))
+        INTO slice_seen, slice_deleted FROM doomed d;
       EXCEPTION WHEN lock_not_available THEN
         stalled := true;
       END;

@@ -35,6 +35,9 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0018_job_type_retention_by_operators.sql': '5b2ab38a3eda78b3b3dd0da97dd4ae26aa2227231b9364e9a359e98e4c0a2bf2',
   '0019_ended_attempts_by_id.sql': 'a9bc1035ce55838ab950f3ad56b40aca47e7eb99d0abe83e3342a5520c7f0d7a',
   '0020_claim_rechecks_run_at.sql': 'a8f17b27c1a8aaeb72b128b9d8ec531a62410b5be3427733113d7ba01c8dd439',
+  '0021_tags.sql': '20edb57710897cc4d3853f2de447410ecbdeee016d92d54a86cec48a4ef57d80',
+  '0022_rate_keys_cost_less.sql': '08db447c3d2a73aed4f019607449642d4a1c87ce439423189e08459424a4eb2e',
+  '0023_finished_jobs_deleted_in_one_place.sql': 'acea1f940d3377dc64c93a905f9ebcb6330d6cdf972dc65d5b995f812799895a',
 };
 
 /**
