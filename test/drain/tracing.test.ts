@@ -542,7 +542,14 @@ describe('tracing across jobs', () => {
       weight: 1,
       delivery: { target: 'webhook', url: `${refusing.base}/orders` },
     });
-    await enqueue(db, { queue: 'orders-out', type: 'order', payload: { n: 1 }, ...callerContext });
+    // Full-jitter backoff may draw a retry at once, which the first drain would then take too.
+    await enqueue(db, {
+      queue: 'orders-out',
+      type: 'order',
+      payload: { n: 1 },
+      backoffBaseSeconds: 3600,
+      ...callerContext,
+    });
     const deliveries = new QueueDeliveries({
       http: { allowedHosts: [`127.0.0.1:${refusing.port}`] },
       secret: () => undefined,
