@@ -2,11 +2,12 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { projectRoot } from './support/repository-root';
 import { pgDb } from '../src/db/pg';
 import { anyFreePort } from '../src/local/ports';
 import { withDatabase } from './support/admin';
+import { compileCli, type CompiledCli } from './support/compiled-cli';
 import { createTestDatabase } from './support/database';
 
 interface CliRun {
@@ -20,6 +21,13 @@ function runMigrate(databaseUrl: string | undefined, args: string[] = []): Promi
   return runCli(databaseUrl, ['migrate', ...args]);
 }
 
+// The bin's source compiled once for the file, as dist/ is: each run then starts in plain Node.
+let cli: CompiledCli;
+beforeAll(async () => {
+  cli = await compileCli();
+});
+afterAll(() => cli.remove());
+
 /** Runs the package's CLI (src/cli/main.ts, the bin's source) with only the given DATABASE_URL (if any). */
 async function runCli(
   databaseUrl: string | undefined,
@@ -29,11 +37,12 @@ async function runCli(
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
   const env = { ...inherited, ...settings };
   try {
-    const { stdout, stderr } = await promisify(execFile)(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
-      { cwd: projectRoot, env: databaseUrl === undefined ? env : { ...env, DATABASE_URL: databaseUrl } },
-    );
+    // `work` loads the tests' TypeScript job modules, so it runs under tsx, as such a user runs it.
+    const loader = args[0] === 'work' ? ['--import', 'tsx'] : [];
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [...loader, cli.main, ...args], {
+      cwd: projectRoot,
+      env: databaseUrl === undefined ? env : { ...env, DATABASE_URL: databaseUrl },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };

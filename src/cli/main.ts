@@ -1,57 +1,63 @@
 #!/usr/bin/env node
 import { CONNECTION_USAGE } from './api-connection.js';
 import { EXIT, usageFailure } from './cli-failure.js';
-import { devCommand } from './dev.js';
-import { eventsCommand } from './events.js';
-import { jobTypesCommand } from './job-types.js';
-import { jobsCommand } from './jobs.js';
-import { keysCommand } from './keys.js';
-import { migrateCommand } from './migrate.js';
 import type { Command } from './operator-command.js';
-import { concurrencyKeysCommand } from './concurrency-keys.js';
-import { queuesCommand, statsCommand } from './queues.js';
 import { runCli } from './run-cli.js';
-import { tenantsCommand } from './tenants.js';
-import { workCommand } from './work.js';
-import { workersCommand } from './workers.js';
 
+// Each command's modules load when it runs: a call of one command does not load the others (the
+// dev stack, the worker), which keeps a short call short.
 const COMMANDS: Record<string, Command> = {
-  migrate: { run: migrateCommand, summary: 'apply the pending migrations to DATABASE_URL (safe to run twice)' },
-  work: { run: workCommand, summary: 'run a Node worker for the jobs your modules export: skiplock work ./jobs.js' },
+  migrate: {
+    run: async (args) => (await import('./migrate.js')).migrateCommand(args),
+    summary: 'apply the pending migrations to DATABASE_URL (safe to run twice)',
+  },
+  work: {
+    run: async (args) => (await import('./work.js')).workCommand(args),
+    summary: 'run a Node worker for the jobs your modules export: skiplock work ./jobs.js',
+  },
   dev: {
-    run: devCommand,
+    run: async (args) => (await import('./dev.js')).devCommand(args),
     summary:
       "run this folder's Worker locally: Postgres, migrations, wrangler dev, cron drains (--print-config: the lines to run wrangler yourself)",
   },
   jobs: {
-    run: jobsCommand,
+    run: async (args) => (await import('./jobs.js')).jobsCommand(args),
     summary:
       'jobs list | get JOB_ID [--wait] | retry JOB_ID | reschedule JOB_ID | cancel JOB_ID | bulk ACTION [filter] [--dry-run]',
   },
-  workers: { run: workersCommand, summary: 'workers release WORKER: hand back the jobs a crashed worker holds' },
+  workers: {
+    run: async (args) => (await import('./workers.js')).workersCommand(args),
+    summary: 'workers release WORKER: hand back the jobs a crashed worker holds',
+  },
   queues: {
-    run: queuesCommand,
+    run: async (args) => (await import('./queues.js')).queuesCommand(args),
     summary:
       'job counts per queue and status | get QUEUE | set QUEUE [--concurrency N] [--rate-limit C/S] [--weight N]',
   },
   'job-types': {
-    run: jobTypesCommand,
+    run: async (args) => (await import('./job-types.js')).jobTypesCommand(args),
     summary: "job-types list | set TYPE --retention SECONDS|none|default|definition: a job type's retention",
   },
-  stats: { run: statsCommand, summary: 'job counts per queue, tenant and status, and the queue health' },
+  stats: {
+    run: async (args) => (await import('./queues.js')).statsCommand(args),
+    summary: 'job counts per queue, tenant and status, and the queue health',
+  },
   'concurrency-keys': {
-    run: concurrencyKeysCommand,
+    run: async (args) => (await import('./concurrency-keys.js')).concurrencyKeysCommand(args),
     summary: 'concurrency-keys list [--blocked] | unblock KEY: keys in use, and ordering keys a failed job holds',
   },
   tenants: {
-    run: tenantsCommand,
+    run: async (args) => (await import('./tenants.js')).tenantsCommand(args),
     summary: 'tenants get TENANT | set TENANT [--concurrency N] [--rate-limit C/S] [--weight N]',
   },
   events: {
-    run: eventsCommand,
+    run: async (args) => (await import('./events.js')).eventsCommand(args),
     summary: 'events send EVENT [--key K] [--payload JSON]: resume the jobs waiting for it',
   },
-  keys: { run: keysCommand, summary: 'keys create --name N --scope S | list | revoke KEY_ID' },
+  keys: {
+    run: async (args) => (await import('./keys.js')).keysCommand(args),
+    summary: 'keys create --name N --scope S | list | revoke KEY_ID',
+  },
 };
 
 const HELP = [
