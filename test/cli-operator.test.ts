@@ -454,7 +454,9 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     await skiplock(['queues', 'set', 'cli-rated', '--concurrency', '3']);
     const rated = await skiplock(['queues', 'set', 'cli-rated', '--rate-limit', '20/60']);
     expect(rated.code).toBe(0);
-    expect(rated.stdout).toMatch(/\nrate limit +20 started per 60 s, over all tenants \(0 in the window now\)\n/);
+    expect(rated.stdout).toMatch(
+      /\nrate limit +20 started per 60 s, over all tenants, the excess waits \(0 in the window now\)\n/,
+    );
     expect(JSON.parse((await skiplock(['queues', 'get', 'cli-rated', '--json'])).stdout)).toMatchObject({
       concurrency: 3,
       rateLimit: { count: 20, perSeconds: 60 },
@@ -485,6 +487,50 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     });
     const lifted = await skiplock(['queues', 'set', 'cli-rated', '--rate-limit', 'none', '--json']);
     expect(JSON.parse(lifted.stdout)).toMatchObject({ concurrency: 3, rateLimit: null, startsInWindow: null });
+  });
+
+  it('queues set --rate-on-excess drop drops the excess at enqueue, keeps the numbers, and refuses it without a limit', async () => {
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-dropping', '--rate-on-excess', 'drop']),
+      2,
+      /--rate-on-excess needs a rate limit: give --rate-limit COUNT\/SECONDS too$/,
+    );
+    const dropping = await skiplock([
+      'queues',
+      'set',
+      'cli-dropping',
+      '--rate-limit',
+      '1/3600',
+      '--rate-on-excess',
+      'drop',
+    ]);
+    expect(dropping.code).toBe(0);
+    expect(dropping.stdout).toMatch(
+      /\nrate limit +1 started per 3600 s, over all tenants, the excess dropped at enqueue \(0 in the window now\)\n/,
+    );
+    // New numbers keep the behaviour; the behaviour alone keeps the numbers.
+    await skiplock(['queues', 'set', 'cli-dropping', '--rate-limit', '2/3600']);
+    expect(JSON.parse((await skiplock(['queues', 'get', 'cli-dropping', '--json'])).stdout)).toMatchObject({
+      rateLimit: { count: 2, perSeconds: 3600, onExcess: 'drop' },
+    });
+    const answers = [];
+    for (const payload of [1, 2, 3]) answers.push(await enqueue('cli-dropping', { payload }));
+    expect(answers.map((job) => job.status)).toEqual(['queued', 'queued', 'cancelled']);
+    expect((await skiplock(['queues'])).stdout).toMatch(/\ncli-dropping .* 2\/3600s drop +1 /);
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-dropping', '--rate-on-excess', 'wait']),
+      2,
+      /--rate-on-excess must be throttle or drop, not "wait"$/,
+    );
+    expectOneLine(
+      await skiplock(['queues', 'set', 'cli-dropping', '--rate-limit', 'none', '--rate-on-excess', 'drop']),
+      2,
+      /--rate-on-excess needs a rate limit, not --rate-limit none$/,
+    );
+    const throttling = await skiplock(['queues', 'set', 'cli-dropping', '--rate-on-excess', 'throttle', '--json']);
+    expect(JSON.parse(throttling.stdout)).toMatchObject({
+      rateLimit: { count: 2, perSeconds: 3600, onExcess: 'throttle' },
+    });
   });
 
   it('queues set changes the setting given and keeps the other; queues get shows them; queues still lists', async () => {
@@ -558,7 +604,7 @@ describe('skiplock jobs, queues, stats, tenants and keys against npm start', () 
     expectOneLine(
       await skiplock(['queues', 'set', 'cli-queue']),
       2,
-      /give at least one of --concurrency, --rate-limit, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, --dead-letter-queue$/,
+      /give at least one of --concurrency, --rate-limit, --rate-on-excess, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, --dead-letter-queue$/,
     );
     // The local stack allows no host (HTTP_ALLOWED_HOSTS is empty) and binds no Cloudflare queue: both targets are refused, by field.
     expectOneLine(

@@ -1,5 +1,5 @@
 import { successBody } from '../http/client.js';
-import type { DeliveryTarget, Queue, Retention } from '../engine/index.js';
+import type { DeliveryTarget, Queue, QueueRateLimit, RateOnExcess, Retention } from '../engine/index.js';
 import { usageFailure } from './cli-failure.js';
 import { operatorCommand, withSubcommands } from './operator-command.js';
 import { rateLimitFlag, retentionFlag, wholeNumberFlag, wholeNumberOrNoneFlag } from './read-options.js';
@@ -17,11 +17,13 @@ const get = operatorCommand({
 
 const set = operatorCommand({
   usage:
-    'skiplock queues set QUEUE [--concurrency N|none] [--rate-limit COUNT/SECONDS|none] [--weight N] ' +
+    'skiplock queues set QUEUE [--concurrency N|none] [--rate-limit COUNT/SECONDS|none] [--rate-on-excess throttle|drop] ' +
+    '[--weight N] ' +
     '[--webhook URL [--secret-name NAME] | --cloudflare-queue BINDING | --no-delivery] [--batch-size N]',
   options: {
     concurrency: { type: 'string' },
     'rate-limit': { type: 'string' },
+    'rate-on-excess': { type: 'string' },
     weight: { type: 'string' },
     webhook: { type: 'string' },
     'secret-name': { type: 'string' },
@@ -38,7 +40,6 @@ const set = operatorCommand({
       ...(values.concurrency === undefined
         ? {}
         : { concurrency: wholeNumberOrNoneFlag(values.concurrency, '--concurrency') }),
-      ...(values['rate-limit'] === undefined ? {} : { rateLimit: rateLimitFlag(values['rate-limit']) }),
       ...(values.weight === undefined ? {} : { weight: wholeNumberFlag(values.weight, '--weight') }),
       ...(delivery === undefined ? {} : { delivery }),
       ...(values.retention === undefined ? {} : { retentionSeconds: retentionFlag(values.retention) }),
@@ -46,16 +47,22 @@ const set = operatorCommand({
         ? {}
         : { deadLetterQueue: values['dead-letter-queue'] === 'none' ? null : values['dead-letter-queue'] }),
     };
-    if (Object.keys(given).length === 0) {
+    const rateLimitGiven = values['rate-limit'] === undefined ? undefined : rateLimitFlag(values['rate-limit']);
+    const onExcess = onExcessFlag(values['rate-on-excess']);
+    if (rateLimitGiven === null && onExcess !== undefined) {
+      throw usageFailure('--rate-on-excess needs a rate limit, not --rate-limit none');
+    }
+    if (Object.keys(given).length === 0 && rateLimitGiven === undefined && onExcess === undefined) {
       throw usageFailure(
-        'give at least one of --concurrency, --rate-limit, --weight, --webhook, --cloudflare-queue, --no-delivery, --retention, ' +
-          '--dead-letter-queue',
+        'give at least one of --concurrency, --rate-limit, --rate-on-excess, --weight, --webhook, --cloudflare-queue, ' +
+          '--no-delivery, --retention, --dead-letter-queue',
       );
     }
     const route = connection.api.v1.queues[':queue'];
     // The API replaces every setting at once; those not given here keep their current values.
     const current = await successBody(route.$get({ param: { queue: queue! } }));
-    const { concurrency, weight, retentionSeconds, deadLetterQueue, rateLimit } = current;
+    const { concurrency, weight, retentionSeconds, deadLetterQueue } = current;
+    const rateLimit = rateLimitOf(current.rateLimit, rateLimitGiven, onExcess);
     const answer = await successBody(
       route.$put({
         param: { queue: queue! },
@@ -73,6 +80,31 @@ const set = operatorCommand({
     return { json: answer, human: describeQueue(answer) };
   },
 });
+
+/** `--rate-on-excess`: throttle or drop, or undefined when not given. */
+function onExcessFlag(value: string | undefined): RateOnExcess | undefined {
+  if (value === undefined || value === 'throttle' || value === 'drop') return value;
+  throw usageFailure(`--rate-on-excess must be throttle or drop, not "${value}"`);
+}
+
+/** The rate limit to set: the numbers given (or the current ones) with the behaviour given (or the current one). */
+function rateLimitOf(
+  current: QueueRateLimit | null,
+  given: { count: number; perSeconds: number } | null | undefined,
+  onExcess: RateOnExcess | undefined,
+): QueueRateLimit | null {
+  if (given === null) return null;
+  const numbers = given ?? current;
+  if (numbers === null) {
+    if (onExcess === undefined) return null;
+    throw usageFailure('--rate-on-excess needs a rate limit: give --rate-limit COUNT/SECONDS too');
+  }
+  return {
+    count: numbers.count,
+    perSeconds: numbers.perSeconds,
+    onExcess: onExcess ?? current?.onExcess ?? 'throttle',
+  };
+}
 
 /** `skiplock queues pause|resume QUEUE`. */
 function pauseCommand(action: 'pause' | 'resume') {
@@ -143,7 +175,8 @@ function describeQueue(queue: QueueAnswer): string {
       'rate limit',
       queue.rateLimit === null
         ? 'none'
-        : `${queue.rateLimit.count} started per ${queue.rateLimit.perSeconds} s, over all tenants ` +
+        : `${queue.rateLimit.count} started per ${queue.rateLimit.perSeconds} s, over all tenants, ` +
+          `${queue.rateLimit.onExcess === 'drop' ? 'the excess dropped at enqueue' : 'the excess waits'} ` +
           `(${queue.startsInWindow} in the window now)`,
     ],
     ['weight', String(queue.weight)],

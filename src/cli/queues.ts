@@ -20,7 +20,9 @@ const listQueues = operatorCommand({
       String(queue.held),
       String(queue.debounced),
       queue.concurrency === null ? '-' : String(queue.concurrency),
-      queue.rateLimit === null ? '-' : `${queue.rateLimit.count}/${queue.rateLimit.perSeconds}s`,
+      queue.rateLimit === null
+        ? '-'
+        : `${queue.rateLimit.count}/${queue.rateLimit.perSeconds}s${queue.rateLimit.onExcess === 'drop' ? ' drop' : ''}`,
       String(queue.weight),
       queue.delivery?.target ?? '-',
       queue.pausedAt === null ? '-' : 'paused',

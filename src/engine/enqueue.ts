@@ -196,7 +196,11 @@ export const MAX_BATCH = 1000;
  * statement cost more than running it for a single job, and over Neon's
  * HTTP driver nothing is prepared).
  */
-const enqueueSql = /* sql */ `SELECT * FROM skiplock.enqueue_jobs($1::jsonb)`;
+// Whether each job's queue drops its rate limit's excess: its insert trigger may have ended the job
+// cancelled after its row came back. A hashed list of the few such queues, read once.
+const QUEUE_DROPS = `e.queue IN (SELECT q.name FROM skiplock.queues q WHERE q.rate_mode = 'drop')`;
+
+const enqueueSql = /* sql */ `SELECT e.*, ${QUEUE_DROPS} AS "queueDrops" FROM skiplock.enqueue_jobs($1::jsonb) e`;
 
 /**
  * The same, for a batch with trace contexts: each new job's context goes in
@@ -216,7 +220,7 @@ traced AS (
   JOIN jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal) ON i.ordinal = e.ordinality
   WHERE NOT e.deduplicated AND i.job ? 'traceparent'
 )
-SELECT * FROM enqueued ORDER BY ordinality`;
+SELECT e.*, ${QUEUE_DROPS} AS "queueDrops" FROM enqueued e ORDER BY ordinality`;
 
 /** What skiplock.enqueued_job gives of a new job: the columns its insert set. */
 type EnqueuedColumns = Pick<
@@ -246,6 +250,8 @@ type EnqueueRow = EnqueuedColumns & {
   heldBy: string | null;
   /** Null for a new job, and for a dedup hit on a job that committed after the statement began: read again. */
   heldJob: Job | null;
+  /** The job's queue drops the excess of its rate limit. */
+  queueDrops: boolean;
 };
 
 /**
@@ -322,9 +328,10 @@ async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Prom
     throw keyKindConflict(error) ?? dedupConflict(error) ?? error;
   });
   return Promise.all(
-    rows.map(async ({ deduplicated, debounced, replaced, ...row }, index) => {
-      // A drop key's job may have ended cancelled in the statement's own trigger, after its row came back.
-      const reread = deduplicated || jobs[index]!.rateOnExcess === 'drop';
+    rows.map(async ({ deduplicated, debounced, replaced, queueDrops, ...row }, index) => {
+      // A drop key's or a dropping queue's job may have ended cancelled in the statement's own trigger,
+      // after its row came back.
+      const reread = deduplicated || queueDrops || jobs[index]!.rateOnExcess === 'drop';
       const job = reread
         ? toJob(row.heldJob ?? (await readJob(db, deduplicated ? row.heldBy! : row.id)))
         : enqueuedJob(row, jobTags(jobs[index]!.tags ?? [], `jobs.${index}.tags`));

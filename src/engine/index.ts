@@ -122,6 +122,7 @@ export {
   MAX_QUEUE_RATE_LIMIT,
   MAX_QUEUE_RATE_SECONDS,
   type Queue,
+  type QueueRateLimit,
   type QueueSettings,
 } from './queue-settings.js';
 export {

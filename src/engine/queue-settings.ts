@@ -1,9 +1,19 @@
 import type { Queryable } from '../db/types.js';
+import type { RateOnExcess } from './enqueue.js';
 import type { TenantScope } from './read-jobs.js';
 import { InvalidInputError } from './errors.js';
 import { checkRetention, type Retention } from './retention.js';
 import type { RateLimit } from './tenants.js';
 import type { DeliveryTarget } from './types.js';
+
+/** A queue's rate limit, and what becomes of a job beyond it. */
+export interface QueueRateLimit extends RateLimit {
+  /**
+   * `throttle`: the excess waits in the queue for room. `drop`: a job enqueued while the window has
+   * no room (its starts, and the jobs let through but not started yet, count) ends `cancelled`.
+   */
+  onExcess: RateOnExcess;
+}
 
 export interface QueueSettings {
   /** Running jobs of the queue at once, over all tenants; null for no cap. */
@@ -12,9 +22,9 @@ export interface QueueSettings {
   weight: number;
   /**
    * Jobs of the queue that may start in any window of `perSeconds` seconds, over all tenants (every
-   * attempt counts; the excess waits in the queue); null for no limit.
+   * attempt counts; the excess waits, or is dropped at enqueue); null for no limit.
    */
-  rateLimit: RateLimit | null;
+  rateLimit: QueueRateLimit | null;
   /** Where the queue's jobs go, whatever their type, instead of to handlers; null for handlers. */
   delivery: DeliveryTarget | null;
   /** When the queue was paused (ISO-8601); null while it runs. */
@@ -47,7 +57,7 @@ export const MAX_QUEUE_RATE_SECONDS = 86_400;
 
 // A retention of 0 is "none" (the database's CHECK allows 0 or a minute and more).
 const RETENTION_JSON = `CASE WHEN q.retention_seconds = 0 THEN to_jsonb('none'::text) ELSE to_jsonb(q.retention_seconds) END`;
-const RATE_LIMIT_JSON = `CASE WHEN q.rate_limit IS NOT NULL THEN json_build_object('count', q.rate_limit, 'perSeconds', q.rate_seconds) END`;
+const RATE_LIMIT_JSON = `CASE WHEN q.rate_limit IS NOT NULL THEN json_build_object('count', q.rate_limit, 'perSeconds', q.rate_seconds, 'onExcess', q.rate_mode) END`;
 
 // A queue without a row of its own runs on the defaults: no cap, weight 1, handlers.
 const getQueueSql = /* sql */ `
@@ -66,15 +76,20 @@ SELECT name, concurrency, weight, delivery, skiplock.iso(paused_at) AS "pausedAt
        dead_letter_queue AS "deadLetterQueue", ${RATE_LIMIT_JSON} AS "rateLimit"
 FROM skiplock.queues q ORDER BY name`;
 
-// A rate limit's starts stay through a change of its numbers (the new ones judge them), and go with it.
+// A rate limit's starts stay through a change of its numbers (the new ones judge them), and go with it;
+// the turns a dropping queue gave stay while it drops (its jobs let through still count), and go with that.
 const setQueueSql = /* sql */ `
-INSERT INTO skiplock.queues AS q
-  (name, concurrency, weight, delivery, retention_seconds, dead_letter_queue, rate_limit, rate_seconds, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
-ON CONFLICT (name) DO UPDATE
-SET concurrency = $2, weight = $3, delivery = $4, retention_seconds = $5, dead_letter_queue = $6,
-    rate_limit = $7, rate_seconds = $8, starts = CASE WHEN $7::integer IS NULL THEN '{}' ELSE q.starts END,
-    updated_at = now()`;
+WITH set AS (
+  INSERT INTO skiplock.queues AS q
+    (name, concurrency, weight, delivery, retention_seconds, dead_letter_queue, rate_limit, rate_seconds, rate_mode,
+     updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now())
+  ON CONFLICT (name) DO UPDATE
+  SET concurrency = $2, weight = $3, delivery = $4, retention_seconds = $5, dead_letter_queue = $6,
+      rate_limit = $7, rate_seconds = $8, rate_mode = $9,
+      starts = CASE WHEN $7::integer IS NULL THEN '{}' ELSE q.starts END, updated_at = now()
+)
+DELETE FROM skiplock.queue_turns t WHERE t.queue = $1 AND $9::text <> 'drop'`;
 
 /** A queue's settings (its own, or the defaults) and its running count. */
 export async function getQueue(db: Queryable, name: string, scope: TenantScope = {}): Promise<Queue> {
@@ -116,9 +131,12 @@ SELECT pg_notify('skiplock_jobs', '') FROM resumed WHERE skiplock.anyone_listeni
  * retention left out is the default; a new one applies to the queue's
  * finished jobs at the next housekeeping, those that finished before it
  * too. A dead-letter queue left out is none. A rate limit left out is none; one set applies from
- * the next claim, counting the starts already in its window. A retention under a minute
+ * the next claim, counting the starts already in its window. Its `onExcess` (default `throttle`)
+ * applies from the next enqueue: with `drop`, a job enqueued while the window has no room ends
+ * `cancelled` with a RateLimitedError. A retention under a minute
  * (other than `'none'`), a queue named as its own dead-letter queue, or a rate limit of fewer
- * than 1 start or more than 10,000, or a window of under 1 or over 86,400 seconds, is an
+ * than 1 start or more than 10,000, a window of under 1 or over 86,400 seconds, or an `onExcess`
+ * other than `throttle` or `drop`, is an
  * InvalidInputError naming the field, and nothing changes.
  */
 export async function setQueue(
@@ -128,7 +146,7 @@ export async function setQueue(
     delivery?: DeliveryTarget | null;
     retentionSeconds?: Retention | null;
     deadLetterQueue?: string | null;
-    rateLimit?: RateLimit | null;
+    rateLimit?: (RateLimit & { onExcess?: RateOnExcess }) | null;
   },
 ): Promise<Queue> {
   const retention = settings.retentionSeconds ?? null;
@@ -151,12 +169,13 @@ export async function setQueue(
       deadLetterQueue,
       rateLimit?.count ?? null,
       rateLimit?.perSeconds ?? null,
+      rateLimit?.onExcess ?? 'throttle',
     ],
   });
   return getQueue(db, name);
 }
 
-function checkQueueRateLimit({ count, perSeconds }: RateLimit): void {
+function checkQueueRateLimit({ count, perSeconds, onExcess }: RateLimit & { onExcess?: RateOnExcess }): void {
   if (!Number.isInteger(count) || count < 1 || count > MAX_QUEUE_RATE_LIMIT) {
     throw new InvalidInputError(
       `rateLimit.count: a whole number of starts from 1 to ${MAX_QUEUE_RATE_LIMIT}, not ${count}`,
@@ -168,6 +187,9 @@ function checkQueueRateLimit({ count, perSeconds }: RateLimit): void {
       `rateLimit.perSeconds: a window of 1 to ${MAX_QUEUE_RATE_SECONDS} whole seconds, not ${perSeconds}`,
       'rateLimit.perSeconds',
     );
+  }
+  if (onExcess !== undefined && onExcess !== 'throttle' && onExcess !== 'drop') {
+    throw new InvalidInputError(`rateLimit.onExcess: throttle or drop, not ${onExcess}`, 'rateLimit.onExcess');
   }
 }
 

@@ -2,10 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import type { Db, Queryable } from '../../src/db/types';
 import {
+  cancel,
   claimBatch,
   completeMany,
+  enqueue,
   enqueueBatch,
   failMany,
+  getJob,
+  getJobEvents,
   getQueue,
   InvalidInputError,
   setQueue,
@@ -195,5 +199,156 @@ describe('a queue rate limit', () => {
       weight: 2,
       rateLimit: { count: 10, perSeconds: 1 },
     });
+  });
+});
+
+describe('a queue rate limit that drops its excess', () => {
+  const dropping = (count: number, perSeconds: number) =>
+    ({ concurrency: null, weight: 1, rateLimit: { count, perSeconds, onExcess: 'drop' } }) as const;
+
+  it('ends the excess cancelled at enqueue, saying why; starts and turns not started count', async () => {
+    const { db } = await open('pg');
+    const queue = await setQueue(db, 'ping', dropping(2, 3600));
+    expect(queue.rateLimit).toEqual({ count: 2, perSeconds: 3600, onExcess: 'drop' });
+    const results = await enqueueBatch(
+      db,
+      ['a', 'b', 'c'].map((payload, n) => ({ queue: 'ping', tenant: `t${n}`, payload })),
+    );
+    expect(results.map(({ job }) => job.status)).toEqual(['queued', 'queued', 'cancelled']);
+    const reason = 'its queue ping was at its rate limit (2 starts in 3600 s)';
+    expect(results[2]!.job.lastError).toEqual({ name: 'RateLimitedError', message: reason });
+    // The history keeps it, with the reason.
+    const dropped = await getJob(db, results[2]!.job.id);
+    expect(dropped).toMatchObject({ status: 'cancelled', lastError: { name: 'RateLimitedError' } });
+    const events = await getJobEvents(db, results[2]!.job.id);
+    expect(events.find((event) => event.kind === 'cancelled')?.detail).toEqual({ reason });
+    // Two let through and not started hold the window: one more is dropped, in another queue not.
+    const [late, other] = await enqueueBatch(db, [
+      { queue: 'ping', payload: 'd' },
+      { queue: 'mail', payload: 'm' },
+    ]);
+    expect([late!.job.status, other!.job.status]).toEqual(['cancelled', 'queued']);
+    // Started, they still count, as starts in the window.
+    const started = await claimBatch(db, { max: 10, workerId: 'w', queues: ['ping'] });
+    expect(started.map((job) => job.payload).sort()).toEqual(['a', 'b']);
+    await completeMany(db, started);
+    expect((await enqueue(db, { queue: 'ping', payload: 'e' })).job.status).toBe('cancelled');
+    // In SQL too.
+    const [fromSql] = await db.query<{ status: string; error: string }>({
+      text: `SELECT e->>'status' AS status, e->'lastError'->>'name' AS error
+             FROM skiplock.enqueue('ping', '"f"') e`,
+      params: [],
+    });
+    expect(fromSql).toEqual({ status: 'cancelled', error: 'RateLimitedError' });
+    // A higher limit counts the starts already in the window: room for one.
+    await setQueue(db, 'ping', dropping(3, 3600));
+    const [g, h] = await enqueueBatch(db, [
+      { queue: 'ping', payload: 'g', runAt: new Date(Date.now() + 3_600_000).toISOString() },
+      { queue: 'ping', payload: 'h' },
+    ]);
+    expect([g!.job.status, h!.job.status]).toEqual(['scheduled', 'cancelled']);
+    // A job let through that ends before it starts gives its turn back.
+    await cancel(db, g!.job.id);
+    expect((await enqueue(db, { queue: 'ping', payload: 'i' })).job.status).toBe('queued');
+    // Throttling again, the excess waits.
+    await setQueue(db, 'ping', { concurrency: null, weight: 1, rateLimit: { count: 3, perSeconds: 3600 } });
+    expect((await enqueue(db, { queue: 'ping', payload: 'j' })).job.status).toBe('queued');
+    expect(await getQueue(db, 'ping')).toMatchObject({ rateLimit: { onExcess: 'throttle' }, startsInWindow: 2 });
+  });
+
+  it("lets through exactly the window's room when 8 connections enqueue at once", { timeout: 30_000 }, async () => {
+    const { db, url } = await open('pg');
+    await setQueue(db, 'ping', dropping(7, 3600));
+    const enqueuers: Db[] = Array.from({ length: 8 }, () => pgDb(url, { max: 1 }));
+    const results = (
+      await Promise.all(
+        enqueuers.map(async (one, index) => {
+          const mine = [];
+          for (let n = 0; n < 10; n += 1) {
+            mine.push(await enqueue(one, { queue: 'ping', tenant: `t${index % 3}`, payload: index * 10 + n }));
+          }
+          return mine;
+        }),
+      )
+    ).flat();
+    await Promise.all(enqueuers.map((one) => one.close()));
+    expect(results.filter(({ job }) => job.status === 'queued')).toHaveLength(7);
+    expect(results.filter(({ job }) => job.status === 'cancelled')).toHaveLength(73);
+    const [counts] = await db.query<{ live: number; cancelled: number }>({
+      text: `SELECT count(*) FILTER (WHERE state = 'queued')::integer AS live,
+                    count(*) FILTER (WHERE state = 'cancelled' AND last_error->>'name' = 'RateLimitedError')::integer
+                      AS cancelled
+             FROM skiplock.all_jobs`,
+      params: [],
+    });
+    expect(counts).toEqual({ live: 7, cancelled: 73 });
+  });
+
+  it('never starts more than the limit in a window while 8 connections enqueue and 8 claim at once; none lost', {
+    timeout: 60_000,
+  }, async () => {
+    const { db, url } = await open('pg', 2);
+    await db.query({ text: NOTE_STARTS_SQL, params: [] });
+    await setQueue(db, 'ping', dropping(5, 1));
+    const enqueuers: Db[] = Array.from({ length: 8 }, () => pgDb(url, { max: 1 }));
+    // 8 x 30 jobs, enqueued one at a time a few milliseconds apart for about 2 s, one in five failing its first
+    // attempt (its retry is a start too).
+    const enqueued = Promise.all(
+      enqueuers.map(async (one, index) => {
+        const ids: string[] = [];
+        for (let n = 0; n < 30; n += 1) {
+          ids.push((await enqueue(one, { queue: 'ping', tenant: `t${index % 3}`, payload: index * 30 + n })).job.id);
+          await new Promise((resolve) => setTimeout(resolve, 60));
+        }
+        return ids;
+      }),
+    );
+    const completions = await race(url, (n) => n % 5 === 0);
+    const ids = (await enqueued).flat();
+    await Promise.all(enqueuers.map((one) => one.close()));
+
+    expect(ids).toHaveLength(240);
+    expect([...completions.values()].every((count) => count === 1)).toBe(true);
+    const window = await busiestWindow(db, 'ping', 1);
+    expect(window.busiest).toBeLessThanOrEqual(5);
+    // Every job ended: succeeded, or cancelled by the rate limit at enqueue; none is left or lost.
+    const ends = await db.query<{ status: string; error: string | null; n: number }>({
+      text: `SELECT j.state AS status, j.last_error->>'name' AS error, count(*)::integer AS n
+             FROM skiplock.all_jobs j WHERE j.id = ANY ($1::uuid[]) GROUP BY 1, 2 ORDER BY 1`,
+      params: [ids],
+    });
+    const succeeded = ends.find((row) => row.status === 'succeeded')?.n ?? 0;
+    const dropped = ends.find((row) => row.status === 'cancelled' && row.error === 'RateLimitedError')?.n ?? 0;
+    expect(succeeded + dropped).toBe(240);
+    expect(succeeded).toBe(completions.size);
+    expect(dropped).toBeGreaterThan(0);
+    expect(succeeded).toBeGreaterThan(0);
+  });
+
+  it('refuses an onExcess other than throttle or drop, and in SQL a drop without a limit, changing nothing', async () => {
+    const { db } = await open('pg');
+    await setQueue(db, 'api', { concurrency: 5, weight: 2, rateLimit: { count: 10, perSeconds: 1 } });
+    const refused = setQueue(db, 'api', {
+      concurrency: 1,
+      weight: 1,
+      rateLimit: { count: 5, perSeconds: 1, onExcess: 'wait' as 'drop' },
+    });
+    await expect(refused).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(refused).rejects.toMatchObject({ field: 'rateLimit.onExcess' });
+    await setQueue(db, 'plain', { concurrency: null, weight: 1 });
+    for (const [queue, set, constraint] of [
+      ['api', `rate_mode = 'wait'`, 'queues_rate_mode_known'],
+      ['plain', `rate_mode = 'drop'`, 'queues_rate_mode_needs_limit'],
+    ]) {
+      await expect(
+        db.query({ text: `UPDATE skiplock.queues SET ${set} WHERE name = '${queue}'`, params: [] }),
+      ).rejects.toMatchObject({ code: '23514', constraint });
+    }
+    expect(await getQueue(db, 'api')).toMatchObject({
+      concurrency: 5,
+      weight: 2,
+      rateLimit: { count: 10, perSeconds: 1, onExcess: 'throttle' },
+    });
+    expect(await getQueue(db, 'plain')).toMatchObject({ rateLimit: null });
   });
 });

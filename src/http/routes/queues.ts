@@ -88,7 +88,7 @@ export function queueRoutes(deps: AppDeps) {
         'Replaces them all; one left out takes its default (no cap, no rate limit, weight 1, no delivery target, the default ' +
         "retention, no dead-letter queue). The cap counts the queue's " +
         'running jobs over all tenants, the rate limit its starts over all tenants (a count of 1 to 10000 per 1 to 86400 ' +
-        "seconds; the excess waits in the queue); the weight shares each tenant's turns among its queues. With a delivery target, the " +
+        "seconds; the excess waits in the queue, or with onExcess drop ends cancelled at enqueue); the weight shares each tenant's turns among its queues. With a delivery target, the " +
         "drains send the queue's jobs, whatever their type, to a batched webhook or a Cloudflare queue instead of to handlers; " +
         'a target the deployment cannot reach (a host off HTTP_ALLOWED_HOSTS, a missing secret or binding) is refused. ' +
         "The retention applies to the queue's finished jobs from the next housekeeping, those that finished before too. " +

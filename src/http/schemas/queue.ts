@@ -92,10 +92,19 @@ export const QueueRateLimitSchema = z
   .strictObject({
     count: intSchema(1, MAX_QUEUE_RATE_LIMIT).describe('Jobs of the queue that may start in any window…'),
     perSeconds: intSchema(1, MAX_QUEUE_RATE_SECONDS).describe('…of this many seconds (a sliding window).'),
+    onExcess: z
+      .enum(['throttle', 'drop'])
+      .default('throttle')
+      .describe(
+        'What becomes of a job beyond the limit. throttle: it waits in the queue for room. drop: a job enqueued while ' +
+          'the window has no room (its starts, and the jobs let through but not started yet, count) ends cancelled at ' +
+          'once, its lastError a RateLimitedError naming the queue.',
+      ),
   })
   .describe(
     "At most `count` of the queue's jobs start in any `perSeconds` seconds, whatever their tenant, every attempt " +
-      'counted, however many workers claim; the excess waits in the queue for room. Null for no limit.',
+      'counted, however many workers claim; the excess waits in the queue for room, or is dropped at enqueue. Null ' +
+      'for no limit.',
   );
 
 /** PUT replaces every setting; one left out takes its default (no cap, weight 1, no delivery target, the default retention). */

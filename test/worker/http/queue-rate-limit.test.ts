@@ -66,6 +66,42 @@ describe('a queue rate limit over HTTP', () => {
   });
 });
 
+describe('a queue rate limit that drops its excess, over HTTP', () => {
+  it('answers the excess 201 cancelled, naming the queue, and shows onExcess; a bad one is refused by name', async () => {
+    const queue = uniqueName('dropping-queue');
+    const put = await success(
+      api.v1.queues[':queue'].$put({
+        param: { queue },
+        json: { rateLimit: { count: 2, perSeconds: 3600, onExcess: 'drop' } },
+      }),
+    );
+    expect(put).toMatchObject({ rateLimit: { count: 2, perSeconds: 3600, onExcess: 'drop' } });
+    const answers = [];
+    for (const tenant of ['a', 'b', 'c']) answers.push(await enqueueJob(queue, { tenant, payload: tenant }));
+    expect(answers.map((job) => job.status)).toEqual(['queued', 'queued', 'cancelled']);
+    expect(answers[2]!.lastError).toEqual({
+      name: 'RateLimitedError',
+      message: `its queue ${queue} was at its rate limit (2 starts in 3600 s)`,
+    });
+    const listed = (await success(api.v1.queues.$get())).queues.find((summary) => summary.queue === queue);
+    expect(listed).toMatchObject({ rateLimit: { onExcess: 'drop' }, counts: { queued: 2, cancelled: 1 } });
+
+    const refused = await request(`/v1/queues/${queue}`, {
+      method: 'PUT',
+      apiKey: ADMIN_TOKEN,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ rateLimit: { count: 5, perSeconds: 1, onExcess: 'wait' } }),
+    });
+    expect(await problemOf(refused)).toMatchObject({ status: 400, errors: [{ path: 'rateLimit.onExcess' }] });
+    // Left out, it throttles.
+    const throttling = await success(
+      api.v1.queues[':queue'].$put({ param: { queue }, json: { rateLimit: { count: 2, perSeconds: 3600 } } }),
+    );
+    expect(throttling).toMatchObject({ rateLimit: { count: 2, perSeconds: 3600, onExcess: 'throttle' } });
+    expect((await enqueueJob(queue, { payload: 'd' })).status).toBe('queued');
+  });
+});
+
 describe('debounced jobs in GET /v1/stats and GET /v1/queues', () => {
   it('counts the jobs waiting out a debounce period, held ones too, and not the others', async () => {
     const queue = uniqueName('debounced');

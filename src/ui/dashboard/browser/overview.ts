@@ -150,7 +150,10 @@ function queueSettings(queue: QueueSummary): HTMLDivElement | null {
   const said: string[] = [];
   if (isPaused(queue)) said.push(`paused since ${formatTime(queue.pausedAt)}`);
   if (queue.concurrency !== null) said.push(`cap ${queue.concurrency}`);
-  if (queue.rateLimit !== null) said.push(`rate ${queue.rateLimit.count} per ${queue.rateLimit.perSeconds} s`);
+  if (queue.rateLimit !== null) {
+    const dropped = queue.rateLimit.onExcess === 'drop' ? ', excess dropped' : '';
+    said.push(`rate ${queue.rateLimit.count} per ${queue.rateLimit.perSeconds} s${dropped}`);
+  }
   if (queue.weight !== 1) said.push(`weight ${queue.weight}`);
   // Left out for a tenant-bound key: where a queue's jobs go is its operator's.
   if (queue.delivery !== null && queue.delivery !== undefined) said.push(`to ${deliveryTarget(queue.delivery)}`);
