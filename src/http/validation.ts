@@ -1,5 +1,6 @@
 import { OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { ValidationTargets } from 'hono';
+import { CachedTrieRouter } from './cached-router.js';
 import type { AppEnv } from './context.js';
 import { ProblemError, validationProblem, type FieldError } from './problem.js';
 import { isTooLargeIssue } from './schemas/common.js';
@@ -34,6 +35,7 @@ export function validationFailure(error: z.ZodError, target: keyof ValidationTar
 /** A router whose routes answer invalid input with a problem (thrown, so the app's error handler renders it). */
 export function router(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({
+    router: new CachedTrieRouter(),
     defaultHook: (result) => {
       if (!result.success) throw validationFailure(result.error, result.target);
     },

@@ -150,12 +150,21 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     deliveryProblem: (env, delivery) => runtimeOf(env).deliveries.problemWith(delivery),
     tracing: options.tracing,
   };
-  const app = createApp(deps);
-  if (dashboard) app.route('/', uiRoutes(deps));
+  // Built on first use (a request, or `skiplock.app`), once per isolate: its routes and their OpenAPI entries cost startup CPU.
+  let app: Hono<AppEnv> | undefined;
+  const appOf = (): Hono<AppEnv> => {
+    if (app === undefined) {
+      app = createApp(deps);
+      if (dashboard) app.route('/', uiRoutes(deps));
+    }
+    return app;
+  };
   const reported = new WeakSet<object>();
 
   return {
-    app,
+    get app() {
+      return appOf();
+    },
     Drainer: drainerClass<Env>(runtimeOf),
     async fetch(request, env, ctx) {
       try {
@@ -173,7 +182,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         return problemResponse(problem, crypto.randomUUID());
       }
       if (!api) return problemResponse(notFound('this Worker serves no HTTP API'), crypto.randomUUID());
-      return app.fetch(request, env, ctx);
+      return appOf().fetch(request, env, ctx);
     },
     async scheduled(event, env) {
       let runtime: DrainRuntime;

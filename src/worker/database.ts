@@ -1,8 +1,4 @@
-import { neonConfig } from '@neondatabase/serverless';
-import { neonHttpDb } from '../db/neon-http.js';
-import { applyLocalNeonConfig } from '../db/neon-local.js';
-import { neonPoolDb } from '../db/neon-ws.js';
-import { deferredDb } from '../db/deferred.js';
+import { deferredDb, deferredSessionDb } from '../db/deferred.js';
 import type { Db, SessionDb } from '../db/types.js';
 import { ConnectionGate } from '../drain/connection-gate.js';
 import type { SubrequestBudget } from '../drain/subrequest-budget.js';
@@ -11,8 +7,15 @@ import type { DatabaseSource } from './settings.js';
 /** node-postgres, loaded only where a Hyperdrive binding asks for it. */
 const loadPg = () => import('../db/pg.js');
 
-function configureNeon(source: DatabaseSource & { kind: 'neon' }): void {
-  if (source.localProxy !== undefined) applyLocalNeonConfig(neonConfig, source.localProxy);
+/**
+ * The Neon driver, loaded by the first statement rather than while the
+ * Worker starts: its module code (the bundled node-postgres' type parsers
+ * among it) costs startup CPU.
+ */
+async function loadNeon(source: DatabaseSource & { kind: 'neon' }) {
+  const neon = await import('./neon.js');
+  neon.configureNeon(source);
+  return neon;
 }
 
 /**
@@ -23,8 +26,7 @@ export function requestDatabase(source: DatabaseSource): Db {
   if (source.kind === 'hyperdrive') {
     return deferredDb(async () => (await loadPg()).pgConnectionPerStatementDb(source.connectionString));
   }
-  configureNeon(source);
-  return neonHttpDb(source.url);
+  return deferredDb(async () => (await loadNeon(source)).neonHttpDb(source.url));
 }
 
 /**
@@ -34,9 +36,8 @@ export function requestDatabase(source: DatabaseSource): Db {
  */
 export function sessionDatabase(source: DatabaseSource): SessionDb {
   if (source.kind === 'hyperdrive')
-    return deferredDb(async () => (await loadPg()).pgDb(source.connectionString, { max: 1 }));
-  configureNeon(source);
-  return neonPoolDb(source.url);
+    return deferredSessionDb(async () => (await loadPg()).pgDb(source.connectionString, { max: 1 }));
+  return deferredSessionDb(async () => (await loadNeon(source)).neonPoolDb(source.url));
 }
 
 /** Connections a Worker invocation may hold open at once (fetches, sockets, Neon HTTP statements). */
@@ -63,7 +64,7 @@ export function drainDatabase(
       connections: new ConnectionGate(WORKER_CONNECTIONS - HYPERDRIVE_POOL + 1),
     };
   }
-  configureNeon(source);
   const connections = new ConnectionGate(WORKER_CONNECTIONS);
-  return { db: connections.statements(subrequests.countStatements(neonHttpDb(source.url))), connections };
+  const db = deferredDb(async () => (await loadNeon(source)).neonHttpDb(source.url));
+  return { db: connections.statements(subrequests.countStatements(db)), connections };
 }
