@@ -221,6 +221,12 @@ TABLE migrations (
   applied_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+TABLE queue_turns (
+  job_id uuid NOT NULL,
+  queue text NOT NULL,
+  attempts integer NOT NULL
+);
+
 TABLE queues (
   name text NOT NULL,
   concurrency integer,
@@ -233,7 +239,8 @@ TABLE queues (
   dead_letter_queue text,
   rate_limit integer,
   rate_seconds integer,
-  starts timestamp with time zone[] NOT NULL DEFAULT '{}'::timestamp with time zone[]
+  starts timestamp with time zone[] NOT NULL DEFAULT '{}'::timestamp with time zone[],
+  rate_mode text NOT NULL DEFAULT 'throttle'::text
 );
 
 TABLE retention_sweeps (
@@ -337,12 +344,15 @@ keyed_jobs keyed_jobs_slot_known: CHECK ((slot = ANY (ARRAY['taken'::text, 'star
 keyed_jobs keyed_jobs_slots_or_rate: CHECK (((slots IS NULL) <> (rate_limit IS NULL)));
 keyed_jobs keyed_jobs_slots_range: CHECK (((slots >= 1) AND (slots <= 1000)));
 migrations migrations_pkey: PRIMARY KEY (name);
+queue_turns queue_turns_pkey: PRIMARY KEY (job_id);
 queues queues_concurrency_check: CHECK ((concurrency >= 0));
 queues queues_dead_letter_queue_another: CHECK (((dead_letter_queue <> name) AND ((length(dead_letter_queue) >= 1) AND (length(dead_letter_queue) <= 128))));
 queues queues_delivery_check: CHECK (((jsonb_typeof(delivery) = 'object'::text) AND ((delivery ->> 'target'::text) = ANY (ARRAY['webhook'::text, 'cloudflare-queue'::text]))));
 queues queues_name_check: CHECK (((length(name) >= 1) AND (length(name) <= 128)));
 queues queues_pkey: PRIMARY KEY (name);
 queues queues_rate_limit_range: CHECK (((rate_limit >= 1) AND (rate_limit <= 10000)));
+queues queues_rate_mode_known: CHECK ((rate_mode = ANY (ARRAY['throttle'::text, 'drop'::text])));
+queues queues_rate_mode_needs_limit: CHECK (((rate_mode = 'throttle'::text) OR (rate_limit IS NOT NULL)));
 queues queues_rate_seconds_range: CHECK (((rate_seconds >= 1) AND (rate_seconds <= 86400)));
 queues queues_rate_whole: CHECK (((rate_limit IS NULL) = (rate_seconds IS NULL)));
 queues queues_retention_none_or_a_minute: CHECK (((retention_seconds = 0) OR (retention_seconds >= 60)));
@@ -404,6 +414,8 @@ CREATE INDEX keyed_jobs_turn_idx ON skiplock.keyed_jobs USING btree (tenant, key
 CREATE INDEX keyed_jobs_unsettled_idx ON skiplock.keyed_jobs USING btree (tenant, key) WHERE (slot IS NULL);
 CREATE UNIQUE INDEX keyed_jobs_pkey ON skiplock.keyed_jobs USING btree (job_id);
 CREATE UNIQUE INDEX migrations_pkey ON skiplock.migrations USING btree (name);
+CREATE INDEX queue_turns_queue_idx ON skiplock.queue_turns USING btree (queue);
+CREATE UNIQUE INDEX queue_turns_pkey ON skiplock.queue_turns USING btree (job_id);
 CREATE UNIQUE INDEX queues_pkey ON skiplock.queues USING btree (name);
 CREATE UNIQUE INDEX retention_sweeps_pkey ON skiplock.retention_sweeps USING btree (seconds);
 CREATE UNIQUE INDEX schedules_pkey ON skiplock.schedules USING btree (name);
@@ -1363,6 +1375,75 @@ FUNCTION delete_job_history(ids uuid[]) RETURNS void LANGUAGE sql VOLATILE AS $$
   DELETE FROM skiplock.job_links l WHERE l.job_id = ANY (ids);
   DELETE FROM skiplock.keyed_jobs k WHERE k.job_id = ANY (ids);
   DELETE FROM skiplock.job_trace_contexts t WHERE t.job_id = ANY (ids);
+$$;
+
+FUNCTION drop_beyond_queue_rate() RETURNS trigger LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
+DECLARE
+  dropping text[];
+  queue_name text;
+BEGIN
+  -- One probe of a small table while no queue drops.
+  IF NOT EXISTS (SELECT 1 FROM skiplock.queues q WHERE q.rate_mode = 'drop') THEN
+    RETURN NULL;
+  END IF;
+  SELECT array_agg(q.name ORDER BY q.name) INTO dropping
+  FROM skiplock.queues q
+  WHERE q.rate_mode = 'drop' AND q.name IN (SELECT i.queue FROM inserted i);
+  IF dropping IS NULL THEN
+    RETURN NULL;
+  END IF;
+  -- In name order, so two enqueues of the same queues cannot deadlock.
+  FOREACH queue_name IN ARRAY dropping LOOP
+    PERFORM pg_advisory_xact_lock(hashtextextended(jsonb_build_array('queue-rate', queue_name)::text, 0));
+  END LOOP;
+
+  -- This statement's jobs still live (a rate key may have dropped some), in
+  -- enqueue order within their queue.
+  WITH arrived AS MATERIALIZED (
+    SELECT j.id, j.queue::text AS queue, j.attempts::integer AS attempts,
+           row_number() OVER (PARTITION BY j.queue ORDER BY j.id) AS place
+    FROM inserted i JOIN skiplock.jobs j ON j.id = i.id
+    WHERE i.queue = ANY (dropping)
+  ),
+  -- A job run again (a retry of a finished job) takes a new turn below.
+  spent AS (
+    DELETE FROM skiplock.queue_turns t
+    WHERE t.queue = ANY (dropping) AND t.job_id NOT IN (SELECT a.id FROM arrived a)
+      AND NOT EXISTS (SELECT 1 FROM skiplock.jobs j WHERE j.id = t.job_id AND j.attempts = t.attempts)
+    RETURNING t.job_id
+  ),
+  room AS MATERIALIZED (
+    SELECT q.name, q.rate_limit, q.rate_seconds,
+           q.rate_limit - skiplock.window_starts(q.starts, q.rate_seconds, clock_timestamp())
+             - (SELECT count(*)::integer FROM skiplock.queue_turns t
+                WHERE t.queue = q.name AND t.job_id NOT IN (SELECT s.job_id FROM spent s)
+                  AND t.job_id NOT IN (SELECT a.id FROM arrived a)) AS free
+    FROM skiplock.queues q
+    WHERE q.name = ANY (dropping)
+  ),
+  admitted AS (
+    INSERT INTO skiplock.queue_turns (job_id, queue, attempts)
+    SELECT a.id, a.queue, a.attempts FROM arrived a JOIN room r ON r.name = a.queue WHERE a.place <= r.free
+    ON CONFLICT (job_id) DO UPDATE SET queue = EXCLUDED.queue, attempts = EXCLUDED.attempts
+  ),
+  -- The rest end cancelled, saying why, as a cancel would end them.
+  dropped AS (
+    SELECT a.id, format('its queue %s was at its rate limit (%s starts in %s s)', r.name, r.rate_limit,
+                        r.rate_seconds) AS reason
+    FROM arrived a JOIN room r ON r.name = a.queue WHERE a.place > greatest(r.free, 0)
+  ),
+  ended AS (
+    DELETE FROM skiplock.jobs j USING dropped d WHERE j.id = d.id
+    RETURNING skiplock.as_finished(j, 'cancelled', NULL,
+                jsonb_build_object('name', 'RateLimitedError', 'message', d.reason)) AS finished, d.reason
+  ),
+  finished AS (
+    INSERT INTO skiplock.finished_jobs SELECT (e.finished).* FROM ended e
+  )
+  INSERT INTO skiplock.job_events (job_id, kind, attempt, detail)
+  SELECT (e.finished).id, 'cancelled', (e.finished).attempts, jsonb_build_object('reason', e.reason) FROM ended e;
+  RETURN NULL;
+END
 $$;
 
 FUNCTION drop_idle_keys(key_tenants text[], key_names text[]) RETURNS void LANGUAGE plpgsql VOLATILE SET plan_cache_mode=force_generic_plan AS $$
@@ -3365,5 +3446,6 @@ CREATE TRIGGER jobs_counted_truncate AFTER TRUNCATE ON skiplock.jobs FOR EACH ST
 CREATE TRIGGER jobs_counted_update AFTER UPDATE ON skiplock.jobs REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION skiplock.count_job_changes();
 CREATE TRIGGER jobs_inserted AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION skiplock.on_jobs_inserted();
 CREATE TRIGGER jobs_inserted_take_key_slots AFTER INSERT ON skiplock.jobs FOR EACH STATEMENT EXECUTE FUNCTION skiplock.take_key_slots();
+CREATE TRIGGER jobs_inserted_within_queue_rate AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION skiplock.drop_beyond_queue_rate();
 CREATE CONSTRAINT TRIGGER jobs_legal_transition AFTER UPDATE OF state ON skiplock.jobs NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.state <> 'running'::text) AND (old.state IS DISTINCT FROM new.state) AND (NOT skiplock.is_legal_transition(old.state, new.state)))) EXECUTE FUNCTION skiplock.refuse_illegal_transition();
 CREATE TRIGGER jobs_waiting_again BEFORE UPDATE ON skiplock.jobs FOR EACH ROW WHEN ((new.state <> 'running'::text)) EXECUTE FUNCTION skiplock.on_job_waiting_again();

@@ -38,7 +38,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0021_tags.sql': '20edb57710897cc4d3853f2de447410ecbdeee016d92d54a86cec48a4ef57d80',
   '0022_rate_keys_cost_less.sql': '08db447c3d2a73aed4f019607449642d4a1c87ce439423189e08459424a4eb2e',
   '0023_finished_jobs_deleted_in_one_place.sql': 'acea1f940d3377dc64c93a905f9ebcb6330d6cdf972dc65d5b995f812799895a',
-  '0025_queue_rate_limits_drop.sql': '3b303113f3b7c74d42517b1dd79049159dce53e60fc8a686c6b16ec4844d69b2',
+  '0024_queue_rate_limits_drop.sql': '0a211d6fdf7c683a0d9e277dcb11a7dc84a56742dd4b19e382ded4e91c2b4920',
 };
 
 /**

@@ -825,7 +825,10 @@ export const dashboardScript = `"use strict";
     const said = [];
     if (isPaused(queue)) said.push(\`paused since \${formatTime(queue.pausedAt)}\`);
     if (queue.concurrency !== null) said.push(\`cap \${queue.concurrency}\`);
-    if (queue.rateLimit !== null) said.push(\`rate \${queue.rateLimit.count} per \${queue.rateLimit.perSeconds} s\`);
+    if (queue.rateLimit !== null) {
+      const dropped = queue.rateLimit.onExcess === "drop" ? ", excess dropped" : "";
+      said.push(\`rate \${queue.rateLimit.count} per \${queue.rateLimit.perSeconds} s\${dropped}\`);
+    }
     if (queue.weight !== 1) said.push(\`weight \${queue.weight}\`);
     if (queue.delivery !== null && queue.delivery !== void 0) said.push(\`to \${deliveryTarget(queue.delivery)}\`);
     if (queue.held > 0) said.push(\`\${queue.held} held (\${heldReasons(queue.heldBy)})\`);

@@ -1,4 +1,4 @@
--- skiplock 0025: a queue's rate limit may drop its excess.
+-- skiplock 0024: a queue's rate limit may drop its excess.
 --
 -- A queue's rate limit (0016) throttles: the excess waits in the queue. With
 -- `rate_mode` 'drop', a job enqueued while the queue's window has no room
