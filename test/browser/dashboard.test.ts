@@ -352,6 +352,13 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     for (const payload of [1, 2])
       await enqueueManual(api, 'shaped', { tenant: 'acme', payload, concurrencyKey: 'store-7' });
     await enqueueManual(api, 'shaped', { tenant: 'acme', debounceKey: 'acct-7', debouncePeriodSeconds: 600 });
+    // A queue that drops its excess says so.
+    await setQueue(api, 'shed', {
+      concurrency: null,
+      weight: 1,
+      rateLimit: { count: 5, perSeconds: 1, onExcess: 'drop' },
+    });
+    await enqueueManual(api, 'shed', { tenant: 'acme' });
     const page = await newPage();
     await signIn(page, stack().url, ADMIN_TOKEN);
     const row = page.locator('tr[data-queue="shaped"]');
@@ -359,6 +366,8 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     expect(await row.locator('[data-settings]').textContent()).toBe(
       'rate 600 per 60 s, 1 held (1 key at its limit), 1 debounced',
     );
+    const shed = page.locator('tr[data-queue="shed"] [data-settings]');
+    await expect.poll(() => shed.textContent(), { timeout: 90_000 }).toBe('rate 5 per 1 s, excess dropped');
     expect((await queueSummaries(api)).queues.find((queue) => queue.queue === 'shaped')).toMatchObject({
       rateLimit: { count: 600, perSeconds: 60 },
       held: 1,

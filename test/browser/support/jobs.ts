@@ -55,7 +55,11 @@ export function queueSummaries(api: SkiplockClient) {
 export function setQueue(
   api: SkiplockClient,
   queue: string,
-  json: { concurrency: number | null; weight: number; rateLimit?: { count: number; perSeconds: number } },
+  json: {
+    concurrency: number | null;
+    weight: number;
+    rateLimit?: { count: number; perSeconds: number; onExcess?: 'throttle' | 'drop' };
+  },
 ) {
   return parseResponse(api.v1.queues[':queue'].$put({ param: { queue }, json }));
 }
