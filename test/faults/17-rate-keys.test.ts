@@ -1,11 +1,10 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Db, Queryable } from '../../src/db/types';
-import { enqueue, type EnqueueInput } from '../../src/engine';
-import { sleep } from '../../src/engine/sleep';
+import type { EnqueueInput } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { claimStartRecord, noteClaimStarts } from './support/claim-starts';
+import { DROP_EVERY_MS, DROP_STREAM_MS, dropStream, untilNoLiveJobs } from './support/drop-stream';
 import { runHistory } from './support/history';
 import { DRAINS, KEYED_TYPE, PULL_WORKERS, runKeyScenario, seeded } from './support/keyed-ledger';
 import { processes } from './support/processes';
@@ -43,8 +42,6 @@ const DROPPING: RateKey[] = [
   { tenant: 'acme', key: 'ping', limit: 4, periodSeconds: 1 },
   { tenant: 'globex', key: 'ping', limit: 5, periodSeconds: 2 },
 ];
-const DROP_STREAM_MS = 2500;
-const DROP_EVERY_MS = 10;
 const LEASE_SECONDS = 2;
 const KILLS = 3;
 /** One job in this many fails its first attempt. */
@@ -135,45 +132,6 @@ SELECT c.id, kj.tenant, kj.key, kj.rate_limit AS limit,
 FROM skiplock.finished_jobs c JOIN skiplock.keyed_jobs kj ON kj.job_id = c.id
 WHERE c.state = 'cancelled' AND kj.rate_mode = 'drop'`;
 
-async function untilNoLiveJobs(db: Queryable, timeoutMs: number): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const [row] = await db.query<{ live: number }>({
-      text: 'SELECT count(*)::integer AS live FROM skiplock.jobs',
-      params: [],
-    });
-    if (row!.live === 0 || Date.now() > deadline) return row!.live;
-    await sleep(100);
-  }
-}
-
-/** A steady stream of one job per drop key every few milliseconds, one enqueue at a time, in order. */
-async function dropStream(db: Db, random: () => number): Promise<{ enqueued: number; answeredCancelled: number }> {
-  let enqueued = 0;
-  let answeredCancelled = 0;
-  for (const until = Date.now() + DROP_STREAM_MS; Date.now() < until; await sleep(DROP_EVERY_MS)) {
-    for (const key of DROPPING) {
-      const { job } = await enqueue(db, {
-        queue: 'rate-drop',
-        type: KEYED_TYPE,
-        tenant: key.tenant,
-        rateKey: key.key,
-        rateLimit: key.limit,
-        ratePeriodSeconds: key.periodSeconds,
-        rateOnExcess: 'drop',
-        payload: { seq: enqueued, workMs: Math.round(5 + random() * 45) },
-        leaseSeconds: LEASE_SECONDS,
-        maxAttempts: 10,
-      });
-      enqueued += 1;
-      if (job.status === 'cancelled' && (job.lastError as { name?: string } | null)?.name === 'RateLimitedError') {
-        answeredCancelled += 1;
-      }
-    }
-  }
-  return { enqueued, answeredCancelled };
-}
-
 describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers killed mid-job', () => {
   it('never starts more of a key than its limit in any window, every attempt counted, and runs every job to success once', {
     timeout: 120_000,
@@ -229,7 +187,19 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
 
     // The 'drop' keys, with the crew still claiming: a stream far above their rate.
     const dropStarted = Date.now();
-    const drops = await dropStream(db, random);
+    const drops = await dropStream(db, random, () =>
+      DROPPING.map((key) => ({
+        queue: 'rate-drop',
+        type: KEYED_TYPE,
+        tenant: key.tenant,
+        rateKey: key.key,
+        rateLimit: key.limit,
+        ratePeriodSeconds: key.periodSeconds,
+        rateOnExcess: 'drop' as const,
+        leaseSeconds: LEASE_SECONDS,
+        maxAttempts: 10,
+      })),
+    );
     const liveLeft = await untilNoLiveJobs(db, 30_000);
     const dropMs = Date.now() - dropStarted;
     const tookMs = Date.now() - started;
