@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 import type { EnqueueInput } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { claimStartRecord, noteClaimStarts } from './support/claim-starts';
-import { DROP_EVERY_MS, DROP_STREAM_MS, dropStream, untilNoLiveJobs } from './support/drop-stream';
+import {
+  DROP_EVERY_MS,
+  DROP_STREAM_MS,
+  dropAccounting,
+  dropStream,
+  type JudgedDrop,
+  untilNoLiveJobs,
+} from './support/drop-stream';
 import { runHistory } from './support/history';
 import { DRAINS, KEYED_TYPE, PULL_WORKERS, runKeyScenario, seeded } from './support/keyed-ledger';
 import { processes } from './support/processes';
@@ -254,20 +261,14 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
     const throttledOutcomes = THROTTLED.map((key) => outcomeOf.get(keyName(key)));
     const dropOutcomes = DROPPING.map((key) => outcomeOf.get(keyName(key)));
     const succeededThrottled = throttledOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0);
-    const dropJobs = dropOutcomes.reduce((sum, row) => sum + (row?.jobs ?? 0), 0);
-    const dropCancelled = dropOutcomes.reduce((sum, row) => sum + (row?.cancelled ?? 0), 0);
-    const dropSucceeded = dropOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0);
-    const dropsExplained = dropOutcomes.reduce((sum, row) => sum + (row?.droppedAsSaid ?? 0), 0);
     const acceptedEverHeld = dropOutcomes.reduce((sum, row) => sum + (row?.succeededEverHeld ?? 0), 0);
-    const dropRows = await db.query<{
-      id: string;
-      tenant: string;
-      key: string;
-      limit: number;
-      inWindow: number;
-      letThroughUnstarted: number;
-    }>({ text: dropsSql, params: [] });
-    const droppedWithRoom = dropRows.filter((row) => row.inWindow + row.letThroughUnstarted < row.limit);
+    const {
+      jobs: dropJobs,
+      cancelled: dropCancelled,
+      succeeded: dropSucceeded,
+      explained: dropsExplained,
+      droppedWithRoom,
+    } = await dropAccounting<JudgedDrop & { id: string; tenant: string; key: string }>(db, dropOutcomes, dropsSql);
     const history = await runHistory(db);
     const succeededTwice = (await db.query<{ id: string }>({ text: succeededTwiceSql, params: [] })).map(
       (row) => row.id,

@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { type EnqueueInput, setQueue } from '../../src/engine';
 import { engineDatabases } from '../support/engine-db';
 import { claimStartRecord, noteClaimStarts } from './support/claim-starts';
-import { DROP_EVERY_MS, DROP_STREAM_MS, dropStream, untilNoLiveJobs } from './support/drop-stream';
+import {
+  DROP_EVERY_MS,
+  DROP_STREAM_MS,
+  dropAccounting,
+  dropStream,
+  type JudgedDrop,
+  untilNoLiveJobs,
+} from './support/drop-stream';
 import { runHistory } from './support/history';
 import { DRAINS, KEYED_TYPE, PULL_WORKERS, runKeyScenario, seeded, succeededTwice } from './support/keyed-ledger';
 import { processes } from './support/processes';
@@ -222,18 +229,13 @@ describe('scenario 19: queue rate limits under 8 drains and 8 pull workers, work
     }>({ text: outcomesSql, params: [] });
     const outcomeOf = new Map(outcomes.map((row) => [row.queue, row]));
     const dropOutcomes = DROPPING.map((dropping) => outcomeOf.get(dropping.queue));
-    const dropJobs = dropOutcomes.reduce((sum, row) => sum + (row?.jobs ?? 0), 0);
-    const dropCancelled = dropOutcomes.reduce((sum, row) => sum + (row?.cancelled ?? 0), 0);
-    const dropSucceeded = dropOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0);
-    const dropsExplained = dropOutcomes.reduce((sum, row) => sum + (row?.droppedAsSaid ?? 0), 0);
-    const dropRows = await db.query<{
-      id: string;
-      queue: string;
-      limit: number;
-      inWindow: number;
-      letThroughUnstarted: number;
-    }>({ text: dropsSql, params: [] });
-    const droppedWithRoom = dropRows.filter((row) => row.inWindow + row.letThroughUnstarted < row.limit);
+    const {
+      jobs: dropJobs,
+      cancelled: dropCancelled,
+      succeeded: dropSucceeded,
+      explained: dropsExplained,
+      droppedWithRoom,
+    } = await dropAccounting<JudgedDrop & { id: string; queue: string }>(db, dropOutcomes, dropsSql);
     const history = await runHistory(db);
     const twice = [...new Set([...run.twice, ...history.runTwiceAtOnce, ...(await succeededTwice(db))])];
     const lost = run.counts.total - run.counts.succeeded + (dropJobs - dropCancelled - dropSucceeded);

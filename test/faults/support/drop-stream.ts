@@ -45,3 +45,40 @@ export async function untilNoLiveJobs(db: Queryable, timeoutMs: number): Promise
     await sleep(100);
   }
 }
+
+/** A dropping key's or queue's jobs by outcome, as a scenario's accounting query counts them. */
+export interface DropOutcome {
+  jobs: number;
+  succeeded: number;
+  cancelled: number;
+  droppedAsSaid: number;
+}
+
+/** A dropped job with what its window held when it was dropped, as a scenario's drops query reads them. */
+export interface JudgedDrop {
+  limit: number;
+  inWindow: number;
+  letThroughUnstarted: number;
+}
+
+/**
+ * The drop accounting both 'drop' scenarios check: the dropping keys' or
+ * queues' outcomes summed, and the drops made while the window still had
+ * room (judged by an upper bound: starts in the window plus the jobs let
+ * through and not yet started must reach the limit).
+ */
+export async function dropAccounting<Drop extends JudgedDrop>(
+  db: Queryable,
+  outcomes: readonly (DropOutcome | undefined)[],
+  dropsSql: string,
+): Promise<{ jobs: number; cancelled: number; succeeded: number; explained: number; droppedWithRoom: Drop[] }> {
+  const sum = (pick: (row: DropOutcome) => number) => outcomes.reduce((total, row) => total + (row ? pick(row) : 0), 0);
+  const drops = await db.query<Drop>({ text: dropsSql, params: [] });
+  return {
+    jobs: sum((row) => row.jobs),
+    cancelled: sum((row) => row.cancelled),
+    succeeded: sum((row) => row.succeeded),
+    explained: sum((row) => row.droppedAsSaid),
+    droppedWithRoom: drops.filter((row) => row.inWindow + row.letThroughUnstarted < row.limit),
+  };
+}
