@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { pgDb } from '../../src/db/pg';
@@ -236,6 +237,31 @@ describe('rate keys', () => {
     expect(starts).toHaveLength(40);
     expect(busiestWindow(starts, 1000)).toBeLessThanOrEqual(limit);
     expect(new Set(Object.values(await states(db)))).toEqual(new Set(['succeeded']));
+  });
+
+  it("never waits for a key another transaction holds: that key's jobs wait for a later claim", async () => {
+    const { db, url } = await open('pg');
+    await enqueueBatch(db, [
+      rated('a1', { rateKey: 'store:a', rateLimit: 10 }),
+      rated('b1', { rateKey: 'store:b', rateLimit: 10 }),
+      rated('a2', { rateKey: 'store:a', rateLimit: 10 }),
+    ]);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      // As a completion of store:a's jobs, or an enqueue not yet committed, holds its row.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM skiplock.concurrency_keys WHERE key = 'store:a' FOR UPDATE`);
+      const claimed = await claimAll(db);
+      expect(claimed.map((job) => job.payload)).toEqual(['b1']);
+      expect(await states(db)).toEqual({ a1: 'queued', b1: 'running', a2: 'queued' });
+      await holder.query('COMMIT');
+    } finally {
+      await holder.end();
+    }
+    expect((await claimAll(db)).map((job) => job.payload).sort()).toEqual(['a1', 'a2']);
+    const [key] = (await listKeys(db)).keys.filter((row) => row.key === 'store:a');
+    expect(key?.rate?.startsInWindow).toBe(2);
   });
 
   it('drops the key once its last start has left the window', async () => {
