@@ -5,16 +5,15 @@ import { builtInJobs } from '../drain/handlers/built-in.js';
 import { destinationProblem, parseAllowedHosts } from '../drain/handlers/http-destination.js';
 import type { PeriodicJob } from '../drain/periodic.js';
 import { createRegistry } from '../drain/registry.js';
-import { createApp } from '../http/app.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
 import { notFound, ProblemError, problemResponse } from '../http/problem.js';
-import { uiRoutes } from '../ui/index.js';
 import { requestDatabase, sessionDatabase } from './database.js';
 import { workerDeliveries } from './deliveries.js';
 import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
 import type { Tracing } from '../engine/tracing.js';
 import { drainerClass, type SkiplockDrainerClass } from './drainer.js';
+import { forwardingApp } from './forwarding-app.js';
 import type { SkiplockEnv } from './env.js';
 import { QueueClock } from './queue-clock.js';
 import { requestDbAnsweringSchemaMissing, sessionDbAnsweringSchemaMissing } from './schema-missing.js';
@@ -150,21 +149,18 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     deliveryProblem: (env, delivery) => runtimeOf(env).deliveries.problemWith(delivery),
     tracing: options.tracing,
   };
-  // Built on first use (a request, or `skiplock.app`), once per isolate: its routes and their OpenAPI entries cost startup CPU.
-  let app: Hono<AppEnv> | undefined;
-  const appOf = (): Hono<AppEnv> => {
-    if (app === undefined) {
-      app = createApp(deps);
-      if (dashboard) app.route('/', uiRoutes(deps));
-    }
+  // Loaded and built on the first request, once per isolate: its modules (every route with its schemas and
+  // OpenAPI entry) are evaluated then rather than when the Worker starts.
+  let app: Promise<Hono<AppEnv>> | undefined;
+  const loadApp = (): Promise<Hono<AppEnv>> => {
+    app ??= httpApp(deps, dashboard);
     return app;
   };
+  const mountableApp = forwardingApp(loadApp);
   const reported = new WeakSet<object>();
 
   return {
-    get app() {
-      return appOf();
-    },
+    app: mountableApp,
     Drainer: drainerClass<Env>(runtimeOf),
     async fetch(request, env, ctx) {
       try {
@@ -182,7 +178,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         return problemResponse(problem, crypto.randomUUID());
       }
       if (!api) return problemResponse(notFound('this Worker serves no HTTP API'), crypto.randomUUID());
-      return appOf().fetch(request, env, ctx);
+      return (await loadApp()).fetch(request, env, ctx);
     },
     async scheduled(event, env) {
       let runtime: DrainRuntime;
@@ -199,6 +195,17 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
       lowerClock(env, ctx);
     },
   };
+}
+
+/** The API (and the pages, with the dashboard), its modules imported on first use. */
+async function httpApp(deps: AppDeps, dashboard: boolean): Promise<Hono<AppEnv>> {
+  const [{ createApp }, ui] = await Promise.all([
+    import('../http/app.js'),
+    dashboard ? import('../ui/index.js') : undefined,
+  ]);
+  const app = createApp(deps);
+  if (ui !== undefined) app.route('/', ui.uiRoutes(deps));
+  return app;
 }
 
 /** Tells the queue clock (when bound) that the queue changed; a failure only delays the next drain to its recheck. */

@@ -57,7 +57,7 @@ export const WORKER_SETTINGS = {
   }),
   corsOrigins: setting({
     variable: 'CORS_ORIGINS',
-    kind: list(z.string(), 'origins, comma-separated'),
+    kind: list(() => z.string(), 'origins, comma-separated'),
     unset: 'none',
     description: 'browser origins allowed to call the API and embed the status page',
   }),
