@@ -1,23 +1,21 @@
 import type { ExecutionContext, Hono } from 'hono';
 import type { Db } from '../db/types.js';
 import type { JobDefinition } from '../drain/define-job.js';
-import { builtInJobs } from '../drain/handlers/built-in.js';
-import { destinationProblem, parseAllowedHosts } from '../drain/handlers/http-destination.js';
 import type { PeriodicJob } from '../drain/periodic.js';
 import { createRegistry } from '../drain/registry.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
 import { notFound, ProblemError, problemResponse } from '../http/problem.js';
 import { requestDatabase, sessionDatabase } from './database.js';
-import { workerDeliveries } from './deliveries.js';
-import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
+import type { DrainRuntime } from './drain.js';
 import type { Tracing } from '../engine/tracing.js';
 import { drainerClass, type SkiplockDrainerClass } from './drainer.js';
 import { forwardingApp } from './forwarding-app.js';
 import type { SkiplockEnv } from './env.js';
 import { QueueClock } from './queue-clock.js';
 import { requestDbAnsweringSchemaMissing, sessionDbAnsweringSchemaMissing } from './schema-missing.js';
-import { ConfigurationError, resolveSettings, type SkiplockSettings } from './settings.js';
+import { ConfigurationError } from './configuration-error.js';
+import type { SkiplockSettings } from './settings.js';
 
 export interface SkiplockOptions extends SkiplockSettings {
   /** Your job types (`defineJob`): the drains run these, and enqueue checks their payloads (422). */
@@ -87,23 +85,24 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
   const dashboard = options.dashboard ?? true;
   checkDefinitions(options);
 
+  // The settings, job types and drains load with the first request, cron tick or helper drain, each of which
+  // awaits `loadRuntime` before anything reads `runtimeOf`: zod among them, they cost startup CPU.
+  let runtimeModule: RuntimeModule | undefined;
+  const loadRuntime = async (): Promise<RuntimeModule> => {
+    runtimeModule ??= await import('./runtime.js');
+    return runtimeModule;
+  };
+  const loaded = (): RuntimeModule => {
+    if (runtimeModule === undefined) throw new Error('skiplock: the Worker runtime was used before it was loaded');
+    return runtimeModule;
+  };
+
   const runtimes = new WeakMap<object, DrainRuntime>();
   /** Settings are read once per environment object (one per isolate on Workers). */
   const runtimeOf = (env: Bindings): DrainRuntime => {
     let runtime = runtimes.get(env);
     if (runtime === undefined) {
-      const settings = resolveSettings(options, env as SkiplockEnv, { api });
-      const builtIn = builtInJobs(settings.jobs).filter((job) => options.httpJob !== false || job.type !== 'http');
-      const registry = createRegistry([...builtIn, ...(options.jobs ?? [])], options.schedules, {
-        knownTypes: DEMO_TYPES,
-      });
-      runtime = {
-        settings,
-        registry,
-        deliveries: workerDeliveries(env, settings.jobs.http),
-        drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER,
-        tracing: options.tracing,
-      };
+      runtime = loaded().workerRuntime(options, env as SkiplockEnv, api, DEMO_TYPES);
       runtimes.set(env, runtime);
     }
     return runtime;
@@ -136,15 +135,17 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     database: requestDbOf,
     sessionDatabase: (env) =>
       sessionDbAnsweringSchemaMissing(sessionDatabase(runtimeOf(env).settings.database), reportSchemaMissing(env)),
-    onEnqueued: (ctx, env) => fastPathDrain(runtimeOf(env), ctx),
+    onEnqueued: (ctx, env) => loaded().fastPathDrain(runtimeOf(env), ctx),
     onQueueChanged: (ctx, env) => lowerClock(env as SkiplockEnv, ctx),
     jobType: (env, type) => runtimeOf(env).registry.definitionOf(type),
     // Callbacks are deliveries of the built-in http job: without it, none.
     ...(options.httpJob === false
       ? {}
       : {
-          callbackProblem: (env: Bindings, tenant: string, url: URL) =>
-            destinationProblem(url, tenant, parseAllowedHosts(runtimeOf(env).settings.jobs.http.allowedHosts)),
+          callbackProblem: (env: Bindings, tenant: string, url: URL) => {
+            const { destinationProblem, parseAllowedHosts } = loaded();
+            return destinationProblem(url, tenant, parseAllowedHosts(runtimeOf(env).settings.jobs.http.allowedHosts));
+          },
         }),
     deliveryProblem: (env, delivery) => runtimeOf(env).deliveries.problemWith(delivery),
     tracing: options.tracing,
@@ -152,7 +153,8 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
   // Loaded and built on the first request, once per isolate: its modules (every route with its schemas and
   // OpenAPI entry) are evaluated then rather than when the Worker starts.
   let app: Promise<Hono<AppEnv>> | undefined;
-  const loadApp = (): Promise<Hono<AppEnv>> => {
+  const loadApp = async (): Promise<Hono<AppEnv>> => {
+    await loadRuntime();
     app ??= httpApp(deps, dashboard);
     return app;
   };
@@ -161,8 +163,12 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
 
   return {
     app: mountableApp,
-    Drainer: drainerClass<Env>(runtimeOf),
+    Drainer: drainerClass<Env>(async (env) => {
+      const { helperDrain } = await loadRuntime();
+      return { runtime: runtimeOf(env), helperDrain };
+    }),
     async fetch(request, env, ctx) {
+      await loadRuntime();
       try {
         runtimeOf(env);
       } catch (error) {
@@ -181,6 +187,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
       return (await loadApp()).fetch(request, env, ctx);
     },
     async scheduled(event, env) {
+      const { scheduledDrain } = await loadRuntime();
       let runtime: DrainRuntime;
       try {
         runtime = runtimeOf(env);
@@ -191,11 +198,16 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
       await scheduledDrain(runtime, event.cron, QueueClock.of(env));
     },
     wake(env, ctx) {
-      fastPathDrain(runtimeOf(env), ctx);
+      // Called from the host's own code, perhaps before skiplock served anything in this isolate.
+      if (runtimeModule === undefined)
+        ctx.waitUntil(loadRuntime().then(({ fastPathDrain }) => fastPathDrain(runtimeOf(env), ctx)));
+      else runtimeModule.fastPathDrain(runtimeOf(env), ctx);
       lowerClock(env, ctx);
     },
   };
 }
+
+type RuntimeModule = typeof import('./runtime.js');
 
 /** The API (and the pages, with the dashboard), its modules imported on first use. */
 async function httpApp(deps: AppDeps, dashboard: boolean): Promise<Hono<AppEnv>> {
