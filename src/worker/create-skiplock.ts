@@ -64,7 +64,9 @@ export interface Skiplock<Env extends SkiplockEnv = SkiplockEnv> {
   readonly Drainer: SkiplockDrainerClass<Env>;
   /**
    * The Hono app behind `fetch` (API, and the pages unless `dashboard: false`),
-   * to mount in your own: `app.route('/queue', skiplock.app)`.
+   * to mount in your own: `app.route('/queue', skiplock.app)`. It hands each
+   * request to the API's app, whose modules load with the first request; a
+   * path the API has no route for goes on to your app's own routes.
    */
   readonly app: Hono<AppEnv>;
 }
@@ -158,11 +160,14 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     app ??= httpApp(deps, dashboard);
     return app;
   };
-  const mountableApp = forwardingApp(loadApp);
+  let mountable: Hono<AppEnv> | undefined;
   const reported = new WeakSet<object>();
 
   return {
-    app: mountableApp,
+    get app() {
+      mountable ??= forwardingApp(loadApp);
+      return mountable;
+    },
     Drainer: drainerClass<Env>(async (env) => {
       const { helperDrain } = await loadRuntime();
       return { runtime: runtimeOf(env), helperDrain };
