@@ -205,7 +205,11 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     wake(env, ctx) {
       // Called from the host's own code, perhaps before skiplock served anything in this isolate.
       if (runtimeModule === undefined)
-        ctx.waitUntil(loadRuntime().then(({ fastPathDrain }) => fastPathDrain(runtimeOf(env), ctx)));
+        ctx.waitUntil(
+          loadRuntime()
+            .then(({ fastPathDrain }) => fastPathDrain(runtimeOf(env), ctx))
+            .catch((error: unknown) => jsonConsoleLogger.error('fast-path drain not started', errorFields(error))),
+        );
       else runtimeModule.fastPathDrain(runtimeOf(env), ctx);
       lowerClock(env, ctx);
     },
