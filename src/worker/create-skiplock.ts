@@ -155,9 +155,13 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
   // Loaded and built on the first request, once per isolate: its modules (every route with its schemas and
   // OpenAPI entry) are evaluated then rather than when the Worker starts.
   let app: Promise<Hono<AppEnv>> | undefined;
+  let builtApp: Hono<AppEnv> | undefined;
   const loadApp = async (): Promise<Hono<AppEnv>> => {
     await loadRuntime();
-    app ??= httpApp(deps, dashboard);
+    app ??= httpApp(deps, dashboard).then((built) => {
+      builtApp = built;
+      return built;
+    });
     return app;
   };
   let mountable: Hono<AppEnv> | undefined;
@@ -173,7 +177,8 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
       return { runtime: runtimeOf(env), helperDrain };
     }),
     async fetch(request, env, ctx) {
-      await loadRuntime();
+      // Once loaded, a request awaits nothing more than it did when the app was built at startup.
+      if (runtimeModule === undefined) await loadRuntime();
       try {
         runtimeOf(env);
       } catch (error) {
@@ -189,7 +194,7 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         return problemResponse(problem, crypto.randomUUID());
       }
       if (!api) return problemResponse(notFound('this Worker serves no HTTP API'), crypto.randomUUID());
-      return (await loadApp()).fetch(request, env, ctx);
+      return (builtApp ?? (await loadApp())).fetch(request, env, ctx);
     },
     async scheduled(event, env) {
       const { scheduledDrain } = await loadRuntime();
