@@ -18,6 +18,37 @@ export interface SettingKind<T> {
   show(value: T): string;
 }
 
+interface Words<T> {
+  readonly accepts: string;
+  readonly acceptsInCode?: string;
+  show(value: T): string;
+}
+
+interface Schemas<T> {
+  readonly fromText: z.ZodType<T, string>;
+  readonly fromCode: z.ZodType<T>;
+}
+
+/**
+ * A kind whose schemas are made when a setting of it is first read: the
+ * settings' tables are built as their modules load (a Worker's startup), the
+ * schemas only when the settings are resolved.
+ */
+function kind<T>(words: Words<T>, schemas: () => Schemas<T>): SettingKind<T> {
+  let made: Schemas<T> | undefined;
+  return {
+    ...words,
+    get fromText() {
+      made ??= schemas();
+      return made.fromText;
+    },
+    get fromCode() {
+      made ??= schemas();
+      return made.fromCode;
+    },
+  };
+}
+
 interface Range {
   min: number;
   max?: number;
@@ -35,12 +66,13 @@ export function wholeNumber(range: Range): SettingKind<number> {
 /** A whole number within the range, or one word (`auto`) for a value the program chooses as it runs. */
 export function wholeNumberOr<const Word extends string>(word: Word, range: Range): SettingKind<number | Word> {
   const whole = wholeNumber(range);
-  return {
-    accepts: `${whole.accepts}, or ${word}`,
-    fromText: z.union([z.string().toLowerCase().pipe(z.literal(word)), whole.fromText]),
-    fromCode: z.union([z.literal(word), whole.fromCode]),
-    show: (value) => (value === word ? word : whole.show(value as number)),
-  };
+  return kind<number | Word>(
+    { accepts: `${whole.accepts}, or ${word}`, show: (value) => (value === word ? word : whole.show(value as number)) },
+    () => ({
+      fromText: z.union([z.string().toLowerCase().pipe(z.literal(word)), whole.fromText]),
+      fromCode: z.union([z.literal(word), whole.fromCode]),
+    }),
+  );
 }
 
 /** A number of seconds in its variable, of milliseconds as an option in code (`shutdownGraceMs`). */
@@ -59,17 +91,21 @@ function numberKind(
   };
   const words = (factor: number) =>
     `${integer ? 'a whole number' : 'a number'} ${Number.isFinite(max) ? `from ${min * factor} to ${max * factor}` : `from ${min * factor}`}`;
-  return {
-    accepts: words(1),
-    ...(scale === 1 ? {} : { acceptsInCode: `${words(scale)} (milliseconds)` }),
-    fromText: z
-      .string()
-      .transform(Number)
-      .pipe(within(1))
-      .transform((value) => value * scale),
-    fromCode: within(scale),
-    show: (value) => String(value / scale),
-  };
+  return kind(
+    {
+      accepts: words(1),
+      ...(scale === 1 ? {} : { acceptsInCode: `${words(scale)} (milliseconds)` }),
+      show: (value) => String(value / scale),
+    },
+    () => ({
+      fromText: z
+        .string()
+        .transform(Number)
+        .pipe(within(1))
+        .transform((value) => value * scale),
+      fromCode: within(scale),
+    }),
+  );
 }
 
 /** A switch: `on` or `off`, or the words given (SKIPLOCK_DEV takes 1 and 0 only). */
@@ -77,46 +113,51 @@ export function onOff(
   words: { on: readonly [string, ...string[]]; off: readonly [string, ...string[]] } = DEFAULT_SWITCH_WORDS,
 ): SettingKind<boolean> {
   const others = words.on.slice(1).map((on, index) => `${on} or ${words.off[index + 1]}`);
-  return {
-    accepts: `${words.on[0]} or ${words.off[0]}${others.length > 0 ? ` (also ${others.join(', ')})` : ''}`,
-    fromText: z
-      .string()
-      .toLowerCase()
-      .pipe(z.enum([...words.on, ...words.off]))
-      .transform((word) => words.on.includes(word)),
-    fromCode: z.boolean(),
-    show: (value) => (value ? words.on[0] : words.off[0]),
-  };
+  return kind(
+    {
+      accepts: `${words.on[0]} or ${words.off[0]}${others.length > 0 ? ` (also ${others.join(', ')})` : ''}`,
+      show: (value) => (value ? words.on[0] : words.off[0]),
+    },
+    () => ({
+      fromText: z
+        .string()
+        .toLowerCase()
+        .pipe(z.enum([...words.on, ...words.off]))
+        .transform((word) => words.on.includes(word)),
+      fromCode: z.boolean(),
+    }),
+  );
 }
 
 const DEFAULT_SWITCH_WORDS = { on: ['on', '1', 'true'], off: ['off', '0', 'false'] } as const;
 
 /** One of a few words (`free` or `paid`), in any case. */
 export function oneOf<const Word extends string>(words: readonly [Word, ...Word[]]): SettingKind<Word> {
-  return {
-    accepts: words.length === 1 ? words[0] : `${words.slice(0, -1).join(', ')} or ${words[words.length - 1]}`,
-    fromText: z.string().toLowerCase().pipe(z.enum(words)),
-    fromCode: z.enum(words),
-    show: (value) => value,
-  };
+  return kind(
+    {
+      accepts: words.length === 1 ? words[0] : `${words.slice(0, -1).join(', ')} or ${words[words.length - 1]}`,
+      show: (value) => value,
+    },
+    () => ({ fromText: z.string().toLowerCase().pipe(z.enum(words)), fromCode: z.enum(words) }),
+  );
 }
 
-/** Comma-separated entries, each checked by `entry`; blanks between commas are dropped. */
-export function list(entry: z.ZodType<string, string>, accepts: string): SettingKind<readonly string[]> {
-  const entries = z.array(z.string().trim()).transform((all) => all.filter((each) => each !== ''));
-  return {
-    accepts,
-    fromText: z
-      .string()
-      .transform((text) => text.split(','))
-      .pipe(entries)
-      .pipe(z.array(entry)),
-    fromCode: entries.pipe(z.array(entry)),
-    show: (value) => value.join(','),
-  };
+/** Comma-separated entries, each checked by the schema `entry` makes; blanks between commas are dropped. */
+export function list(entry: () => z.ZodType<string, string>, accepts: string): SettingKind<readonly string[]> {
+  return kind({ accepts, show: (value) => value.join(',') }, () => {
+    const entries = z.array(z.string().trim()).transform((all) => all.filter((each) => each !== ''));
+    return {
+      fromText: z
+        .string()
+        .transform((text) => text.split(','))
+        .pipe(entries)
+        .pipe(z.array(entry())),
+      fromCode: entries.pipe(z.array(entry())),
+    };
+  });
 }
 
 /** Any text (a URL, a secret, a name); trimmed, and unset when empty. */
 export function text(accepts: string): SettingKind<string> {
-  return { accepts, fromText: z.string(), fromCode: z.string().trim(), show: (value) => value };
+  return kind({ accepts, show: (value) => value }, () => ({ fromText: z.string(), fromCode: z.string().trim() }));
 }

@@ -19,7 +19,7 @@ const GROUP = {
   }),
   hosts: setting({
     variable: 'HOSTS',
-    kind: list(z.string().regex(/^[a-z.]+$/), 'names, comma-separated'),
+    kind: list(() => z.string().regex(/^[a-z.]+$/), 'names, comma-separated'),
     unset: 'none',
     description: 'a list',
   }),

@@ -42,7 +42,7 @@ export const SHARED_SETTINGS = {
   httpAllowedHosts: setting({
     variable: 'HTTP_ALLOWED_HOSTS',
     kind: list(
-      z.string().refine((entry) => readAllowedHost(entry) !== undefined),
+      () => z.string().refine((entry) => readAllowedHost(entry) !== undefined),
       '[tenant=]host[:port] entries, comma-separated',
     ),
     unset: 'none: the `http` job calls nowhere',

@@ -67,6 +67,12 @@ export function jobNotFound(): ProblemError {
   return notFound('no job with this id, or none this caller may see');
 }
 
+/** The database answers but holds none of skiplock's tables: a deploy that skipped the migrations. */
+export function schemaMissingProblem(): ProblemError {
+  const detail = "the database is missing skiplock's schema: run `npx skiplock migrate` against it";
+  return new ProblemError(503, 'schema-missing', 'Schema missing', detail);
+}
+
 /** 429: come back after `retryAfterSeconds`. */
 export function tooManyRequests(kind: string, title: string, detail: string, retryAfterSeconds: number): ProblemError {
   return new ProblemError(429, kind, title, detail, { headers: { 'retry-after': String(retryAfterSeconds) } });

@@ -1,24 +1,21 @@
 import type { ExecutionContext, Hono } from 'hono';
 import type { Db } from '../db/types.js';
 import type { JobDefinition } from '../drain/define-job.js';
-import { builtInJobs } from '../drain/handlers/built-in.js';
-import { destinationProblem, parseAllowedHosts } from '../drain/handlers/http-destination.js';
 import type { PeriodicJob } from '../drain/periodic.js';
 import { createRegistry } from '../drain/registry.js';
-import { createApp } from '../http/app.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
 import { notFound, ProblemError, problemResponse } from '../http/problem.js';
-import { uiRoutes } from '../ui/index.js';
 import { requestDatabase, sessionDatabase } from './database.js';
-import { workerDeliveries } from './deliveries.js';
-import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
+import type { DrainRuntime } from './drain.js';
 import type { Tracing } from '../engine/tracing.js';
 import { drainerClass, type SkiplockDrainerClass } from './drainer.js';
+import { forwardingApp } from './forwarding-app.js';
 import type { SkiplockEnv } from './env.js';
 import { QueueClock } from './queue-clock.js';
 import { requestDbAnsweringSchemaMissing, sessionDbAnsweringSchemaMissing } from './schema-missing.js';
-import { ConfigurationError, resolveSettings, type SkiplockSettings } from './settings.js';
+import { ConfigurationError } from './configuration-error.js';
+import type { SkiplockSettings } from './settings.js';
 
 export interface SkiplockOptions extends SkiplockSettings {
   /** Your job types (`defineJob`): the drains run these, and enqueue checks their payloads (422). */
@@ -67,7 +64,9 @@ export interface Skiplock<Env extends SkiplockEnv = SkiplockEnv> {
   readonly Drainer: SkiplockDrainerClass<Env>;
   /**
    * The Hono app behind `fetch` (API, and the pages unless `dashboard: false`),
-   * to mount in your own: `app.route('/queue', skiplock.app)`.
+   * to mount in your own: `app.route('/queue', skiplock.app)`. It hands each
+   * request to the API's app, whose modules load with the first request; a
+   * path the API has no route for goes on to your app's own routes.
    */
   readonly app: Hono<AppEnv>;
 }
@@ -88,23 +87,24 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
   const dashboard = options.dashboard ?? true;
   checkDefinitions(options);
 
+  // The settings, job types and drains load with the first request, cron tick or helper drain, each of which
+  // awaits `loadRuntime` before anything reads `runtimeOf`: zod among them, they cost startup CPU.
+  let runtimeModule: RuntimeModule | undefined;
+  const loadRuntime = async (): Promise<RuntimeModule> => {
+    runtimeModule ??= await import('./runtime.js');
+    return runtimeModule;
+  };
+  const loaded = (): RuntimeModule => {
+    if (runtimeModule === undefined) throw new Error('skiplock: the Worker runtime was used before it was loaded');
+    return runtimeModule;
+  };
+
   const runtimes = new WeakMap<object, DrainRuntime>();
   /** Settings are read once per environment object (one per isolate on Workers). */
   const runtimeOf = (env: Bindings): DrainRuntime => {
     let runtime = runtimes.get(env);
     if (runtime === undefined) {
-      const settings = resolveSettings(options, env as SkiplockEnv, { api });
-      const builtIn = builtInJobs(settings.jobs).filter((job) => options.httpJob !== false || job.type !== 'http');
-      const registry = createRegistry([...builtIn, ...(options.jobs ?? [])], options.schedules, {
-        knownTypes: DEMO_TYPES,
-      });
-      runtime = {
-        settings,
-        registry,
-        deliveries: workerDeliveries(env, settings.jobs.http),
-        drainers: (env as SkiplockEnv).SKIPLOCK_DRAINER,
-        tracing: options.tracing,
-      };
+      runtime = loaded().workerRuntime(options, env as SkiplockEnv, api, DEMO_TYPES);
       runtimes.set(env, runtime);
     }
     return runtime;
@@ -137,36 +137,48 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
     database: requestDbOf,
     sessionDatabase: (env) =>
       sessionDbAnsweringSchemaMissing(sessionDatabase(runtimeOf(env).settings.database), reportSchemaMissing(env)),
-    onEnqueued: (ctx, env) => fastPathDrain(runtimeOf(env), ctx),
+    onEnqueued: (ctx, env) => loaded().fastPathDrain(runtimeOf(env), ctx),
     onQueueChanged: (ctx, env) => lowerClock(env as SkiplockEnv, ctx),
     jobType: (env, type) => runtimeOf(env).registry.definitionOf(type),
     // Callbacks are deliveries of the built-in http job: without it, none.
     ...(options.httpJob === false
       ? {}
       : {
-          callbackProblem: (env: Bindings, tenant: string, url: URL) =>
-            destinationProblem(url, tenant, parseAllowedHosts(runtimeOf(env).settings.jobs.http.allowedHosts)),
+          callbackProblem: (env: Bindings, tenant: string, url: URL) => {
+            const { destinationProblem, parseAllowedHosts } = loaded();
+            return destinationProblem(url, tenant, parseAllowedHosts(runtimeOf(env).settings.jobs.http.allowedHosts));
+          },
         }),
     deliveryProblem: (env, delivery) => runtimeOf(env).deliveries.problemWith(delivery),
     tracing: options.tracing,
   };
-  // Built on first use (a request, or `skiplock.app`), once per isolate: its routes and their OpenAPI entries cost startup CPU.
-  let app: Hono<AppEnv> | undefined;
-  const appOf = (): Hono<AppEnv> => {
-    if (app === undefined) {
-      app = createApp(deps);
-      if (dashboard) app.route('/', uiRoutes(deps));
-    }
+  // Loaded and built on the first request, once per isolate: its modules (every route with its schemas and
+  // OpenAPI entry) are evaluated then rather than when the Worker starts.
+  let app: Promise<Hono<AppEnv>> | undefined;
+  let builtApp: Hono<AppEnv> | undefined;
+  const loadApp = async (): Promise<Hono<AppEnv>> => {
+    await loadRuntime();
+    app ??= httpApp(deps, dashboard).then((built) => {
+      builtApp = built;
+      return built;
+    });
     return app;
   };
+  let mountable: Hono<AppEnv> | undefined;
   const reported = new WeakSet<object>();
 
   return {
     get app() {
-      return appOf();
+      mountable ??= forwardingApp(loadApp);
+      return mountable;
     },
-    Drainer: drainerClass<Env>(runtimeOf),
+    Drainer: drainerClass<Env>(async (env) => {
+      const { helperDrain } = await loadRuntime();
+      return { runtime: runtimeOf(env), helperDrain };
+    }),
     async fetch(request, env, ctx) {
+      // Once loaded, a request awaits nothing more than it did when the app was built at startup.
+      if (runtimeModule === undefined) await loadRuntime();
       try {
         runtimeOf(env);
       } catch (error) {
@@ -182,9 +194,10 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
         return problemResponse(problem, crypto.randomUUID());
       }
       if (!api) return problemResponse(notFound('this Worker serves no HTTP API'), crypto.randomUUID());
-      return appOf().fetch(request, env, ctx);
+      return (builtApp ?? (await loadApp())).fetch(request, env, ctx);
     },
     async scheduled(event, env) {
+      const { scheduledDrain } = await loadRuntime();
       let runtime: DrainRuntime;
       try {
         runtime = runtimeOf(env);
@@ -195,10 +208,30 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
       await scheduledDrain(runtime, event.cron, QueueClock.of(env));
     },
     wake(env, ctx) {
-      fastPathDrain(runtimeOf(env), ctx);
+      // Called from the host's own code, perhaps before skiplock served anything in this isolate.
+      if (runtimeModule === undefined)
+        ctx.waitUntil(
+          loadRuntime()
+            .then(({ fastPathDrain }) => fastPathDrain(runtimeOf(env), ctx))
+            .catch((error: unknown) => jsonConsoleLogger.error('fast-path drain not started', errorFields(error))),
+        );
+      else runtimeModule.fastPathDrain(runtimeOf(env), ctx);
       lowerClock(env, ctx);
     },
   };
+}
+
+type RuntimeModule = typeof import('./runtime.js');
+
+/** The API (and the pages, with the dashboard), its modules imported on first use. */
+async function httpApp(deps: AppDeps, dashboard: boolean): Promise<Hono<AppEnv>> {
+  const [{ createApp }, ui] = await Promise.all([
+    import('../http/app.js'),
+    dashboard ? import('../ui/index.js') : undefined,
+  ]);
+  const app = createApp(deps);
+  if (ui !== undefined) app.route('/', ui.uiRoutes(deps));
+  return app;
 }
 
 /** Tells the queue clock (when bound) that the queue changed; a failure only delays the next drain to its recheck. */

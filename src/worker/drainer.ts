@@ -1,5 +1,5 @@
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
-import { helperDrain, type DrainRuntime } from './drain.js';
+import type { DrainRuntime, helperDrain } from './drain.js';
 import type { SkiplockEnv } from './env.js';
 
 /** The part of a Durable Object's state a helper drain uses: its alarm. */
@@ -26,6 +26,12 @@ export type SkiplockDrainerClass<Env extends SkiplockEnv = SkiplockEnv> = new (
   env: Env,
 ) => SkiplockDrainer;
 
+/** An environment's runtime and the helper drain, loaded with the first alarm. */
+export interface HelperDrain {
+  runtime: DrainRuntime;
+  helperDrain: typeof helperDrain;
+}
+
 /**
  * The helper drains' Durable Object class for your job types (fan-out):
  * each instance drains in its own alarm, an invocation of its own, and sets
@@ -35,7 +41,7 @@ export type SkiplockDrainerClass<Env extends SkiplockEnv = SkiplockEnv> = new (
  * SKIPLOCK_DRAINER.
  */
 export function drainerClass<Env extends SkiplockEnv>(
-  runtimeOf: (env: Env) => DrainRuntime,
+  drainOf: (env: Env) => Promise<HelperDrain>,
 ): SkiplockDrainerClass<Env> {
   return class Drainer implements SkiplockDrainer {
     declare readonly __DURABLE_OBJECT_BRAND: never;
@@ -57,15 +63,15 @@ export function drainerClass<Env extends SkiplockEnv>(
       this.draining = true;
       try {
         const name = this.state.id.name ?? this.state.id.toString();
-        let runtime: DrainRuntime;
+        let drain: HelperDrain;
         try {
-          runtime = runtimeOf(this.env);
+          drain = await drainOf(this.env);
         } catch (error) {
           // Misconfigured (the fetch handler answers 503 and logs why): retrying the alarm would not help.
           jsonConsoleLogger.error('helper drain not run', { name, ...errorFields(error) });
           return;
         }
-        const counts = await helperDrain(runtime, name);
+        const counts = await drain.helperDrain(drain.runtime, name);
         if (counts !== undefined && counts.claimed > 0) await this.state.storage.setAlarm(Date.now());
       } finally {
         this.draining = false;

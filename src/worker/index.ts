@@ -5,7 +5,8 @@
  *   export default createSkiplock({ jobs: [sendWelcome], schedules: [nightly] });
  */
 export { createSkiplock, type ScheduledEvent, type Skiplock, type SkiplockOptions } from './create-skiplock.js';
-export { ConfigurationError, type SkiplockSettings } from './settings.js';
+export { ConfigurationError } from './configuration-error.js';
+export type { SkiplockSettings } from './settings.js';
 export type { SkiplockEnv } from './env.js';
 export { SkiplockClock, type ClockNamespace } from './queue-clock.js';
 export type { DrainerState, SkiplockDrainer, SkiplockDrainerClass } from './drainer.js';

@@ -1,6 +1,6 @@
 import { DatabaseError } from '../db/errors.js';
 import type { Db, Query, Queryable, Row, SessionDb } from '../db/types.js';
-import { schemaMissingProblem } from '../http/routes/health.js';
+import { schemaMissingProblem } from '../http/problem.js';
 
 /** SQLSTATEs of a statement naming what the migrations make: no such schema, table or function. */
 const UNDEFINED_OBJECT = new Set(['3F000', '42P01', '42883']);

@@ -10,6 +10,9 @@ import { list, number, oneOf, onOff, text, wholeNumber, wholeNumberOr } from '..
 import { jobSettings, SHARED_SETTINGS, type JobSettings } from '../drain/settings.js';
 import type { ApiSettings } from '../http/context.js';
 import type { SkiplockEnv } from './env.js';
+import { ConfigurationError } from './configuration-error.js';
+
+export { ConfigurationError };
 
 /**
  * The shortest ADMIN_TOKEN and STATUS_TOKEN_SECRET accepted outside dev: 32
@@ -57,7 +60,7 @@ export const WORKER_SETTINGS = {
   }),
   corsOrigins: setting({
     variable: 'CORS_ORIGINS',
-    kind: list(z.string(), 'origins, comma-separated'),
+    kind: list(() => z.string(), 'origins, comma-separated'),
     unset: 'none',
     description: 'browser origins allowed to call the API and embed the status page',
   }),
@@ -188,14 +191,6 @@ export interface ResolvedSettings {
   api: ApiSettings;
   drain: WorkerDrainSettings;
   jobs: JobSettings;
-}
-
-/** A setting that is missing or unreadable: its message is the one line the Worker's log shows. */
-export class ConfigurationError extends Error {
-  override readonly name = 'ConfigurationError';
-  constructor(problem: string) {
-    super(`skiplock: ${problem}`);
-  }
 }
 
 /**

@@ -4,7 +4,7 @@ import { optionalKeyHolder } from '../auth/access.js';
 import type { AppDeps } from '../context.js';
 import { logError } from '../logging.js';
 import { jsonResponse, OPTIONAL_BEARER_SECURITY, problemResponses } from '../openapi-responses.js';
-import { ProblemError } from '../problem.js';
+import { ProblemError, schemaMissingProblem } from '../problem.js';
 import { router } from '../validation.js';
 
 const HealthSchema = z
@@ -16,12 +16,6 @@ const HealthSchema = z
       .describe('The round trip: to an operator key only (read or admin, bound to no tenant).'),
   })
   .openapi('Health');
-
-/** The database answers but holds none of skiplock's tables: a deploy that skipped the migrations. */
-export function schemaMissingProblem(): ProblemError {
-  const detail = "the database is missing skiplock's schema: run `npx skiplock migrate` against it";
-  return new ProblemError(503, 'schema-missing', 'Schema missing', detail);
-}
 
 /** Keys of whoever runs the deployment: they may see how it is doing, and why it is not. */
 function isOperator(holder: KeyHolder | undefined): holder is KeyHolder {

@@ -130,7 +130,10 @@ describe('createSkiplock in workerd', () => {
   });
 
   it("mounts under a path of the user's own Hono app", async () => {
-    const app = new Hono().route('/queue', worker.app).get('/', (c) => c.text('my app'));
+    const app = new Hono()
+      .route('/queue', worker.app)
+      .get('/', (c) => c.text('my app'))
+      .get('/queue/mine', (c) => c.text('mine too'));
 
     const health = await app.fetch(new Request('http://skiplock.test/queue/healthz'), env, createExecutionContext());
     const own = await app.fetch(new Request('http://skiplock.test/'), env, createExecutionContext());
@@ -152,8 +155,14 @@ describe('createSkiplock in workerd', () => {
       createExecutionContext(),
     );
 
+    // A path skiplock has no route for goes on to the host's own routes, then to its not-found answer.
+    const mine = await app.fetch(new Request('http://skiplock.test/queue/mine'), env, createExecutionContext());
+    const nowhere = await app.fetch(new Request('http://skiplock.test/queue/nowhere'), env, createExecutionContext());
+
     expect(health.status).toBe(200);
     expect(await own.text()).toBe('my app');
+    expect(await mine.text()).toBe('mine too');
+    expect([nowhere.status, await nowhere.text()]).toEqual([404, '404 Not Found']);
     // The status URL keeps the mount path, so a browser can open it without a key.
     expect(new URL(statusUrl).pathname).toMatch(/^\/queue\/v1\/jobs\//);
     expect(status.status).toBe(200);
