@@ -10,6 +10,7 @@ import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
 import { notFound, ProblemError, problemResponse } from '../http/problem.js';
 import { uiRoutes } from '../ui/index.js';
+import { afterAnswer } from './after-answer.js';
 import { requestDatabase, sessionDatabase } from './database.js';
 import { workerDeliveries } from './deliveries.js';
 import { fastPathDrain, scheduledDrain, type DrainRuntime } from './drain.js';
@@ -205,9 +206,10 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
 function lowerClock(env: SkiplockEnv, ctx: WaitUntil): void {
   const clock = QueueClock.of(env);
   if (clock === undefined) return;
-  ctx.waitUntil(
+  const changedAt = Date.now();
+  afterAnswer(ctx, () =>
     clock
-      .lower(Date.now())
+      .lower(changedAt)
       .catch((error: unknown) => jsonConsoleLogger.error('could not tell the queue clock', errorFields(error))),
   );
 }
