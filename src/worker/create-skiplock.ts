@@ -6,6 +6,7 @@ import { createRegistry } from '../drain/registry.js';
 import { errorFields, jsonConsoleLogger } from '../drain/logger.js';
 import type { AppDeps, AppEnv, Bindings, WaitUntil } from '../http/context.js';
 import { notFound, ProblemError, problemResponse } from '../http/problem.js';
+import { afterAnswer } from './after-answer.js';
 import { requestDatabase, sessionDatabase } from './database.js';
 import type { DrainRuntime } from './drain.js';
 import type { Tracing } from '../engine/tracing.js';
@@ -238,9 +239,10 @@ async function httpApp(deps: AppDeps, dashboard: boolean): Promise<Hono<AppEnv>>
 function lowerClock(env: SkiplockEnv, ctx: WaitUntil): void {
   const clock = QueueClock.of(env);
   if (clock === undefined) return;
-  ctx.waitUntil(
+  const changedAt = Date.now();
+  afterAnswer(ctx, () =>
     clock
-      .lower(Date.now())
+      .lower(changedAt)
       .catch((error: unknown) => jsonConsoleLogger.error('could not tell the queue clock', errorFields(error))),
   );
 }

@@ -10,6 +10,7 @@ import type { WaitUntil } from '../http/context.js';
 import type { Queryable } from '../db/types.js';
 import { nextDueAt } from '../engine/next-due.js';
 import { drainDatabase } from './database.js';
+import { afterAnswer } from './after-answer.js';
 import { FanOut, type DrainerNamespace } from './fan-out.js';
 import type { QueueClock } from './queue-clock.js';
 import type { ResolvedSettings } from './settings.js';
@@ -172,7 +173,8 @@ export interface Subrequests {
  * next cron tick. Jobs only, no housekeeping (the cron drain does that), with
  * a budget that fits in `waitUntil`. One per isolate at a time: while this
  * isolate's fast-path drain still claims, an enqueue only tells it to claim
- * again, so a burst of enqueues starts one drain, not one each. Never throws:
+ * again, so a burst of enqueues starts one drain, not one each. The drain
+ * starts once the request has answered (`afterAnswer`). Never throws:
  * the cron drain is the safety net.
  */
 export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
@@ -186,7 +188,7 @@ export function fastPathDrain(runtime: DrainRuntime, ctx: WaitUntil): void {
   subrequests.countUnseen(ENQUEUE_REQUEST_SUBREQUESTS);
   const { db, connections } = drainDatabase(settings.database, subrequests);
   const fanOut = fanOutOf(runtime, db, subrequests);
-  ctx.waitUntil(
+  afterAnswer(ctx, () =>
     drainOnce(db, registry, {
       budgetSeconds: settings.drain.fastPathBudgetSeconds,
       concurrency: settings.drain.concurrency,
