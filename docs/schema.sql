@@ -658,10 +658,16 @@ DECLARE
   -- Their keys, locked.
   key_tenants text[];
   key_names text[];
+  -- The locked jobs whose key another transaction holds: not started now.
+  skipped_addresses tid[];
 BEGIN
-  -- Their keys' rows are locked in key order, and the start time read
-  -- after: every start a key records committed before it, so the window
-  -- counted is the one the starts fall in.
+  -- Their keys' rows are locked, skipping those another transaction holds
+  -- (a claim or a completion of the same key, or an enqueue not yet
+  -- committed): their jobs stay waiting for a later claim, so a claim never
+  -- waits for a key, and two claims cannot each hold a key the other waits
+  -- for. The start time is read after the locks: every start a locked key
+  -- records committed before it, so the window counted is the one the
+  -- starts fall in.
   WITH rated AS MATERIALIZED (
     SELECT r.address, r.position, j.id, kj.tenant, kj.key, kj.slot
     FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
@@ -673,15 +679,25 @@ BEGIN
     SELECT c.tenant, c.key FROM skiplock.concurrency_keys c
     JOIN (SELECT DISTINCT d.tenant, d.key FROM rated d) u ON c.tenant = u.tenant AND c.key = u.key
     ORDER BY c.tenant, c.key
-    FOR UPDATE OF c
+    FOR UPDATE OF c SKIP LOCKED
+  ),
+  sorted AS MATERIALIZED (
+    SELECT d.*, EXISTS (SELECT 1 FROM locked_keys l WHERE l.tenant = d.tenant AND l.key = d.key) AS key_locked
+    FROM rated d
   )
-  SELECT array_agg(d.address), array_agg(d.position), array_agg(d.id), array_agg(d.tenant), array_agg(d.key),
-         array_agg(d.slot), (SELECT array_agg(l.tenant ORDER BY l.tenant, l.key) FROM locked_keys l),
+  SELECT array_agg(d.address) FILTER (WHERE d.key_locked), array_agg(d.position) FILTER (WHERE d.key_locked),
+         array_agg(d.id) FILTER (WHERE d.key_locked), array_agg(d.tenant) FILTER (WHERE d.key_locked),
+         array_agg(d.key) FILTER (WHERE d.key_locked), array_agg(d.slot) FILTER (WHERE d.key_locked),
+         array_agg(d.address) FILTER (WHERE NOT d.key_locked),
+         (SELECT array_agg(l.tenant ORDER BY l.tenant, l.key) FROM locked_keys l),
          (SELECT array_agg(l.key ORDER BY l.tenant, l.key) FROM locked_keys l)
-  INTO job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots, key_tenants, key_names
-  FROM rated d;
+  INTO job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots, skipped_addresses, key_tenants,
+       key_names
+  FROM sorted d;
   IF job_ids IS NULL THEN
-    admitted := locked_rows;
+    SELECT array_agg(r.address ORDER BY r.position) INTO admitted
+    FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
+    WHERE skipped_addresses IS NULL OR r.address <> ALL (skipped_addresses);
     claimed_at := clock_timestamp();
     RETURN;
   END IF;
@@ -726,7 +742,7 @@ BEGIN
   SELECT array_agg(d.address), array_agg(d.key), array_agg(d.rate_limit), array_agg(d.rate_seconds)
   INTO held_addresses, held_keys, held_limits, held_seconds
   FROM judged d WHERE NOT d.admit;
-  IF held_addresses IS NULL THEN
+  IF held_addresses IS NULL AND skipped_addresses IS NULL THEN
     admitted := locked_rows;
     RETURN;
   END IF;
@@ -745,7 +761,8 @@ BEGIN
   FROM held h;
   SELECT array_agg(r.address ORDER BY r.position) INTO admitted
   FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
-  WHERE r.address <> ALL (held_addresses);
+  WHERE (held_addresses IS NULL OR r.address <> ALL (held_addresses))
+    AND (skipped_addresses IS NULL OR r.address <> ALL (skipped_addresses));
 END
 $$;
 
