@@ -1,4 +1,4 @@
--- skiplock 0026: a claim skips the jobs whose rate key another transaction holds.
+-- skiplock 0025: a claim skips the jobs whose rate key another transaction holds.
 --
 -- A claim locked the rows of its jobs' rate keys in key order and waited
 -- for each one held elsewhere: by another claim of the same keys, by a
