@@ -67,13 +67,18 @@ async function startStack(
   for (const port of [config.workerPort, config.postgresPort, config.proxyPort]) await checkPortFree(port);
 
   await makeStateDir(paths.stateDir);
-  const proxyPort = await choosePort(config.proxyPort, anyFreePort);
   const database = await startDatabase(config, paths);
   running.add('Postgres', () => database.stop());
   console.log(`migrations: ${describeMigrateResult(await migrateDatabase(database))}`);
 
   const { host, port } = database.target;
-  const proxy = await startNeonProxy({ postgres: { host, port }, port: proxyPort, networkDelay: config.networkDelay });
+  // Without PROXY_PORT the proxy binds a port the system hands it: a port probed free before
+  // Postgres started and migrated could be taken by then.
+  const proxy = await startNeonProxy({
+    postgres: { host, port },
+    port: config.proxyPort.requested,
+    networkDelay: config.networkDelay,
+  });
   running.add('the Neon proxy', () => proxy.close());
 
   const adminToken = config.adminToken ?? (await savedSecret(paths.adminToken)).secret;
