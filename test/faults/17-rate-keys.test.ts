@@ -2,6 +2,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EnqueueInput } from '../../src/engine';
+import { pgDb } from '../../src/db/pg';
+import { sleep } from '../../src/engine/sleep';
 import { engineDatabases } from '../support/engine-db';
 import { claimStartRecord, noteClaimStarts } from './support/claim-starts';
 import {
@@ -55,6 +57,56 @@ const KILLS = 3;
 const FAIL_FIRST_ONE_IN = 12;
 
 const keyName = (key: { tenant: string; key: string }) => `${key.tenant}/${key.key}`;
+
+/**
+ * A key whose row another transaction holds for a while, as a user's open
+ * transaction holds it after enqueueing a job of it. Its limit never binds,
+ * so its jobs wait queued, claimable, from the enqueue on: the claims pass
+ * over them while the row is held and go on with the other keys' jobs,
+ * rather than wait for it.
+ */
+const HELD_KEY: RateKey = { tenant: 'globex', key: 'open', limit: 10_000, periodSeconds: 1 };
+const HELD_KEY_JOBS = 60;
+const HOLD_MS = 2500;
+
+/** The key's row locked in a transaction of its own for HOLD_MS, HOLD_AFTER_MS from now; the hold's span by the database's clock. */
+async function holdKeyRow(url: string): Promise<{ from: string; until: string }> {
+  const holder = pgDb(url, { max: 1 });
+  try {
+    return await holder.withTransaction(async (tx) => {
+      const [locked] = await tx.query<{ from: string }>({
+        text: `SELECT clock_timestamp()::text AS "from" FROM skiplock.concurrency_keys
+               WHERE tenant = $1 AND key = $2 FOR UPDATE`,
+        params: [HELD_KEY.tenant, HELD_KEY.key],
+      });
+      await sleep(HOLD_MS);
+      const [ended] = await tx.query<{ until: string }>({
+        text: 'SELECT clock_timestamp()::text AS until',
+        params: [],
+      });
+      if (locked === undefined) throw new Error(`no row for ${keyName(HELD_KEY)} to hold`);
+      return { from: locked.from, until: ended!.until };
+    });
+  } finally {
+    await holder.close();
+  }
+}
+
+/**
+ * Starts noted while the key's row was held: of that key (none can be
+ * counted without its lock) and of the others; and the key's jobs not yet
+ * started when the hold began (what the claims had to pass over).
+ */
+const startsDuringHoldSql = /* sql */ `
+SELECT count(*) FILTER (WHERE kj.tenant = $3 AND kj.key = $4 AND r.started_at > $1::timestamptz
+                          AND r.started_at < $2::timestamptz)::integer AS "heldKey",
+       count(*) FILTER (WHERE NOT (kj.tenant = $3 AND kj.key = $4) AND r.started_at > $1::timestamptz
+                          AND r.started_at < $2::timestamptz)::integer AS "otherKeys",
+       (SELECT count(*)::integer FROM skiplock.keyed_jobs k
+        WHERE k.tenant = $3 AND k.key = $4
+          AND NOT EXISTS (SELECT 1 FROM claim_starts c WHERE c.job_id = k.job_id AND c.started_at <= $1::timestamptz))
+         AS "heldKeyWaiting"
+FROM claim_starts r JOIN skiplock.keyed_jobs kj ON kj.job_id = r.job_id`;
 
 /** Per rate key, sampled: its own record of its starts in the window ending now, and its jobs held. */
 const sampleSql = /* sql */ `
@@ -146,9 +198,10 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
     const { db, url } = await open('pg', 4);
     await noteClaimStarts(db);
     const random = seeded(17);
-    const throttledInputs: EnqueueInput[] = THROTTLED.flatMap((key) =>
-      Array.from({ length: key.limit * windowsOf(key) }, () => key),
-    )
+    const inputs: EnqueueInput[] = [
+      ...THROTTLED.flatMap((key) => Array.from({ length: key.limit * windowsOf(key) }, () => key)),
+      ...Array.from({ length: HELD_KEY_JOBS }, () => HELD_KEY),
+    ]
       .map((key) => ({ key, order: random() }))
       .sort((a, b) => a.order - b.order)
       .map(({ key }, seq) => ({
@@ -164,15 +217,15 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
         backoffBaseSeconds: 0.1,
         backoffMaxSeconds: 0.5,
       }));
-    const JOBS = throttledInputs.length;
-    const failingFirst = throttledInputs.filter((input) => (input.payload as { failFirst: boolean }).failFirst).length;
+    const JOBS = inputs.length;
+    const failingFirst = inputs.filter((input) => (input.payload as { failFirst: boolean }).failFirst).length;
 
     let samplesAbove = 0;
     const sampledBusiest = new Map<string, number>();
     const sampledHeld = new Map<string, number>();
     const started = Date.now();
     const run = await runKeyScenario(spawn, db, url, {
-      inputs: throttledInputs,
+      inputs,
       kills: KILLS,
       async sample(sampler) {
         const rows = await sampler.query<{
@@ -189,8 +242,13 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
           if (row.inWindow > row.limit) samplesAbove += 1;
         }
       },
-      during: async () => undefined,
+      during: () => holdKeyRow(url),
     });
+    const [duringHold] = await db.query<{ heldKey: number; otherKeys: number; heldKeyWaiting: number }>({
+      text: startsDuringHoldSql,
+      params: [run.during.from, run.during.until, HELD_KEY.tenant, HELD_KEY.key],
+    });
+    const holdSeconds = (Date.parse(run.during.until) - Date.parse(run.during.from)) / 1000;
 
     // The 'drop' keys, with the crew still claiming: a stream far above their rate.
     const dropStarted = Date.now();
@@ -260,7 +318,9 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
     const outcomeOf = new Map(outcomes.map((row) => [keyName(row), row]));
     const throttledOutcomes = THROTTLED.map((key) => outcomeOf.get(keyName(key)));
     const dropOutcomes = DROPPING.map((key) => outcomeOf.get(keyName(key)));
-    const succeededThrottled = throttledOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0);
+    const heldKeyOutcome = outcomeOf.get(keyName(HELD_KEY));
+    const succeededAtOnce =
+      throttledOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0) + (heldKeyOutcome?.succeeded ?? 0);
     const acceptedEverHeld = dropOutcomes.reduce((sum, row) => sum + (row?.succeededEverHeld ?? 0), 0);
     const {
       jobs: dropJobs,
@@ -274,7 +334,7 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
       (row) => row.id,
     );
     const twice = [...new Set([...run.twice, ...history.runTwiceAtOnce, ...succeededTwice])];
-    const lost = JOBS - succeededThrottled + (dropJobs - dropCancelled - dropSucceeded);
+    const lost = JOBS - succeededAtOnce + (dropJobs - dropCancelled - dropSucceeded);
 
     const keyLine = (keys: RateKey[]) =>
       keys
@@ -300,17 +360,19 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
       scenario: 17,
       name: 'Rate keys under contention',
       load:
-        `${JOBS} jobs of ${THROTTLED.length} throttled rate keys (2 tenants × 4, the same key names with other limits, 3 to 10 starts per 1 or 2 s), ` +
-        `each with 4 to 6 windows' worth, enqueued at once; work of 10 to 150 ms, ${failingFirst} failing their first attempt; ` +
+        `${JOBS} jobs: ${JOBS - HELD_KEY_JOBS} of ${THROTTLED.length} throttled rate keys (2 tenants × 4, the same key names with other limits, 3 to 10 starts per 1 or 2 s), ` +
+        `each with 4 to 6 windows' worth, and ${HELD_KEY_JOBS} of ${keyName(HELD_KEY)}, whose limit never binds, ` +
+        `enqueued at once; work of 10 to 150 ms, ${failingFirst} failing their first attempt; ` +
         `then ${drops.enqueued} jobs of ${DROPPING.length} 'drop' rate keys, one per key every ${DROP_EVERY_MS} ms for ${seconds(DROP_STREAM_MS)}; ` +
         `${DRAINS} drain processes + ${PULL_WORKERS} pull-worker processes × 4, lease ${LEASE_SECONDS} s`,
-      faults: `all 16 claimers at once; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each key's window`,
+      faults: `all 16 claimers at once; ${keyName(HELD_KEY)}'s row held by another transaction for ${seconds(HOLD_MS)} from the enqueue on; ${run.kills.length} SIGKILLs of workers mid-attempt (${run.cut} attempts cut, ${record.startsAfterLapse} claimed again after their lease lapsed), each replaced; ${run.samples} samples of each key's window`,
       jobsLost: lost,
       runTwiceAtOnce: twice.length,
       limitViolations: violations.length + samplesAbove,
-      recovery: `the ${JOBS} throttled jobs done ${seconds(run.tookMs)} after the enqueue, the drop stream settled ${seconds(dropMs)} after it began, ${seconds(tookMs)} in all from the crew's start (each of the 16 first processes ran attempts: ${run.idle.length === 0 ? 'yes' : `not ${run.idle.join(', ')}`})`,
+      recovery: `the ${JOBS} jobs enqueued at once done ${seconds(run.tookMs)} after the enqueue, the drop stream settled ${seconds(dropMs)} after it began, ${seconds(tookMs)} in all from the crew's start (each of the 16 first processes ran attempts: ${run.idle.length === 0 ? 'yes' : `not ${run.idle.join(', ')}`})`,
       notes: [
         `limit violations here: windows (period-long, ending at a start) with more starts of a key than its limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a key's own window above its limit (${samplesAbove})`,
+        `while another transaction held ${keyName(HELD_KEY)}'s row (${holdSeconds.toFixed(1)} s by the database's clock), the claims started ${duringHold!.otherKeys} jobs of the other keys and ${duringHold!.heldKey} of its ${duringHold!.heldKeyWaiting} waiting: they passed over its jobs rather than wait for it`,
         `throttled keys: ${keyLine(THROTTLED)}`,
         `drop keys: ${dropLine}; every dropped job cancelled with RateLimitedError, never started (${dropsExplained} of ${dropCancelled}), none dropped while its window had room (${droppedWithRoom.length}), none let through then held (${acceptedEverHeld})`,
         `${record.starts} starts for ${JOBS + dropSucceeded} jobs run: ${record.laterAttempts} later attempts, ${record.startsAfterFailure} after a failed attempt and ${record.startsAfterLapse} after a lease lapsed (the jobs a killed worker held), each counted in its key's window, and ${record.startsAfterRelease} after a drain's deadline cut one off; ${record.handedBack} claims handed back unstarted, their attempts not counted`,
@@ -322,6 +384,11 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
       violations.map(({ tenant, key, limit, at, starts, evidence }) => ({ tenant, key, limit, at, starts, evidence })),
     ).toEqual([]);
     expect(samplesAbove).toBe(0);
+    // A key held elsewhere stalls no claim: the others' jobs went on starting, and none of its jobs started without its lock.
+    expect(duringHold).toMatchObject({ heldKey: 0 });
+    expect(duringHold!.heldKeyWaiting).toBeGreaterThan(0);
+    // Claims that waited for the key (as before migration 0025) started 6 in such a hold; passing over it, 44 to 58.
+    expect(duringHold!.otherKeys).toBeGreaterThanOrEqual(20);
     // The run itself went as planned.
     expect(run.samplerError).toBeUndefined();
     expect(run.connected).toBe(DRAINS + PULL_WORKERS);
@@ -350,6 +417,7 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
     }
     // (b) Every job succeeded, once.
     expect(throttledOutcomes.map((row) => row?.succeeded)).toEqual(THROTTLED.map((key) => key.limit * windowsOf(key)));
+    expect(heldKeyOutcome?.succeeded).toBe(HELD_KEY_JOBS);
     expect(lost).toBe(0);
     expect(twice).toEqual([]);
     // (c) The drop keys: each job either let through and succeeded, or dropped as the answer said, with cause.
