@@ -159,10 +159,17 @@ export function createSkiplock<Env extends SkiplockEnv = SkiplockEnv>(options: S
   let builtApp: Hono<AppEnv> | undefined;
   const loadApp = async (): Promise<Hono<AppEnv>> => {
     await loadRuntime();
-    app ??= httpApp(deps, dashboard).then((built) => {
-      builtApp = built;
-      return built;
-    });
+    app ??= httpApp(deps, dashboard).then(
+      (built) => {
+        builtApp = built;
+        return built;
+      },
+      (error: unknown) => {
+        // Tried again by the next request rather than failing every one after it.
+        app = undefined;
+        throw error;
+      },
+    );
     return app;
   };
   let mountable: Hono<AppEnv> | undefined;

@@ -34,6 +34,8 @@ export function forwardingApp(load: () => Promise<Hono<AppEnv>>): Hono<AppEnv> {
         }),
       );
       mountedAt.set(path, app);
+      // A load that failed is tried again by the next request, not kept for the isolate's life.
+      app.catch(() => mountedAt.delete(path));
     }
     return app;
   };
