@@ -105,11 +105,7 @@ export async function countFailedAuthentication(c: Context<AppEnv>, deps: AppDep
     await c.var.failedAuthentications.recordFailure(client, deps.settings(c.env).authRateLimiter);
 }
 
-async function authenticate(
-  c: Context<AppEnv>,
-  deps: AppDeps,
-  rule: AccessRule,
-): Promise<Principal | PresentedApiKey> {
+async function authenticate(c: Context<AppEnv>, deps: AppDeps, rule: AccessRule): Promise<Principal | PresentedApiKey> {
   const authorization = c.req.header('authorization');
   if (authorization !== undefined && rule.keyCheckedByStatement) return presentedKeyOf(c, deps, rule, authorization);
   if (authorization !== undefined) return keyHolderOf(c, deps, authorization);
