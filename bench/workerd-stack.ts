@@ -29,6 +29,8 @@ export interface WorkerdStackOptions {
   inspectorPort?: number;
   /** Fire the cron every second (the default), or never, to measure requests alone. */
   cron?: boolean;
+  /** The checkout whose Worker to bundle (its wrangler.toml and sources); the working folder by default. */
+  checkout?: string;
 }
 
 /** What workerd-invocations.js counts: the invocations Cloudflare bills. */
@@ -62,6 +64,7 @@ export async function startWorkerdStack(
   const sourceMaps = options.sourceMaps ? ['--upload-source-maps'] : [];
   execFileSync('npx', ['wrangler', 'deploy', '--dry-run', '--outdir', bundleDir, ...sourceMaps], {
     stdio: 'ignore',
+    ...(options.checkout === undefined ? {} : { cwd: options.checkout }),
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
   });
   await copyFile(new URL('./workerd-invocations.js', import.meta.url), join(bundleDir, 'entry.js'));

@@ -33,7 +33,8 @@ export interface NewApiKey {
   secretPrefix: string;
 }
 
-const apiKeyColumns = /* sql */ `
+/** A key's columns as an `ApiKey` names them. */
+export const apiKeyColumns = /* sql */ `
   id, name, scopes, tenant, worker_id AS "workerId", secret_prefix AS "secretPrefix",
   skiplock.iso(created_at) AS "createdAt", skiplock.iso(revoked_at) AS "revokedAt"`;
 

@@ -198,7 +198,7 @@ export const MAX_BATCH = 1000;
  */
 // Whether each job's queue drops its rate limit's excess: its insert trigger may have ended the job
 // cancelled after its row came back. A hashed list of the few such queues, read once.
-const QUEUE_DROPS = `e.queue IN (SELECT q.name FROM skiplock.queues q WHERE q.rate_mode = 'drop')`;
+export const QUEUE_DROPS = `e.queue IN (SELECT q.name FROM skiplock.queues q WHERE q.rate_mode = 'drop')`;
 
 const enqueueSql = /* sql */ `SELECT e.*, ${QUEUE_DROPS} AS "queueDrops" FROM skiplock.enqueue_jobs($1::jsonb) e`;
 
@@ -209,17 +209,20 @@ const enqueueSql = /* sql */ `SELECT e.*, ${QUEUE_DROPS} AS "queueDrops" FROM sk
  * replaced) keeps the context it has. The function's answers come in input
  * order, which ORDINALITY numbers.
  */
-const tracedEnqueueSql = /* sql */ `
-WITH enqueued AS MATERIALIZED (
-  SELECT * FROM skiplock.enqueue_jobs($1::jsonb) WITH ORDINALITY AS e
-),
+/** Keeps the trace context of each new job of the `enqueued` CTE, whose jobs are `$1`, in input order. */
+export const KEEP_TRACE_CONTEXTS = /* sql */ `
 traced AS (
   INSERT INTO skiplock.job_trace_contexts (job_id, traceparent, tracestate)
   SELECT e.id, i.job->>'traceparent', i.job->>'tracestate'
   FROM enqueued e
   JOIN jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(job, ordinal) ON i.ordinal = e.ordinality
   WHERE NOT e.deduplicated AND i.job ? 'traceparent'
-)
+)`;
+
+const tracedEnqueueSql = /* sql */ `
+WITH enqueued AS MATERIALIZED (
+  SELECT * FROM skiplock.enqueue_jobs($1::jsonb) WITH ORDINALITY AS e
+),${KEEP_TRACE_CONTEXTS}
 SELECT e.*, ${QUEUE_DROPS} AS "queueDrops" FROM enqueued e ORDER BY ordinality`;
 
 /** What skiplock.enqueued_job gives of a new job: the columns its insert set. */
@@ -243,7 +246,7 @@ type EnqueuedColumns = Pick<
 >;
 
 /** A row of skiplock.enqueue_jobs: the new job's columns, or (deduplicated) nulls and the job holding the key. */
-type EnqueueRow = EnqueuedColumns & {
+export type EnqueueRow = EnqueuedColumns & {
   deduplicated: boolean;
   debounced: boolean;
   replaced: boolean;
@@ -262,16 +265,24 @@ type EnqueueRow = EnqueuedColumns & {
  */
 export function enqueueQuery(jobs: EnqueueInput | readonly EnqueueInput[]): Query {
   const batch = Array.isArray(jobs) ? jobs : [jobs as EnqueueInput];
+  const params = [enqueueJobsJson(batch)];
+  if (isTraced(batch)) return { name: 'skiplock_enqueue_traced', text: tracedEnqueueSql, params };
+  return { name: 'skiplock_enqueue', text: enqueueSql, params };
+}
+
+/** The jobs as skiplock.enqueue_jobs takes them, once checked: a JSON array. */
+export function enqueueJobsJson(batch: readonly EnqueueInput[]): string {
   checkBatch(batch);
   // Each tag once, as stored: skiplock.enqueue_rows takes them as sent.
   const stored = batch.map((job, index) =>
     job.tags === undefined ? job : { ...job, tags: jobTags(job.tags, `jobs.${index}.tags`) },
   );
-  const params = [JSON.stringify(stored)];
-  if (batch.some((job) => job.traceparent !== undefined)) {
-    return { name: 'skiplock_enqueue_traced', text: tracedEnqueueSql, params };
-  }
-  return { name: 'skiplock_enqueue', text: enqueueSql, params };
+  return JSON.stringify(stored);
+}
+
+/** Whether a job of the batch keeps a trace context, which the traced statements store. */
+export function isTraced(batch: readonly EnqueueInput[]): boolean {
+  return batch.some((job) => job.traceparent !== undefined);
 }
 
 /**
@@ -325,8 +336,22 @@ export async function enqueueBatch(
 
 async function enqueueInputs(db: Queryable, jobs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
   const rows = await db.query<EnqueueRow>(enqueueQuery(jobs)).catch((error: unknown) => {
-    throw keyKindConflict(error) ?? dedupConflict(error) ?? error;
+    throw enqueueRefusal(error);
   });
+  return enqueueResults(db, jobs, rows);
+}
+
+/** The database's refusal of an enqueue as the engine's error for it; any other error as it is. */
+export function enqueueRefusal(error: unknown): unknown {
+  return keyKindConflict(error) ?? dedupConflict(error) ?? error;
+}
+
+/** The results of the rows an enqueue statement answered for `jobs`, in input order. */
+export async function enqueueResults(
+  db: Queryable,
+  jobs: readonly EnqueueInput[],
+  rows: readonly EnqueueRow[],
+): Promise<EnqueueResult[]> {
   return Promise.all(
     rows.map(async ({ deduplicated, debounced, replaced, queueDrops, ...row }, index) => {
       // A drop key's or a dropping queue's job may have ended cancelled in the statement's own trigger,

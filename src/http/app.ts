@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { requestId } from 'hono/request-id';
 import { DatabaseError } from '../db/errors.js';
@@ -126,7 +126,8 @@ export function createApp(deps: AppDeps) {
   });
 
   app.notFound((c) => renderProblem(c, notFound(`no route ${c.req.method} ${c.req.path}`), c.var.requestId));
-  app.onError((error, c) => {
+  app.onError(async (thrown, c) => {
+    const error = await keyRefusalFirst(c, thrown);
     const problem = problemFor(error);
     // What the database said stays in the log, found again by the request id the problem carries.
     if (problem !== undefined && error instanceof DatabaseError) logError(c.var.requestId, 'database_error', error);
@@ -136,6 +137,23 @@ export function createApp(deps: AppDeps) {
     return renderProblem(c, new ProblemError(500, 'internal-error', 'Internal error', detail), c.var.requestId);
   });
   return app;
+}
+
+/**
+ * What a request that failed before its API key was settled answers: the
+ * key's refusal (401, 403) when it has one, as a route that looks the key up
+ * first answers it, else the error. A body that does not validate tells a
+ * bad key nothing of the route.
+ */
+async function keyRefusalFirst(c: Context<AppEnv>, error: unknown): Promise<unknown> {
+  const presented = c.var.presentedKey;
+  if (presented === undefined || presented.settled) return error;
+  try {
+    await presented.lookUp();
+    return error;
+  } catch (refusal) {
+    return refusal instanceof ProblemError ? refusal : error;
+  }
 }
 
 export type AppType = ReturnType<typeof createApp>;

@@ -3,6 +3,7 @@ import type { Db, SessionDb } from '../db/types.js';
 import type { JobType } from '../engine/job-type.js';
 import type { DeliveryTarget } from '../engine/types.js';
 import type { FailedAuthentications, RateLimiterBinding } from './auth/failed-authentications.js';
+import type { PresentedApiKey } from './auth/presented-api-key.js';
 import type { Principal } from './auth/principal.js';
 
 /**
@@ -80,6 +81,8 @@ export interface AppEnv {
     requestId: string;
     /** Who is calling; set by the `access` middleware of each protected route. */
     principal: Principal;
+    /** An API key a route checks in its own statement, until it is settled (see `keyCheckedByStatement`). */
+    presentedKey?: PresentedApiKey;
     /** This app's (so this isolate's) count of failed authentications per client. */
     failedAuthentications: FailedAuthentications;
   };

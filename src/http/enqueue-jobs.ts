@@ -1,7 +1,10 @@
 import type { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+import { checkBatch, type EnqueueResult } from '../engine/enqueue.js';
+import { enqueueBatchWithApiKey } from '../engine/enqueue-with-api-key.js';
 import { enqueueBatch, inEnqueueSpan, type EnqueueInput, type TraceContext } from '../engine/index.js';
 import { typeInput } from '../engine/job-type.js';
+import type { PresentedApiKey } from './auth/presented-api-key.js';
 import { hasScope, type KeyHolder } from './auth/principal.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { forbidden, invalidPayload, validationProblem, type FieldError } from './problem.js';
@@ -37,22 +40,89 @@ function fieldPath(request: EnqueueRequest, index: number, field: string): strin
 export async function enqueueJobs(
   c: Context<AppEnv>,
   deps: AppDeps,
-  holder: KeyHolder,
+  caller: KeyHolder | PresentedApiKey,
   request: EnqueueRequest,
 ): Promise<EnqueueAnswer[]> {
+  if (caller.kind === 'presented-api-key') {
+    const checked = await enqueueCheckingKey(c, deps, caller, request);
+    if (checked?.results !== undefined) return answers(c, deps, checked.holder, checked.results);
+    // The key's holder decides, as on every route: its checks run again with it and refuse as they always did.
+    return enqueueJobs(c, deps, checked?.holder ?? (await caller.lookUp()), request);
+  }
+  const inputs = await checkedInputs(c, deps, caller, request);
+  // Dedup keys (and so Idempotency-Keys) are per queue and tenant: a match is always the caller's own tenant's job.
+  const results = await inEnqueueSpan(deps.tracing, spanOf(request, inputs), (traceContext) =>
+    enqueueBatch(deps.database(c.env), withTraceContext(inputs, traceContext)),
+  );
+  return answers(c, deps, caller, results);
+}
+
+/** The jobs of the request, checked, for `holder`, or for a key yet to be checked (undefined) with the tenants they name. */
+async function checkedInputs(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  holder: KeyHolder | undefined,
+  request: EnqueueRequest,
+): Promise<EnqueueInput[]> {
   const given = request.jobs.map((job, index) => toEnqueueInput(holder, request, job, index));
   checkCallbacks(c, deps, request, given);
-  const inputs = await applyJobTypes(c, deps, request, given);
-  // Dedup keys (and so Idempotency-Keys) are per queue and tenant: a match is always the caller's own tenant's job.
-  const results = await inEnqueueSpan(
-    deps.tracing,
-    { queue: request.queue, jobs: inputs.length, parent: request.traceContext },
-    (traceContext) =>
-      enqueueBatch(
-        deps.database(c.env),
-        traceContext === undefined ? inputs : inputs.map((input) => ({ ...input, ...traceContext })),
-      ),
+  return applyJobTypes(c, deps, request, given);
+}
+
+/**
+ * Enqueues with a presented key in one statement that checks the key too
+ * (enqueueBatchWithApiKey), when the request's checks come out the same
+ * whatever the key's tenant: every job names its tenant, which the statement
+ * holds a bound key to, or none does and none has a callback, whose
+ * destination rules are the tenant's. Undefined when it cannot (nothing
+ * is enqueued then, and the key is not yet settled), or when a check refuses
+ * the jobs: the caller looks the key up first, so a bad key is refused before
+ * its body, as on every route. Results undefined when the statement
+ * refused the key's tenant: the caller's checks with the holder say why.
+ */
+async function enqueueCheckingKey(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  key: PresentedApiKey,
+  request: EnqueueRequest,
+): Promise<{ holder: KeyHolder; results: EnqueueResult[] | undefined } | undefined> {
+  if (!checksIgnoreKeyTenant(request.jobs)) return undefined;
+  let inputs: EnqueueInput[];
+  try {
+    inputs = await checkedInputs(c, deps, undefined, request);
+    checkBatch(inputs);
+  } catch {
+    return undefined;
+  }
+  const { apiKey, results } = await inEnqueueSpan(deps.tracing, spanOf(request, inputs), (traceContext) =>
+    enqueueBatchWithApiKey(deps.database(c.env), key, withTraceContext(inputs, traceContext)),
   );
+  return { holder: await key.settle(apiKey), results };
+}
+
+/** Whether a request's checks before its statement come out the same whatever tenant the key is bound to. */
+function checksIgnoreKeyTenant(jobs: readonly EnqueueBody[]): boolean {
+  if (jobs.every((job) => job.tenant !== undefined)) return true;
+  return jobs.every(
+    (job) => job.tenant === undefined && job.callbackUrl === undefined && job.failureCallbackUrl === undefined,
+  );
+}
+
+function spanOf(request: EnqueueRequest, inputs: readonly EnqueueInput[]) {
+  return { queue: request.queue, jobs: inputs.length, parent: request.traceContext };
+}
+
+function withTraceContext(inputs: EnqueueInput[], traceContext: TraceContext | undefined): EnqueueInput[] {
+  return traceContext === undefined ? inputs : inputs.map((input) => ({ ...input, ...traceContext }));
+}
+
+/** The answers to the jobs of a request: calls the fast-path hook when a job was created. */
+async function answers(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  holder: KeyHolder,
+  results: readonly EnqueueResult[],
+): Promise<EnqueueAnswer[]> {
   if (deps.onEnqueued && results.some((result) => !result.deduplicated)) deps.onEnqueued(c.executionCtx, c.env);
   const statusUrl = await statusUrlMaker(c, deps.settings(c.env));
   const mayRead = hasScope(holder, ['read']);
@@ -121,14 +191,21 @@ function checkCallbacks(
   throw validationProblem(`${errors[0]!.path}: ${errors[0]!.message}`, errors);
 }
 
-function toEnqueueInput(holder: KeyHolder, request: EnqueueRequest, job: EnqueueBody, index: number): EnqueueInput {
-  if (holder.tenant !== null && job.tenant !== undefined && job.tenant !== holder.tenant) {
-    throw forbidden(`this key enqueues only for tenant ${holder.tenant}`, [
-      { path: fieldPath(request, index, 'tenant'), message: `must be ${holder.tenant} (or left out) with this key` },
+/** A job of the request as the engine takes it; for a key yet to be checked (no holder), with the tenant it names if any. */
+function toEnqueueInput(
+  holder: KeyHolder | undefined,
+  request: EnqueueRequest,
+  job: EnqueueBody,
+  index: number,
+): EnqueueInput {
+  const bound = holder?.tenant ?? null;
+  if (bound !== null && job.tenant !== undefined && job.tenant !== bound) {
+    throw forbidden(`this key enqueues only for tenant ${bound}`, [
+      { path: fieldPath(request, index, 'tenant'), message: `must be ${bound} (or left out) with this key` },
     ]);
   }
-  const tenant = holder.tenant ?? job.tenant ?? 'default';
-  const input: EnqueueInput = { ...job, queue: request.queue, tenant };
+  const tenant = holder === undefined ? job.tenant : (bound ?? job.tenant ?? 'default');
+  const input: EnqueueInput = { ...job, queue: request.queue, ...(tenant === undefined ? {} : { tenant }) };
   if (request.idempotencyKey === undefined) return input;
   const keyField = job.dedupKey !== undefined ? 'dedupKey' : job.debounceKey !== undefined ? 'debounceKey' : undefined;
   if (keyField !== undefined) {

@@ -1,8 +1,11 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { ApiKeyScope } from '../../engine/api-keys.js';
+import { type ApiKey, type ApiKeyScope, findActiveApiKey } from '../../engine/api-keys.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { forbidden, ProblemError, tooManyRequests, unauthorized } from '../problem.js';
-import { keyHolderFor } from './key-holder.js';
+import { looksLikeApiKey } from './api-key-secret.js';
+import { sha256Hex } from './crypto.js';
+import { adminTokenHolder, apiKeyHolder, keyHolderFor } from './key-holder.js';
+import type { PresentedApiKey } from './presented-api-key.js';
 import { hasScope, type KeyHolder, type Principal } from './principal.js';
 import { statusTokenSecret, verifyStatusToken } from './status-token.js';
 
@@ -11,6 +14,13 @@ export interface AccessRule {
   scopes: readonly ApiKeyScope[];
   /** The route reads the job of its `{id}` parameter, which that job's status token (`?token=`) opens too. */
   statusToken?: boolean;
+  /**
+   * The route checks an API key in its own statement, saving the round trip
+   * of a lookup: an API key reaches it unchecked, as `c.var.presentedKey`,
+   * which the route must settle (the ADMIN_TOKEN and every refusal that needs
+   * no database are settled here, as on every route).
+   */
+  keyCheckedByStatement?: boolean;
 }
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
@@ -23,12 +33,21 @@ const BEARER = /^Bearer +([^\s]+) *$/i;
 export function access(deps: AppDeps, rule: AccessRule): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const principal = await limitingFailures(c, deps, () => authenticate(c, deps, rule));
-    if (principal.kind === 'api-key' && !hasScope(principal, rule.scopes)) {
-      throw forbidden(`this key lacks the ${[...rule.scopes, 'admin'].join(' or ')} scope`);
+    if (principal.kind === 'presented-api-key') {
+      c.set('presentedKey', principal);
+    } else {
+      if (principal.kind === 'api-key') checkScope(principal, rule);
+      c.set('principal', principal);
     }
-    c.set('principal', principal);
     await next();
   };
+}
+
+/** 403 for a key that lacks the rule's scopes. */
+function checkScope(holder: KeyHolder, rule: AccessRule): void {
+  if (!hasScope(holder, rule.scopes)) {
+    throw forbidden(`this key lacks the ${[...rule.scopes, 'admin'].join(' or ')} scope`);
+  }
 }
 
 /**
@@ -86,8 +105,9 @@ export async function countFailedAuthentication(c: Context<AppEnv>, deps: AppDep
     await c.var.failedAuthentications.recordFailure(client, deps.settings(c.env).authRateLimiter);
 }
 
-async function authenticate(c: Context<AppEnv>, deps: AppDeps, rule: AccessRule): Promise<Principal> {
+async function authenticate(c: Context<AppEnv>, deps: AppDeps, rule: AccessRule): Promise<Principal | PresentedApiKey> {
   const authorization = c.req.header('authorization');
+  if (authorization !== undefined && rule.keyCheckedByStatement) return presentedKeyOf(c, deps, rule, authorization);
   if (authorization !== undefined) return keyHolderOf(c, deps, authorization);
   const token = c.req.query('token');
   if (rule.statusToken && token !== undefined) {
@@ -102,9 +122,59 @@ async function authenticate(c: Context<AppEnv>, deps: AppDeps, rule: AccessRule)
 }
 
 async function keyHolderOf(c: Context<AppEnv>, deps: AppDeps, authorization: string): Promise<KeyHolder> {
+  const holder = await keyHolderFor(bearerOf(authorization), deps.settings(c.env).adminToken, () =>
+    deps.database(c.env),
+  );
+  return holder ?? refuseUnknownKey();
+}
+
+function bearerOf(authorization: string): string {
   const bearer = BEARER.exec(authorization)?.[1];
   if (bearer === undefined) throw unauthorized('send the key as Authorization: Bearer <key>');
-  const holder = await keyHolderFor(bearer, deps.settings(c.env).adminToken, () => deps.database(c.env));
-  if (holder === undefined) throw unauthorized('the API key is unknown or revoked');
-  return holder;
+  return bearer;
+}
+
+function refuseUnknownKey(): never {
+  throw unauthorized('the API key is unknown or revoked');
+}
+
+/**
+ * As keyHolderOf, for a route that checks an API key in its own statement: the
+ * ADMIN_TOKEN's holder, or an API key left for that statement to find.
+ */
+async function presentedKeyOf(
+  c: Context<AppEnv>,
+  deps: AppDeps,
+  rule: AccessRule,
+  authorization: string,
+): Promise<KeyHolder | PresentedApiKey> {
+  const bearer = bearerOf(authorization);
+  const admin = await adminTokenHolder(bearer, deps.settings(c.env).adminToken);
+  if (admin !== undefined) return admin;
+  if (!looksLikeApiKey(bearer)) refuseUnknownKey();
+  const secretSha256 = await sha256Hex(bearer);
+  let settled = false;
+  const settle = async (key: ApiKey | undefined): Promise<KeyHolder> => {
+    // Once only, whatever it answers: an error after a refusal must not settle the key again.
+    settled = true;
+    if (key === undefined) {
+      // What limitingFailures does for a 401 of the middleware.
+      await countFailedAuthentication(c, deps);
+      refuseUnknownKey();
+    }
+    const holder = apiKeyHolder(key);
+    checkScope(holder, rule);
+    c.set('principal', holder);
+    return holder;
+  };
+  return {
+    kind: 'presented-api-key',
+    secretSha256,
+    scopes: [...rule.scopes, 'admin'],
+    settle,
+    lookUp: async () => settle(await findActiveApiKey(deps.database(c.env), secretSha256)),
+    get settled() {
+      return settled;
+    },
+  };
 }

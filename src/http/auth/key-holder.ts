@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/types.js';
-import { findActiveApiKey } from '../../engine/api-keys.js';
+import { type ApiKey, findActiveApiKey } from '../../engine/api-keys.js';
 import { looksLikeApiKey } from './api-key-secret.js';
 import { sameSecret, sha256Hex } from './crypto.js';
 import type { KeyHolder } from './principal.js';
@@ -17,8 +17,19 @@ export async function keyHolderFor(
   adminToken: string | undefined,
   database: () => Queryable,
 ): Promise<KeyHolder | undefined> {
-  if (adminToken && (await sameSecret(bearer, adminToken))) return ADMIN_TOKEN_HOLDER;
+  const admin = await adminTokenHolder(bearer, adminToken);
+  if (admin !== undefined) return admin;
   if (!looksLikeApiKey(bearer)) return undefined;
   const key = await findActiveApiKey(database(), await sha256Hex(bearer));
-  return key && { kind: 'api-key', keyId: key.id, scopes: key.scopes, tenant: key.tenant, workerId: key.workerId };
+  return key && apiKeyHolder(key);
+}
+
+/** The ADMIN_TOKEN's holder when the bearer token is the ADMIN_TOKEN (compared in constant time). */
+export async function adminTokenHolder(bearer: string, adminToken: string | undefined): Promise<KeyHolder | undefined> {
+  return adminToken && (await sameSecret(bearer, adminToken)) ? ADMIN_TOKEN_HOLDER : undefined;
+}
+
+/** The holder of an unrevoked key. */
+export function apiKeyHolder(key: ApiKey): KeyHolder {
+  return { kind: 'api-key', keyId: key.id, scopes: key.scopes, tenant: key.tenant, workerId: key.workerId };
 }

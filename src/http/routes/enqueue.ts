@@ -1,5 +1,7 @@
-import { asKeyHolder } from '../auth/principal.js';
-import type { AppDeps } from '../context.js';
+import type { Context } from 'hono';
+import type { PresentedApiKey } from '../auth/presented-api-key.js';
+import { asKeyHolder, type KeyHolder } from '../auth/principal.js';
+import type { AppDeps, AppEnv } from '../context.js';
 import type { z } from '@hono/zod-openapi';
 import { enqueueJobs, type EnqueueRequest } from '../enqueue-jobs.js';
 import { authorizedRoute, jsonBody, jsonResponse, problemResponses } from '../openapi-responses.js';
@@ -18,7 +20,7 @@ const ENQUEUE_PROBLEMS = problemResponses(400, 401, 403, 409, 413, 422, 503);
 export function enqueueRoutes(deps: AppDeps) {
   const enqueueRoute = authorizedRoute(
     deps,
-    { scopes: ['enqueue'] },
+    { scopes: ['enqueue'], keyCheckedByStatement: true },
     {
       method: 'post',
       path: '/v1/queues/{queue}/jobs',
@@ -44,7 +46,7 @@ export function enqueueRoutes(deps: AppDeps) {
 
   const enqueueBatchRoute = authorizedRoute(
     deps,
-    { scopes: ['enqueue'] },
+    { scopes: ['enqueue'], keyCheckedByStatement: true },
     {
       method: 'post',
       path: '/v1/queues/{queue}/jobs/batch',
@@ -65,7 +67,7 @@ export function enqueueRoutes(deps: AppDeps) {
 
   return router()
     .openapi(enqueueRoute, async (c) => {
-      const [job] = await enqueueJobs(c, deps, asKeyHolder(c.var.principal), {
+      const [job] = await enqueueJobs(c, deps, callerOf(c), {
         queue: c.req.valid('param').queue,
         jobs: [c.req.valid('json')],
         ...enqueueHeaders(c.req.valid('header')),
@@ -77,7 +79,7 @@ export function enqueueRoutes(deps: AppDeps) {
       return c.json(enqueued, 201, { location: `/v1/jobs/${enqueued.id}` });
     })
     .openapi(enqueueBatchRoute, async (c) => {
-      const jobs = await enqueueJobs(c, deps, asKeyHolder(c.var.principal), {
+      const jobs = await enqueueJobs(c, deps, callerOf(c), {
         queue: c.req.valid('param').queue,
         jobs: c.req.valid('json').jobs,
         ...enqueueHeaders(c.req.valid('header')),
@@ -85,6 +87,11 @@ export function enqueueRoutes(deps: AppDeps) {
       });
       return c.json({ jobs }, jobs.every((job) => job.deduplicated) ? 200 : 201);
     });
+}
+
+/** The caller: its key holder, or the API key the enqueue's statement checks. */
+function callerOf(c: Context<AppEnv>): KeyHolder | PresentedApiKey {
+  return c.var.presentedKey ?? asKeyHolder(c.var.principal);
 }
 
 /** What an enqueue request's headers say: its Idempotency-Key, and the trace context its jobs keep. */
