@@ -68,6 +68,14 @@ export interface JobLoopOptions {
    */
   waitForWork?: (signal: AbortSignal) => Promise<void>;
   /**
+   * How many notifications of work (`waitForWork`'s NOTIFYs) have arrived so
+   * far. A claim whose statement went out after a notification sees its
+   * jobs, so work that arrives while one claim is out sends a claim beside it
+   * only when it came after that statement went out, or the loop cannot tell
+   * (without this count, always).
+   */
+  notificationsReceived?: () => number;
+  /**
    * Enqueues announced while the loop runs (a Worker's fast path): the loop
    * claims again for them instead of ending, and closes them once it stops claiming.
    */
@@ -101,6 +109,16 @@ export interface JobLoopOptions {
    * startAttemptSpan); the claims then read the jobs' trace contexts too.
    */
   tracing?: Tracing | undefined;
+}
+
+/**
+ * One claim on its way: the notifications that had arrived when its
+ * statement went out (those whose jobs it sees). Infinite while it pauses
+ * before looking again: it looks after any that come meanwhile (the pause
+ * ends on them).
+ */
+interface ClaimOut {
+  notificationsSeen: number;
 }
 
 /** A claimed job not started yet, when the claim that leased it was sent, and when its answer came. */
@@ -188,7 +206,7 @@ class JobLoop {
   /** Claimed, in claim order, waiting for a free slot. */
   private readonly held: ClaimedAt[] = [];
   /** The claims on their way, running beside the attempts, and how many jobs they may bring. */
-  private readonly claimsOut = new Set<Promise<void>>();
+  private readonly claimsOut = new Map<Promise<void>, ClaimOut>();
   private beingClaimed = 0;
   /**
    * An empty claim right after one that found jobs is confirmed by another
@@ -316,10 +334,36 @@ class JobLoop {
     }
   }
 
-  /** Work may have arrived (the loop listened): worth a claim, at once beside a claim out that may have looked too early. */
+  /**
+   * Work may have arrived (the loop listened): worth a claim, at once beside
+   * a claim out that may have looked too early. A claim out that looks after
+   * it answers for it: nothing more to send.
+   */
   private workArrived(): void {
+    if (this.claimsOut.size === 1) {
+      const [claimOut] = this.claimsOut.values();
+      if (!this.mayHaveLookedTooEarly(claimOut!)) return;
+      this.workArrivedWhileClaiming = true;
+    }
     this.somethingHappened = true;
-    if (this.claimsOut.size === 1) this.workArrivedWhileClaiming = true;
+  }
+
+  /**
+   * Whether a notification came after the claim's statement went out (or
+   * the loop cannot tell). On an idle worker the next job's notification
+   * often comes while the claim after the last job pauses before looking
+   * again: the pause ends on it, and the claim looks after it, so a claim
+   * beside would only race it for the job, on the other connection, at the
+   * moment the job waits.
+   */
+  private mayHaveLookedTooEarly(claim: ClaimOut): boolean {
+    const received = this.options.notificationsReceived;
+    return received === undefined || claim.notificationsSeen < received();
+  }
+
+  /** The notifications arrived so far, read as a claim's statement goes out; none counted without `notificationsReceived`. */
+  private notificationsNow(): number {
+    return this.options.notificationsReceived?.() ?? Number.NEGATIVE_INFINITY;
   }
 
   // Claims
@@ -353,21 +397,24 @@ class JobLoop {
   private claimInBackground(max: number): void {
     this.somethingHappened = false;
     this.beingClaimed += max;
-    const claiming: Promise<void> = this.claim(max).finally(() => {
+    const out: ClaimOut = { notificationsSeen: this.notificationsNow() };
+    const claiming: Promise<void> = this.claim(max, out).finally(() => {
       this.claimsOut.delete(claiming);
       this.beingClaimed -= max;
       this.wake.notify();
     });
-    this.claimsOut.add(claiming);
+    this.claimsOut.set(claiming, out);
   }
 
   /** One claim (tried once more when it finds nothing right after one that found jobs); never rejects. */
-  private async claim(max: number): Promise<void> {
+  private async claim(max: number, out: ClaimOut): Promise<void> {
     try {
       let claimSentAt = Date.now();
       let jobs = await this.claimBatch(max);
       if (jobs.length === 0 && this.lastClaim.found) {
+        if (this.waitForWork !== undefined) out.notificationsSeen = Number.POSITIVE_INFINITY;
         await pause(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()), this.waitForWork, this.budget.stopped);
+        out.notificationsSeen = this.notificationsNow();
         claimSentAt = Date.now();
         jobs = await this.claimBatch(max);
       }
