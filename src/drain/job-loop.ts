@@ -321,13 +321,14 @@ class JobLoop {
       this.arrivals !== undefined && this.mode !== 'finishing' && this.running < this.concurrency
         ? setTimeout(() => this.wake.notify(), ARRIVALS_LOOK_EVERY_MS)
         : undefined;
+    const notificationsBefore = this.notificationsNow();
     const event = await nextEvent(
       this.wake,
       this.mode === 'listening' ? this.waitForWork : undefined,
       this.budget.stopped,
     );
     clearTimeout(lookForArrivals);
-    if (event === 'work') this.workArrived();
+    if (event === 'work') this.workArrived(this.notificationsNow() > notificationsBefore);
     if (this.anAttemptEnded) {
       this.anAttemptEnded = false;
       this.somethingHappened = true;
@@ -335,30 +336,33 @@ class JobLoop {
   }
 
   /**
-   * Work may have arrived (the loop listened): worth a claim, at once beside
-   * a claim out that may have looked too early. A claim out that looks after
-   * it answers for it: nothing more to send.
+   * Work may have arrived (the loop listened; `notified`: a notification
+   * came, not just the poll interval): worth a claim, at once beside a claim
+   * out that may have looked too early. A claim out that looks after it
+   * answers for it: nothing more to send.
    */
-  private workArrived(): void {
+  private workArrived(notified: boolean): void {
     if (this.claimsOut.size === 1) {
       const [claimOut] = this.claimsOut.values();
-      if (!this.mayHaveLookedTooEarly(claimOut!)) return;
+      if (this.looksAfterTheWake(claimOut!, notified)) return;
       this.workArrivedWhileClaiming = true;
     }
     this.somethingHappened = true;
   }
 
   /**
-   * Whether a notification came after the claim's statement went out (or
-   * the loop cannot tell). On an idle worker the next job's notification
-   * often comes while the claim after the last job pauses before looking
-   * again: the pause ends on it, and the claim looks after it, so a claim
-   * beside would only race it for the job, on the other connection, at the
-   * moment the job waits.
+   * Whether the claim out looks after what woke the loop: it pauses before
+   * looking again, or the wake was a notification that came before its
+   * statement went out. On an idle worker the next job's notification often
+   * comes while the claim after the last job pauses: the pause ends on it,
+   * and the claim looks after it, so a claim beside would only race it for
+   * the job, on the other connection, at the moment the job waits. Without
+   * the count of notifications the loop cannot tell: no.
    */
-  private mayHaveLookedTooEarly(claim: ClaimOut): boolean {
+  private looksAfterTheWake(claim: ClaimOut, notified: boolean): boolean {
     const received = this.options.notificationsReceived;
-    return received === undefined || claim.notificationsSeen < received();
+    if (received === undefined) return false;
+    return claim.notificationsSeen === Number.POSITIVE_INFINITY || (notified && claim.notificationsSeen >= received());
   }
 
   /** The notifications arrived so far, read as a claim's statement goes out; none counted without `notificationsReceived`. */

@@ -72,6 +72,10 @@ function arrivals() {
       received += 1;
       for (const wake of [...waiting]) wake();
     },
+    /** The poll interval running out: a wake with no notification. */
+    poll: () => {
+      for (const wake of [...waiting]) wake();
+    },
   };
 }
 
@@ -190,6 +194,33 @@ describe('an idle worker picking up work', () => {
     await announceWithClaimHeld(claims, work);
     const { job: enqueued } = await enqueue(db, { queue: 'pickup' });
     work.arrive();
+
+    await started.opened;
+    expect(claims.held()).toBe(1);
+    claims.letGo();
+    await running.stop(5000);
+    expect(await jobById(db, enqueued.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('counting notifications, sends a claim beside one out when the poll interval runs out: a job may have become ready since', async () => {
+    const { db } = await open('pg');
+    const claims = heldClaims(db);
+    const work = arrivals();
+    const started = gate();
+    const job = defineJob('pickup', z.unknown(), async () => started.open());
+    const running = await runUntilStopped(db, createRegistry([job]), {
+      workerId: 'idle-worker',
+      concurrency: 1,
+      waitForWork: work.waitForWork,
+      notificationsReceived: work.notificationsReceived,
+      claimsDb: claims.db,
+      housekeepingIntervalMs: 0,
+      logger: recordingLogger(),
+    });
+    await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
+    await announceWithClaimHeld(claims, work);
+    const { job: enqueued } = await enqueue(db, { queue: 'pickup' });
+    work.poll();
 
     await started.opened;
     expect(claims.held()).toBe(1);
