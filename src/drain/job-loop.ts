@@ -70,9 +70,9 @@ export interface JobLoopOptions {
   /**
    * How many notifications of work (`waitForWork`'s NOTIFYs) have arrived so
    * far. A claim whose statement went out after a notification sees its
-   * jobs, so work that arrives while one claim is out sends a claim beside it
-   * only when it came after that statement went out, or the loop cannot tell
-   * (without this count, always).
+   * jobs: a notification that came before the statement of the one claim
+   * out sends no claim beside it (the poll interval running out still does).
+   * Without this count the loop cannot tell, and always sends one.
    */
   notificationsReceived?: () => number;
   /**
@@ -161,7 +161,8 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
  *   it is idle with one claim out that did not follow a full one. Work that
  *   arrives while that one claim is out sends a claim of one beside it: the
  *   claim out may have looked before the work was there, and on an idle
- *   worker the pickup would otherwise wait for its answer.
+ *   worker the pickup would otherwise wait for its answer. Not when the
+ *   claim out looks after the work (JobLoopOptions.notificationsReceived).
  * - `finishing`: it claims no more, for good: the budget stopped claiming (a
  *   drain's deadline near, a worker stopped), a drain's claim failed, or a
  *   held job did not fit in the subrequests left. Arrivals are closed. It
