@@ -68,6 +68,14 @@ export interface JobLoopOptions {
    */
   waitForWork?: (signal: AbortSignal) => Promise<void>;
   /**
+   * How many notifications of work (`waitForWork`'s NOTIFYs) have arrived so
+   * far. A claim whose statement went out after a notification sees its
+   * jobs: a notification that came before the statement of the one claim
+   * out sends no claim beside it (the poll interval running out still does).
+   * Without this count the loop cannot tell, and always sends one.
+   */
+  notificationsReceived?: () => number;
+  /**
    * Enqueues announced while the loop runs (a Worker's fast path): the loop
    * claims again for them instead of ending, and closes them once it stops claiming.
    */
@@ -101,6 +109,16 @@ export interface JobLoopOptions {
    * startAttemptSpan); the claims then read the jobs' trace contexts too.
    */
   tracing?: Tracing | undefined;
+}
+
+/**
+ * One claim on its way: the notifications that had arrived when its
+ * statement went out (those whose jobs it sees). Infinite while it pauses
+ * before looking again: it looks after any that come meanwhile (the pause
+ * ends on them).
+ */
+interface ClaimOut {
+  notificationsSeen: number;
 }
 
 /** A claimed job not started yet, when the claim that leased it was sent, and when its answer came. */
@@ -143,7 +161,8 @@ export async function runJobs(db: Queryable, registry: JobRegistry, options: Job
  *   it is idle with one claim out that did not follow a full one. Work that
  *   arrives while that one claim is out sends a claim of one beside it: the
  *   claim out may have looked before the work was there, and on an idle
- *   worker the pickup would otherwise wait for its answer.
+ *   worker the pickup would otherwise wait for its answer. Not when the
+ *   claim out looks after the work (JobLoopOptions.notificationsReceived).
  * - `finishing`: it claims no more, for good: the budget stopped claiming (a
  *   drain's deadline near, a worker stopped), a drain's claim failed, or a
  *   held job did not fit in the subrequests left. Arrivals are closed. It
@@ -188,7 +207,7 @@ class JobLoop {
   /** Claimed, in claim order, waiting for a free slot. */
   private readonly held: ClaimedAt[] = [];
   /** The claims on their way, running beside the attempts, and how many jobs they may bring. */
-  private readonly claimsOut = new Set<Promise<void>>();
+  private readonly claimsOut = new Map<Promise<void>, ClaimOut>();
   private beingClaimed = 0;
   /**
    * An empty claim right after one that found jobs is confirmed by another
@@ -303,23 +322,53 @@ class JobLoop {
       this.arrivals !== undefined && this.mode !== 'finishing' && this.running < this.concurrency
         ? setTimeout(() => this.wake.notify(), ARRIVALS_LOOK_EVERY_MS)
         : undefined;
+    const notificationsBefore = this.notificationsNow();
     const event = await nextEvent(
       this.wake,
       this.mode === 'listening' ? this.waitForWork : undefined,
       this.budget.stopped,
     );
     clearTimeout(lookForArrivals);
-    if (event === 'work') this.workArrived();
+    if (event === 'work') this.workArrived(this.notificationsNow() > notificationsBefore);
     if (this.anAttemptEnded) {
       this.anAttemptEnded = false;
       this.somethingHappened = true;
     }
   }
 
-  /** Work may have arrived (the loop listened): worth a claim, at once beside a claim out that may have looked too early. */
-  private workArrived(): void {
+  /**
+   * Work may have arrived (the loop listened; `notified`: a notification
+   * came, not just the poll interval): worth a claim, at once beside a claim
+   * out that may have looked too early. A claim out that looks after it
+   * answers for it: nothing more to send.
+   */
+  private workArrived(notified: boolean): void {
+    if (this.claimsOut.size === 1) {
+      const [claimOut] = this.claimsOut.values();
+      if (this.looksAfterTheWake(claimOut!, notified)) return;
+      this.workArrivedWhileClaiming = true;
+    }
     this.somethingHappened = true;
-    if (this.claimsOut.size === 1) this.workArrivedWhileClaiming = true;
+  }
+
+  /**
+   * Whether the claim out looks after what woke the loop: it pauses before
+   * looking again, or the wake was a notification that came before its
+   * statement went out. On an idle worker the next job's notification often
+   * comes while the claim after the last job pauses: the pause ends on it,
+   * and the claim looks after it, so a claim beside would only race it for
+   * the job, on the other connection, at the moment the job waits. Without
+   * the count of notifications the loop cannot tell: no.
+   */
+  private looksAfterTheWake(claim: ClaimOut, notified: boolean): boolean {
+    const received = this.options.notificationsReceived;
+    if (received === undefined) return false;
+    return claim.notificationsSeen === Number.POSITIVE_INFINITY || (notified && claim.notificationsSeen >= received());
+  }
+
+  /** The notifications arrived so far, read as a claim's statement goes out; none counted without `notificationsReceived`. */
+  private notificationsNow(): number {
+    return this.options.notificationsReceived?.() ?? Number.NEGATIVE_INFINITY;
   }
 
   // Claims
@@ -353,21 +402,24 @@ class JobLoop {
   private claimInBackground(max: number): void {
     this.somethingHappened = false;
     this.beingClaimed += max;
-    const claiming: Promise<void> = this.claim(max).finally(() => {
+    const out: ClaimOut = { notificationsSeen: this.notificationsNow() };
+    const claiming: Promise<void> = this.claim(max, out).finally(() => {
       this.claimsOut.delete(claiming);
       this.beingClaimed -= max;
       this.wake.notify();
     });
-    this.claimsOut.add(claiming);
+    this.claimsOut.set(claiming, out);
   }
 
   /** One claim (tried once more when it finds nothing right after one that found jobs); never rejects. */
-  private async claim(max: number): Promise<void> {
+  private async claim(max: number, out: ClaimOut): Promise<void> {
     try {
       let claimSentAt = Date.now();
       let jobs = await this.claimBatch(max);
       if (jobs.length === 0 && this.lastClaim.found) {
+        if (this.waitForWork !== undefined) out.notificationsSeen = Number.POSITIVE_INFINITY;
         await pause(RECHECK_EMPTY_AFTER_MS * (1 + Math.random()), this.waitForWork, this.budget.stopped);
+        out.notificationsSeen = this.notificationsNow();
         claimSentAt = Date.now();
         jobs = await this.claimBatch(max);
       }

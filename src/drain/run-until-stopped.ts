@@ -22,6 +22,8 @@ export interface RunUntilStoppedOptions {
    * `signal` (the worker stopping). Called after a claim that found nothing.
    */
   waitForWork(signal: AbortSignal): Promise<void>;
+  /** How many notifications of work have come so far (see JobLoopOptions.notificationsReceived). */
+  notificationsReceived?: () => number;
   /** Reaping, expiry, periodic jobs and pruning run this often; 0 turns them off. Default 5000 ms. */
   housekeepingIntervalMs?: number;
   /** Keep finished jobs this long before pruning them. Default RETENTION_SECONDS's. */
@@ -73,6 +75,7 @@ export async function runUntilStopped(
     logger,
     handBackDelaySeconds: 1,
     waitForWork: options.waitForWork,
+    ...(options.notificationsReceived === undefined ? {} : { notificationsReceived: options.notificationsReceived }),
     deliveries: options.deliveries,
     claimsDb: options.claimsDb,
     tracing: options.tracing,

@@ -124,6 +124,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       concurrency,
       claimBatchSize,
       waitForWork: (signal) => started.next(signal),
+      notificationsReceived: () => started.notificationsReceived,
       ...(options.housekeepingIntervalMs === undefined
         ? {}
         : { housekeepingIntervalMs: options.housekeepingIntervalMs }),

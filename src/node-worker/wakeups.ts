@@ -35,6 +35,7 @@ export class JobWakeups {
   private connecting: Promise<void> | undefined;
   private lastFailureAt = Number.NEGATIVE_INFINITY;
   private closed = false;
+  private notifications = 0;
 
   private constructor(private readonly options: WakeupOptions) {}
 
@@ -47,6 +48,15 @@ export class JobWakeups {
   /** Whether notifications arrive now (else only polling wakes the worker). */
   get listening(): boolean {
     return this.listener !== undefined;
+  }
+
+  /**
+   * How many notifications have come so far, counted as each arrives (and
+   * once on connecting, for the jobs enqueued while nobody listened): a
+   * claim sent after the n-th sees the jobs of the commit that sent it.
+   */
+  get notificationsReceived(): number {
+    return this.notifications;
   }
 
   /** Resolves on a notification (or one that came since the last wait), the poll interval, or `signal`. */
@@ -83,6 +93,7 @@ export class JobWakeups {
   }
 
   private notify(): void {
+    this.notifications += 1;
     if (this.waiters.size === 0) this.pending = true;
     for (const wake of this.waiters) wake();
   }

@@ -21,9 +21,11 @@ function heldClaims(db: Db) {
   let holdNext = false;
   const held: Array<() => void> = [];
   let answered = 0;
+  let sent = 0;
   const claims: Db = {
     async query<R = Row>(query: Query) {
       if (query.name !== 'skiplock_claim_batch') return db.query<R>(query);
+      sent += 1;
       const hold = holdNext;
       holdNext = false;
       const rows = await db.query<R>(query);
@@ -39,6 +41,8 @@ function heldClaims(db: Db) {
     holdNext: () => {
       holdNext = true;
     },
+    /** Claim statements sent. */
+    sent: () => sent,
     /** Claims Postgres has answered, held or not. */
     answered: () => answered,
     held: () => held.length,
@@ -48,10 +52,12 @@ function heldClaims(db: Db) {
   };
 }
 
-/** A waitForWork the test drives: `arrive()` is an enqueue's notification. */
+/** A waitForWork the test drives: `arrive()` is an enqueue's notification, counted as the worker's JobWakeups counts them. */
 function arrivals() {
   const waiting = new Set<() => void>();
+  let received = 0;
   return {
+    notificationsReceived: () => received,
     waitForWork: (signal: AbortSignal) =>
       new Promise<void>((resolve) => {
         const wake = () => {
@@ -63,6 +69,11 @@ function arrivals() {
       }),
     waiters: () => waiting.size,
     arrive: () => {
+      received += 1;
+      for (const wake of [...waiting]) wake();
+    },
+    /** The poll interval running out: a wake with no notification. */
+    poll: () => {
       for (const wake of [...waiting]) wake();
     },
   };
@@ -161,6 +172,109 @@ describe('an idle worker picking up work', () => {
     expect(runs).toEqual([second.id, first.id]);
     expect(await eventKinds(db, first.id)).toContain('released');
     expect(await jobById(db, first.id)).toMatchObject({ attempts: 1 });
+    expect(await jobById(db, second.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('counting notifications, still sends a claim beside one whose statement went out before the work arrived', async () => {
+    const { db } = await open('pg');
+    const claims = heldClaims(db);
+    const work = arrivals();
+    const started = gate();
+    const job = defineJob('pickup', z.unknown(), async () => started.open());
+    const running = await runUntilStopped(db, createRegistry([job]), {
+      workerId: 'idle-worker',
+      concurrency: 1,
+      waitForWork: work.waitForWork,
+      notificationsReceived: work.notificationsReceived,
+      claimsDb: claims.db,
+      housekeepingIntervalMs: 0,
+      logger: recordingLogger(),
+    });
+    await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
+    await announceWithClaimHeld(claims, work);
+    const { job: enqueued } = await enqueue(db, { queue: 'pickup' });
+    work.arrive();
+
+    await started.opened;
+    expect(claims.held()).toBe(1);
+    claims.letGo();
+    await running.stop(5000);
+    expect(await jobById(db, enqueued.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('counting notifications, sends a claim beside one out when the poll interval runs out: a job may have become ready since', async () => {
+    const { db } = await open('pg');
+    const claims = heldClaims(db);
+    const work = arrivals();
+    const started = gate();
+    const job = defineJob('pickup', z.unknown(), async () => started.open());
+    const running = await runUntilStopped(db, createRegistry([job]), {
+      workerId: 'idle-worker',
+      concurrency: 1,
+      waitForWork: work.waitForWork,
+      notificationsReceived: work.notificationsReceived,
+      claimsDb: claims.db,
+      housekeepingIntervalMs: 0,
+      logger: recordingLogger(),
+    });
+    await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
+    await announceWithClaimHeld(claims, work);
+    const { job: enqueued } = await enqueue(db, { queue: 'pickup' });
+    work.poll();
+
+    await started.opened;
+    expect(claims.held()).toBe(1);
+    claims.letGo();
+    await running.stop(5000);
+    expect(await jobById(db, enqueued.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('sends no claim beside the one that pauses before looking again: that one looks after the work, and finds the job', async () => {
+    const { db } = await open('pg');
+    const claims = heldClaims(db);
+    const work = arrivals();
+    const firstRunning = gate();
+    const finishFirst = gate();
+    const secondStarted = gate();
+    const runs: string[] = [];
+    const job = defineJob('pickup', z.unknown(), async (_payload, context) => {
+      runs.push(context.job.id);
+      if (runs.length === 1) {
+        firstRunning.open();
+        await finishFirst.opened;
+      } else secondStarted.open();
+    });
+    // Two slots, so a claim that finds one job is not full and the idle worker listens beside the claim after it.
+    const running = await runUntilStopped(db, createRegistry([job]), {
+      workerId: 'idle-worker',
+      concurrency: 2,
+      waitForWork: work.waitForWork,
+      notificationsReceived: work.notificationsReceived,
+      claimsDb: claims.db,
+      housekeepingIntervalMs: 0,
+      logger: recordingLogger(),
+    });
+    await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
+    const { job: first } = await enqueue(db, { queue: 'pickup' });
+    work.arrive();
+    await firstRunning.opened;
+
+    // The claim after the first job finds nothing (held until the second job is in), so it pauses before looking again.
+    claims.holdNext();
+    finishFirst.open();
+    await waitFor('the claim after the first job held', () => claims.held() === 1, { everyMs: 2 });
+    const { job: second } = await enqueue(db, { queue: 'pickup' });
+    claims.letGo();
+    await waitFor('the claim pausing and the worker listening beside it', () => work.waiters() === 2, {
+      everyMs: 2,
+    });
+    const sentBefore = claims.sent();
+    work.arrive();
+
+    await secondStarted.opened;
+    expect(claims.sent() - sentBefore).toBe(1);
+    await running.stop(5000);
+    expect(runs).toEqual([first.id, second.id]);
     expect(await jobById(db, second.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 });
