@@ -85,11 +85,13 @@ async function idleWorker(
   job: JobDefinition,
   claims: ReturnType<typeof heldClaims>,
   work: ReturnType<typeof arrivals>,
+  { concurrency = 1, countingNotifications = false } = {},
 ) {
   const running = await runUntilStopped(db, createRegistry([job]), {
     workerId: 'idle-worker',
-    concurrency: 1,
+    concurrency,
     waitForWork: work.waitForWork,
+    ...(countingNotifications ? { notificationsReceived: work.notificationsReceived } : {}),
     claimsDb: claims.db,
     housekeepingIntervalMs: 0,
     logger: recordingLogger(),
@@ -175,52 +177,25 @@ describe('an idle worker picking up work', () => {
     expect(await jobById(db, second.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 
-  it('counting notifications, still sends a claim beside one whose statement went out before the work arrived', async () => {
+  it.each([
+    {
+      wake: 'a notification after its statement went out',
+      arrive: (work: ReturnType<typeof arrivals>) => work.arrive(),
+    },
+    {
+      wake: 'the poll interval running out (a job may have become ready since)',
+      arrive: (work: ReturnType<typeof arrivals>) => work.poll(),
+    },
+  ])('counting notifications, still sends a claim beside one out on $wake', async ({ arrive }) => {
     const { db } = await open('pg');
     const claims = heldClaims(db);
     const work = arrivals();
     const started = gate();
     const job = defineJob('pickup', z.unknown(), async () => started.open());
-    const running = await runUntilStopped(db, createRegistry([job]), {
-      workerId: 'idle-worker',
-      concurrency: 1,
-      waitForWork: work.waitForWork,
-      notificationsReceived: work.notificationsReceived,
-      claimsDb: claims.db,
-      housekeepingIntervalMs: 0,
-      logger: recordingLogger(),
-    });
-    await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
+    const running = await idleWorker(db, job, claims, work, { countingNotifications: true });
     await announceWithClaimHeld(claims, work);
     const { job: enqueued } = await enqueue(db, { queue: 'pickup' });
-    work.arrive();
-
-    await started.opened;
-    expect(claims.held()).toBe(1);
-    claims.letGo();
-    await running.stop(5000);
-    expect(await jobById(db, enqueued.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
-  });
-
-  it('counting notifications, sends a claim beside one out when the poll interval runs out: a job may have become ready since', async () => {
-    const { db } = await open('pg');
-    const claims = heldClaims(db);
-    const work = arrivals();
-    const started = gate();
-    const job = defineJob('pickup', z.unknown(), async () => started.open());
-    const running = await runUntilStopped(db, createRegistry([job]), {
-      workerId: 'idle-worker',
-      concurrency: 1,
-      waitForWork: work.waitForWork,
-      notificationsReceived: work.notificationsReceived,
-      claimsDb: claims.db,
-      housekeepingIntervalMs: 0,
-      logger: recordingLogger(),
-    });
-    await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
-    await announceWithClaimHeld(claims, work);
-    const { job: enqueued } = await enqueue(db, { queue: 'pickup' });
-    work.poll();
+    arrive(work);
 
     await started.opened;
     expect(claims.held()).toBe(1);
@@ -245,16 +220,7 @@ describe('an idle worker picking up work', () => {
       } else secondStarted.open();
     });
     // Two slots, so a claim that finds one job is not full and the idle worker listens beside the claim after it.
-    const running = await runUntilStopped(db, createRegistry([job]), {
-      workerId: 'idle-worker',
-      concurrency: 2,
-      waitForWork: work.waitForWork,
-      notificationsReceived: work.notificationsReceived,
-      claimsDb: claims.db,
-      housekeepingIntervalMs: 0,
-      logger: recordingLogger(),
-    });
-    await waitFor('the worker to wait for work', () => work.waiters() > 0, { everyMs: 2 });
+    const running = await idleWorker(db, job, claims, work, { concurrency: 2, countingNotifications: true });
     const { job: first } = await enqueue(db, { queue: 'pickup' });
     work.arrive();
     await firstRunning.opened;
