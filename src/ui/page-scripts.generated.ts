@@ -92,6 +92,7 @@ export const dashboardScript = `"use strict";
 
   // src/ui/dashboard/browser/api.ts
   var KEY_STORAGE = "skiplock.apiKey";
+  var ANSWER_TIMEOUT_MS = 3e4;
   var ApiProblemError = class extends Error {
     name = "ApiProblemError";
     status;
@@ -119,7 +120,12 @@ export const dashboardScript = `"use strict";
   }
   async function api(path, options = {}) {
     const headers = { authorization: \`Bearer \${storedKey()}\` };
-    const init = { method: options.method ?? "GET", headers, cache: "no-store" };
+    const init = {
+      method: options.method ?? "GET",
+      headers,
+      cache: "no-store",
+      signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS)
+    };
     if (options.body !== void 0) {
       headers["content-type"] = "application/json";
       init.body = JSON.stringify(options.body);
@@ -127,8 +133,8 @@ export const dashboardScript = `"use strict";
     let response;
     try {
       response = await fetch(path, init);
-    } catch {
-      throw new ApiProblemError(0, { title: "No answer", detail: "the server could not be reached" });
+    } catch (error) {
+      throw noAnswer(error);
     }
     const body = await response.json().catch(() => null);
     if (response.ok) return body;
@@ -136,6 +142,13 @@ export const dashboardScript = `"use strict";
       response.status,
       problemOf(body) ?? { title: \`HTTP \${response.status}\`, detail: response.statusText }
     );
+  }
+  function noAnswer(error) {
+    const timedOut = error instanceof DOMException && error.name === "TimeoutError";
+    return new ApiProblemError(0, {
+      title: "No answer",
+      detail: timedOut ? \`the server did not answer in \${ANSWER_TIMEOUT_MS / 1e3} s\` : "the server could not be reached"
+    });
   }
 
   // src/ui/dashboard/browser/notice.ts

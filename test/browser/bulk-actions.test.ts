@@ -7,7 +7,7 @@ import { failedJobs } from '../support/attempts';
 import { runBrowserTests } from './support/chromium';
 import { createKey, enqueueManual, MANUAL_TYPE } from './support/jobs';
 import { ADMIN_TOKEN } from './support/stack';
-import { signIn, useStackAndBrowser } from './support/suite';
+import { signIn, useStackAndBrowser, waitForShown } from './support/suite';
 
 /**
  * The job list's bulk action, in Chromium against the real stack: the
@@ -51,7 +51,7 @@ describe.runIf(runBrowserTests)('bulk actions on the dashboard', () => {
 
   async function signInTo(page: Page, key: string): Promise<void> {
     await signIn(page, stack().url, key);
-    await page.locator('#overview-view').waitFor({ timeout: 90_000 });
+    await waitForShown(page, '#overview-view');
   }
 
   /** Filters the job list as a person does, and waits for the list (and the action) to show that filter. */

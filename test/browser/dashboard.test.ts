@@ -21,7 +21,7 @@ import {
   setQueue,
 } from './support/jobs';
 import { ADMIN_TOKEN } from './support/stack';
-import { signIn, useStackAndBrowser } from './support/suite';
+import { signIn, useStackAndBrowser, waitForShown } from './support/suite';
 
 describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
   const { stack, newPage } = useStackAndBrowser();
@@ -219,7 +219,7 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     const page = await newPage();
     await signIn(page, stack().url, ADMIN_TOKEN);
     // The overview shows once its figures have loaded, which a loaded machine can take longer than an action's timeout for.
-    await page.locator('#overview-view').waitFor({ timeout: 90_000 });
+    await waitForShown(page, '#overview-view');
     await page.fill('#open-tenant-name', 'acme');
     await page.press('#open-tenant-name', 'Enter');
     await page.locator('#tenant-summary:has-text("running now")').waitFor();
@@ -240,7 +240,7 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
   it('pauses a queue once confirmed, shows it paused with its settings kept, and resumes it', async () => {
     const page = await newPage();
     await signIn(page, stack().url, ADMIN_TOKEN);
-    await page.locator('#overview-view').waitFor({ timeout: 90_000 });
+    await waitForShown(page, '#overview-view');
     const row = page.locator('tr[data-queue="reports"]');
     await row.locator('button[data-queue-action="pause"]').click();
     await confirm(page);
@@ -362,7 +362,7 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     const page = await newPage();
     await signIn(page, stack().url, ADMIN_TOKEN);
     const row = page.locator('tr[data-queue="shaped"]');
-    await row.waitFor({ timeout: 90_000 });
+    await waitForShown(page, 'tr[data-queue="shaped"]');
     expect(await row.locator('[data-settings]').textContent()).toBe(
       'rate 600 per 60 s, 1 held (1 key at its limit), 1 debounced',
     );

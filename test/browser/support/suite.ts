@@ -1,4 +1,4 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { launchChromium, openPage, type Viewport } from './chromium';
 import { startTestStack, type TestStack, type TestStackOptions } from './stack';
@@ -44,6 +44,7 @@ export function useStackAndBrowser(options: () => TestStackOptions = () => ({}))
     async newPage(viewport) {
       const opened = await openPage(browser!, viewport);
       pages.push(opened);
+      trackRequests(opened.page);
       return opened.page;
     },
   };
@@ -54,6 +55,37 @@ export async function signIn(page: Page, baseUrl: string, key: string): Promise<
   await page.goto(`${baseUrl}/`);
   await page.fill('#api-key', key);
   await page.press('#api-key', 'Enter');
+}
+
+/** Each page's requests without an answer yet, and when each was sent: what a view waits on. */
+const requestsInFlight = new WeakMap<Page, Map<Request, number>>();
+
+function trackRequests(page: Page): void {
+  const inFlight = new Map<Request, number>();
+  requestsInFlight.set(page, inFlight);
+  page.on('request', (request) => inFlight.set(request, Date.now()));
+  page.on('requestfinished', (request) => inFlight.delete(request));
+  page.on('requestfailed', (request) => inFlight.delete(request));
+}
+
+/**
+ * Waits for `selector` to show; when it does not, the failure says what the
+ * page shows instead (the sign-in error, the notice) and which of its
+ * requests were still without an answer, and for how long.
+ */
+export async function waitForShown(page: Page, selector: string, timeout = 90_000): Promise<void> {
+  try {
+    await page.locator(selector).waitFor({ timeout });
+  } catch (error) {
+    const shown = async (id: string) =>
+      (await page.locator(id).isVisible()) ? `${id}: "${await page.locator(id).textContent()}"` : `${id} hidden`;
+    const now = Date.now();
+    const pending = [...(requestsInFlight.get(page) ?? [])].map(
+      ([request, sentAt]) => `${request.method()} ${new URL(request.url()).pathname} for ${now - sentAt} ms`,
+    );
+    const state = [await shown('#sign-in-error'), await shown('#notice'), `in flight: ${pending.join(', ') || 'none'}`];
+    throw new Error(`${selector} not shown in ${timeout} ms; ${state.join('; ')}`, { cause: error });
+  }
 }
 
 /** Chromium reports each 4xx answer as a console error; the refusals the tests provoke are expected. */

@@ -6,6 +6,8 @@
  */
 
 const KEY_STORAGE = 'skiplock.apiKey';
+/** A request with no answer by then is reported, so the page never waits on it for good; the next refresh asks again. */
+const ANSWER_TIMEOUT_MS = 30_000;
 
 interface Problem {
   title: string;
@@ -59,7 +61,12 @@ interface ApiOptions {
  */
 export async function api<T>(path: string, options: ApiOptions = {}): Promise<T> {
   const headers: Record<string, string> = { authorization: `Bearer ${storedKey()}` };
-  const init: RequestInit = { method: options.method ?? 'GET', headers, cache: 'no-store' };
+  const init: RequestInit = {
+    method: options.method ?? 'GET',
+    headers,
+    cache: 'no-store',
+    signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS),
+  };
   if (options.body !== undefined) {
     headers['content-type'] = 'application/json';
     init.body = JSON.stringify(options.body);
@@ -67,8 +74,8 @@ export async function api<T>(path: string, options: ApiOptions = {}): Promise<T>
   let response: Response;
   try {
     response = await fetch(path, init);
-  } catch {
-    throw new ApiProblemError(0, { title: 'No answer', detail: 'the server could not be reached' });
+  } catch (error) {
+    throw noAnswer(error);
   }
   const body: unknown = await response.json().catch(() => null);
   if (response.ok) return body as T;
@@ -76,4 +83,12 @@ export async function api<T>(path: string, options: ApiOptions = {}): Promise<T>
     response.status,
     problemOf(body) ?? { title: `HTTP ${response.status}`, detail: response.statusText },
   );
+}
+
+function noAnswer(error: unknown): ApiProblemError {
+  const timedOut = error instanceof DOMException && error.name === 'TimeoutError';
+  return new ApiProblemError(0, {
+    title: 'No answer',
+    detail: timedOut ? `the server did not answer in ${ANSWER_TIMEOUT_MS / 1000} s` : 'the server could not be reached',
+  });
 }
