@@ -9,6 +9,8 @@
 # 127.0.0.1:5432 (with a password, which Hyperdrive requires even where the
 # server trusts local logins). Each example gets a database of its own, dropped at the end.
 set -euo pipefail
+# shellcheck source=scripts/pack-tarball.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pack-tarball.sh"
 cd "$(dirname "$0")/.."
 root=$PWD
 admin_url=${EXAMPLES_POSTGRES_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
@@ -36,7 +38,7 @@ if ! sql 'SELECT 1'; then
 fi
 
 echo "== npm pack"
-npm pack --silent --pack-destination "$work" >/dev/null
+pack_into "$work"
 tarball=$(ls "$work"/skiplock-*.tgz)
 echo "packed $(basename "$tarball"): $(tar -tzf "$tarball" | wc -l) files"
 if tar -tzf "$tarball" | grep -vE '^package/(dist/|migrations/|README.md$|LICENSE$|package.json$)'; then

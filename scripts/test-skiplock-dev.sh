@@ -18,6 +18,8 @@
 set -euo pipefail
 # shellcheck source=scripts/process-tree.sh
 source "$(dirname "${BASH_SOURCE[0]}")/process-tree.sh"
+# shellcheck source=scripts/pack-tarball.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pack-tarball.sh"
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false
 unset DATABASE_URL PORT POSTGRES_PORT PROXY_PORT ADMIN_TOKEN DRAIN_EVERY_SECONDS FAST_PATH
@@ -69,7 +71,7 @@ free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.
 json_field() { node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
 
 echo "== npm pack, and the tarball into a copy of examples/worker"
-npm pack --silent --pack-destination "$work" >/dev/null
+pack_into "$work"
 tarball=$(ls "$work"/skiplock-*.tgz)
 mkdir "$project"
 (cd examples/worker && git ls-files --cached --others --exclude-standard | tar -cf - -T -) | tar -xf - -C "$project"
