@@ -329,6 +329,16 @@ describe.runIf(runBrowserTests)('dashboard in Chromium', () => {
     expect(await page.locator('#timings-empty').isHidden()).toBe(true);
   });
 
+  it('says when a request got no answer in 30 s, and still shows the view', async () => {
+    const page = await newPage();
+    // The throughput figures never come: the overview's other figures do.
+    await page.route('**/v1/stats/throughput', () => {});
+    await signIn(page, stack().url, ADMIN_TOKEN);
+    await waitForShown(page, '#overview-view');
+    expect(await page.locator('#notice').textContent()).toBe('No answer: the server did not answer in 30 s');
+    expect(await page.locator('#nav').isVisible()).toBe(true);
+  });
+
   it('fits a phone screen: the page itself never scrolls sideways', async () => {
     const page = await newPage(PHONE);
     await signIn(page, stack().url, ADMIN_TOKEN);
