@@ -100,6 +100,24 @@ async function idleWorker(
   return running;
 }
 
+/**
+ * A job type whose first run waits until `finishFirst` opens; each run's job
+ * id goes into `runs`, and the later runs call `afterFirst`.
+ */
+function firstRunHeld(afterFirst: () => void = () => {}) {
+  const firstRunning = gate();
+  const finishFirst = gate();
+  const runs: string[] = [];
+  const job = defineJob('pickup', z.unknown(), async (_payload, context) => {
+    runs.push(context.job.id);
+    if (runs.length === 1) {
+      firstRunning.open();
+      await finishFirst.opened;
+    } else afterFirst();
+  });
+  return { job, runs, firstRunning, finishFirst };
+}
+
 /** Announces work, and holds out the claim that answers it, until the worker listens again beside it. */
 async function announceWithClaimHeld(
   claims: ReturnType<typeof heldClaims>,
@@ -144,16 +162,7 @@ describe('an idle worker picking up work', () => {
     const { db } = await open('pg');
     const claims = heldClaims(db);
     const work = arrivals();
-    const firstRunning = gate();
-    const finishFirst = gate();
-    const runs: string[] = [];
-    const job = defineJob('pickup', z.unknown(), async (_payload, context) => {
-      runs.push(context.job.id);
-      if (runs.length === 1) {
-        firstRunning.open();
-        await finishFirst.opened;
-      }
-    });
+    const { job, runs, firstRunning, finishFirst } = firstRunHeld();
     const running = await idleWorker(db, job, claims, work);
     // The held claim finds the first job; the one beside it, sent when the second arrives, finds that.
     const { job: first } = await enqueue(db, { queue: 'pickup' });
@@ -208,17 +217,8 @@ describe('an idle worker picking up work', () => {
     const { db } = await open('pg');
     const claims = heldClaims(db);
     const work = arrivals();
-    const firstRunning = gate();
-    const finishFirst = gate();
     const secondStarted = gate();
-    const runs: string[] = [];
-    const job = defineJob('pickup', z.unknown(), async (_payload, context) => {
-      runs.push(context.job.id);
-      if (runs.length === 1) {
-        firstRunning.open();
-        await finishFirst.opened;
-      } else secondStarted.open();
-    });
+    const { job, runs, firstRunning, finishFirst } = firstRunHeld(() => secondStarted.open());
     // Two slots, so a claim that finds one job is not full and the idle worker listens beside the claim after it.
     const running = await idleWorker(db, job, claims, work, { concurrency: 2, countingNotifications: true });
     const { job: first } = await enqueue(db, { queue: 'pickup' });
