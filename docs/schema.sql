@@ -2114,8 +2114,12 @@ BEGIN
     RETURNING j.id
   )
   SELECT count(*), (SELECT coalesce(bool_or(k.rated), false) FROM keys k) INTO turned, rated FROM woken;
-  IF turned > 0 AND skiplock.anyone_listening() THEN
-    PERFORM pg_notify('skiplock_jobs', '');
+  IF turned > 0 THEN
+    -- Once for every job turned: jobs_waiting_again leaves held jobs to this.
+    PERFORM skiplock.note_waiting_change();
+    IF skiplock.anyone_listening() THEN
+      PERFORM pg_notify('skiplock_jobs', '');
+    END IF;
   END IF;
 
   -- The just-inserted jobs of a 'drop' key without a turn end cancelled,
@@ -3465,4 +3469,4 @@ CREATE TRIGGER jobs_inserted AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE
 CREATE TRIGGER jobs_inserted_take_key_slots AFTER INSERT ON skiplock.jobs FOR EACH STATEMENT EXECUTE FUNCTION skiplock.take_key_slots();
 CREATE TRIGGER jobs_inserted_within_queue_rate AFTER INSERT ON skiplock.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION skiplock.drop_beyond_queue_rate();
 CREATE CONSTRAINT TRIGGER jobs_legal_transition AFTER UPDATE OF state ON skiplock.jobs NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.state <> 'running'::text) AND (old.state IS DISTINCT FROM new.state) AND (NOT skiplock.is_legal_transition(old.state, new.state)))) EXECUTE FUNCTION skiplock.refuse_illegal_transition();
-CREATE TRIGGER jobs_waiting_again BEFORE UPDATE ON skiplock.jobs FOR EACH ROW WHEN ((new.state <> 'running'::text)) EXECUTE FUNCTION skiplock.on_job_waiting_again();
+CREATE TRIGGER jobs_waiting_again BEFORE UPDATE ON skiplock.jobs FOR EACH ROW WHEN (((new.state = ANY (ARRAY['scheduled'::text, 'queued'::text, 'retrying'::text])) AND (old.state <> 'held'::text))) EXECUTE FUNCTION skiplock.on_job_waiting_again();

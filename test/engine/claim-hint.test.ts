@@ -5,6 +5,7 @@ import { clientQueryable } from '../../src/db/pool';
 import type { Db } from '../../src/db/types';
 import {
   claimBatch,
+  complete,
   enqueue,
   enqueueBatch,
   fail,
@@ -82,9 +83,9 @@ describe('the claim hint', () => {
     }
   });
 
-  it('never takes a job behind one made waiting ahead of it: enqueued, retried, handed back, reaped, rescheduled or updated', async () => {
+  it('never takes a job behind one made waiting ahead of it: enqueued, retried, handed back, reaped, rescheduled, given its turn by its key or updated', async () => {
     const { db, url } = await open('pg');
-    const changes: Record<string, (high: ClaimedJob) => Promise<string>> = {
+    const changes: Record<string, (high: ClaimedJob, session: Db) => Promise<string>> = {
       enqueued: async () =>
         (await enqueue(db, { queue: 'q', type: 't', payload: { n: 'urgent' }, priority: 9 })).job.id,
       retried: async (high) => (await fail(db, { ...high, error: { message: 'again' }, retryInSeconds: 0 })).id,
@@ -106,6 +107,24 @@ describe('the claim hint', () => {
         await reschedule(db, last!.id, { priority: 9 });
         return last!.id;
       },
+      // A job held behind its key, given its turn when the key's running job completes.
+      'given its turn': async (_high, session) => {
+        const keyed = { queue: 'q', type: 't', priority: 9, concurrencyKey: 'k', concurrencyLimit: 1 };
+        await enqueue(db, { ...keyed, payload: { n: 'first of its key' } });
+        const [running] = await claimBatch(db, { max: 1, workerId: 'other' });
+        const { job: held } = await enqueue(db, { ...keyed, payload: { n: 'second of its key' } });
+        const [row] = await db.query<{ state: string }>({
+          text: 'SELECT state FROM skiplock.jobs WHERE id = $1',
+          params: [held.id],
+        });
+        expect(row?.state).toBe('held');
+        // The enqueue counted a change: two claims make the session a hint again.
+        await claimOne(session);
+        await claimOne(session);
+        expect(await hint(session)).not.toBe('');
+        await complete(db, { id: running!.id, leaseToken: running!.leaseToken });
+        return held.id;
+      },
       updated: async () => {
         const [last] = await db.query<{ id: string }>({
           text: `UPDATE skiplock.jobs SET priority = 9
@@ -119,7 +138,7 @@ describe('the claim hint', () => {
       await db.query({ text: 'DELETE FROM skiplock.jobs', params: [] });
       const { session, high } = await hintedPastHighJob(url, db);
       try {
-        const ahead = await makeWaiting(high);
+        const ahead = await makeWaiting(high, session);
         expect((await claimOne(session))?.id, change).toBe(ahead);
       } finally {
         await session.close();
