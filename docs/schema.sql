@@ -3442,12 +3442,17 @@ BEGIN
 END
 $$;
 
-FUNCTION window_opens_at(starts timestamp with time zone[], seconds integer, at timestamp with time zone) RETURNS timestamp with time zone LANGUAGE sql IMMUTABLE AS $$
-  SELECT min(s) + make_interval(secs => seconds) FROM unnest(starts) s WHERE s > at - make_interval(secs => seconds)
+FUNCTION window_opens_at(starts timestamp with time zone[], seconds integer, at timestamp with time zone) RETURNS timestamp with time zone LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RETURN (SELECT min(s) + make_interval(secs => seconds) FROM unnest(starts) s
+          WHERE s > at - make_interval(secs => seconds));
+END
 $$;
 
-FUNCTION window_starts(starts timestamp with time zone[], seconds integer, at timestamp with time zone) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
-  SELECT count(*)::integer FROM unnest(starts) s WHERE s > at - make_interval(secs => seconds)
+FUNCTION window_starts(starts timestamp with time zone[], seconds integer, at timestamp with time zone) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RETURN (SELECT count(*)::integer FROM unnest(starts) s WHERE s > at - make_interval(secs => seconds));
+END
 $$;
 
 -- Triggers

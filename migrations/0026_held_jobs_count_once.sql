@@ -1,4 +1,6 @@
--- skiplock 0026: only a change that makes a job waiting counts as one.
+-- skiplock 0026: what keyed jobs cost each statement.
+--
+-- Only a change that makes a job waiting counts as one.
 --
 -- jobs_waiting_again counted every update that left a job anything but
 -- running: a job held behind its key or parked counted too, though neither
@@ -17,6 +19,24 @@ CREATE TRIGGER jobs_waiting_again
   FOR EACH ROW
   WHEN (NEW.state IN ('scheduled', 'queued', 'retrying') AND OLD.state <> 'held')
   EXECUTE FUNCTION skiplock.on_job_waiting_again();
+
+-- 0008's counts of a rate window, in plpgsql. A SQL function that reads
+-- FROM is never inlined, and every statement that called one parsed and
+-- planned its body again; plpgsql keeps the plan for the session.
+CREATE OR REPLACE FUNCTION skiplock.window_starts(starts timestamptz[], seconds integer, at timestamptz) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  RETURN (SELECT count(*)::integer FROM unnest(starts) s WHERE s > at - make_interval(secs => seconds));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION skiplock.window_opens_at(starts timestamptz[], seconds integer, at timestamptz) RETURNS timestamptz
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  RETURN (SELECT min(s) + make_interval(secs => seconds) FROM unnest(starts) s
+          WHERE s > at - make_interval(secs => seconds));
+END
+$$;
 
 -- 0008's fill_key_slots, counting the jobs it turns as one change.
 CREATE OR REPLACE FUNCTION skiplock.fill_key_slots(key_tenants text[], key_names text[]) RETURNS void

@@ -40,7 +40,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0023_finished_jobs_deleted_in_one_place.sql': 'acea1f940d3377dc64c93a905f9ebcb6330d6cdf972dc65d5b995f812799895a',
   '0024_queue_rate_limits_drop.sql': '0a211d6fdf7c683a0d9e277dcb11a7dc84a56742dd4b19e382ded4e91c2b4920',
   '0025_claims_skip_held_rate_keys.sql': '4bcc67a8ee0af2db34026e9007fce29dd11048f9131b0b0a4796737fe6c6a8aa',
-  '0026_held_jobs_count_once.sql': 'c3e9612efb2048b81330895b11665f1bbb3af13bfdd5320c46447a642fa16112',
+  '0026_held_jobs_count_once.sql': '8672ffbe0505147285762eafbebb4f0bad8d27711cc11f93cc3f7e37b523cb41',
 };
 
 /**
