@@ -660,6 +660,8 @@ DECLARE
   key_names text[];
   -- The locked jobs whose key another transaction holds: not started now.
   skipped_addresses tid[];
+  -- Whether a skipped job's key has no row: one to make before locking again.
+  keys_missing boolean;
 BEGIN
   -- Their keys' rows are locked, skipping those another transaction holds
   -- (a claim or a completion of the same key, or an enqueue not yet
@@ -668,32 +670,52 @@ BEGIN
   -- for. The start time is read after the locks: every start a locked key
   -- records committed before it, so the window counted is the one the
   -- starts fall in.
-  WITH rated AS MATERIALIZED (
-    SELECT r.address, r.position, j.id, kj.tenant, kj.key, kj.slot
-    FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
+  -- A key's row goes once its window is empty and no job of it waits for a
+  -- turn or to run again (skiplock.drop_idle_keys); a job that comes back
+  -- to wait as that happens (a retry, a hand-back) finds its key gone: it is
+  -- made again here, with the job's numbers, and the keys locked once more.
+  FOR pass IN 1..2 LOOP
+    WITH rated AS MATERIALIZED (
+      SELECT r.address, r.position, j.id, kj.tenant, kj.key, kj.slot
+      FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
+      JOIN skiplock.jobs j ON j.ctid = r.address
+      JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
+      WHERE kj.rate_limit IS NOT NULL
+    ),
+    locked_keys AS MATERIALIZED (
+      SELECT c.tenant, c.key FROM skiplock.concurrency_keys c
+      JOIN (SELECT DISTINCT d.tenant, d.key FROM rated d) u ON c.tenant = u.tenant AND c.key = u.key
+      ORDER BY c.tenant, c.key
+      FOR UPDATE OF c SKIP LOCKED
+    ),
+    sorted AS MATERIALIZED (
+      SELECT d.*, EXISTS (SELECT 1 FROM locked_keys l WHERE l.tenant = d.tenant AND l.key = d.key) AS key_locked
+      FROM rated d
+    )
+    SELECT array_agg(d.address) FILTER (WHERE d.key_locked), array_agg(d.position) FILTER (WHERE d.key_locked),
+           array_agg(d.id) FILTER (WHERE d.key_locked), array_agg(d.tenant) FILTER (WHERE d.key_locked),
+           array_agg(d.key) FILTER (WHERE d.key_locked), array_agg(d.slot) FILTER (WHERE d.key_locked),
+           array_agg(d.address) FILTER (WHERE NOT d.key_locked),
+           (SELECT array_agg(l.tenant ORDER BY l.tenant, l.key) FROM locked_keys l),
+           (SELECT array_agg(l.key ORDER BY l.tenant, l.key) FROM locked_keys l),
+           bool_or(NOT EXISTS (SELECT 1 FROM skiplock.concurrency_keys c WHERE c.tenant = d.tenant AND c.key = d.key))
+             FILTER (WHERE NOT d.key_locked)
+    INTO job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots, skipped_addresses, key_tenants,
+         key_names, keys_missing
+    FROM sorted d;
+    EXIT WHEN pass = 2 OR NOT coalesce(keys_missing, false);
+    -- In key order, as enqueues make keys, so two statements making the same keys cannot deadlock.
+    INSERT INTO skiplock.concurrency_keys
+      (tenant, key, ordered, slots, on_failure, rate_limit, rate_seconds, rate_mode)
+    SELECT DISTINCT ON (kj.tenant, kj.key) kj.tenant, kj.key, kj.ordered, kj.slots, kj.on_failure, kj.rate_limit,
+           kj.rate_seconds, kj.rate_mode
+    FROM unnest(skipped_addresses) AS r(address)
     JOIN skiplock.jobs j ON j.ctid = r.address
     JOIN skiplock.keyed_jobs kj ON kj.job_id = j.id
     WHERE kj.rate_limit IS NOT NULL
-  ),
-  locked_keys AS MATERIALIZED (
-    SELECT c.tenant, c.key FROM skiplock.concurrency_keys c
-    JOIN (SELECT DISTINCT d.tenant, d.key FROM rated d) u ON c.tenant = u.tenant AND c.key = u.key
-    ORDER BY c.tenant, c.key
-    FOR UPDATE OF c SKIP LOCKED
-  ),
-  sorted AS MATERIALIZED (
-    SELECT d.*, EXISTS (SELECT 1 FROM locked_keys l WHERE l.tenant = d.tenant AND l.key = d.key) AS key_locked
-    FROM rated d
-  )
-  SELECT array_agg(d.address) FILTER (WHERE d.key_locked), array_agg(d.position) FILTER (WHERE d.key_locked),
-         array_agg(d.id) FILTER (WHERE d.key_locked), array_agg(d.tenant) FILTER (WHERE d.key_locked),
-         array_agg(d.key) FILTER (WHERE d.key_locked), array_agg(d.slot) FILTER (WHERE d.key_locked),
-         array_agg(d.address) FILTER (WHERE NOT d.key_locked),
-         (SELECT array_agg(l.tenant ORDER BY l.tenant, l.key) FROM locked_keys l),
-         (SELECT array_agg(l.key ORDER BY l.tenant, l.key) FROM locked_keys l)
-  INTO job_addresses, job_positions, job_ids, job_tenants, job_keys, job_slots, skipped_addresses, key_tenants,
-       key_names
-  FROM sorted d;
+    ORDER BY kj.tenant, kj.key, kj.job_id DESC
+    ON CONFLICT (tenant, key) DO NOTHING;
+  END LOOP;
   IF job_ids IS NULL THEN
     SELECT array_agg(r.address ORDER BY r.position) INTO admitted
     FROM unnest(locked_rows) WITH ORDINALITY AS r(address, position)
@@ -728,7 +750,8 @@ BEGIN
                                                    WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting')
                          THEN least(c.refill_at, skiplock.window_opens_at(
                                 c.starts || array_fill(claimed_at, ARRAY[n.admitted]), c.rate_seconds, claimed_at))
-                         ELSE c.refill_at END
+                         -- Else its visit after the window, which drops it if idle by then.
+                         ELSE coalesce(c.refill_at, claimed_at + make_interval(secs => c.rate_seconds)) END
     FROM (SELECT d.tenant, d.key, count(*) FILTER (WHERE d.admit)::integer AS admitted,
                  count(*) FILTER (WHERE NOT d.admit)::integer AS held,
                  count(*) FILTER (WHERE d.slot = 'taken')::integer AS had_turns
@@ -736,8 +759,9 @@ BEGIN
     WHERE c.tenant = n.tenant AND c.key = n.key
   ),
   started AS (
-    UPDATE skiplock.keyed_jobs kj SET slot = CASE WHEN d.admit THEN 'started' ELSE 'waiting' END
-    FROM judged d WHERE kj.job_id = d.id AND (NOT d.admit OR d.slot <> 'started')
+    -- A started job holds nothing of its key: its record is released now, not at its end.
+    UPDATE skiplock.keyed_jobs kj SET slot = CASE WHEN d.admit THEN 'released' ELSE 'waiting' END
+    FROM judged d WHERE kj.job_id = d.id AND (NOT d.admit OR d.slot <> 'released')
   )
   SELECT array_agg(d.address), array_agg(d.key), array_agg(d.rate_limit), array_agg(d.rate_seconds)
   INTO held_addresses, held_keys, held_limits, held_seconds
@@ -1213,9 +1237,11 @@ BEGIN
   -- Start the locked jobs, by the row's address: each is locked, so it stays
   -- where the lock found it, and no index is searched again. Each comes back
   -- with its place in the claim's order.
-  -- Jobs of rate keys start only while their key's window has room: one
-  -- probe when no rate key is in use.
-  IF EXISTS (SELECT 1 FROM skiplock.concurrency_keys c WHERE c.rate_limit IS NOT NULL) THEN
+  -- Jobs of rate keys start only while their key's window has room: two
+  -- probes when no rate key is in use (a job that waits again after its
+  -- key was dropped is one still: its record says started).
+  IF EXISTS (SELECT 1 FROM skiplock.concurrency_keys c WHERE c.rate_limit IS NOT NULL)
+     OR EXISTS (SELECT 1 FROM skiplock.keyed_jobs kj WHERE kj.slot = 'started') THEN
     SELECT a.admitted, a.claimed_at INTO locked_rows, claimed_at FROM skiplock.admit_rate_limited(locked_rows) a;
     IF locked_rows IS NULL THEN
       RETURN;
@@ -2074,9 +2100,11 @@ FUNCTION fill_key_slots(key_tenants text[], key_names text[]) RETURNS void LANGU
 DECLARE
   turned integer;
   rated boolean;
+  -- Whether a key drops its excess: only then can an unsettled job end here.
+  dropping boolean;
 BEGIN
   WITH keys AS MATERIALIZED (
-    SELECT c.tenant, c.key, c.ordered, c.rate_limit IS NOT NULL AS rated,
+    SELECT c.tenant, c.key, c.ordered, c.rate_limit IS NOT NULL AS rated, c.rate_mode = 'drop' AS drops,
            CASE WHEN c.rate_limit IS NULL THEN c.slots - c.taken
                 ELSE c.rate_limit - c.taken - skiplock.window_starts(c.starts, c.rate_seconds, now()) END AS free
     FROM unnest(key_tenants, key_names) AS u(tenant, key)
@@ -2113,7 +2141,9 @@ BEGIN
     FROM granted g WHERE j.id = g.job_id AND j.state = 'held'
     RETURNING j.id
   )
-  SELECT count(*), (SELECT coalesce(bool_or(k.rated), false) FROM keys k) INTO turned, rated FROM woken;
+  SELECT count(*), (SELECT coalesce(bool_or(k.rated), false) FROM keys k),
+         (SELECT coalesce(bool_or(k.drops), false) FROM keys k)
+  INTO turned, rated, dropping FROM woken;
   IF turned > 0 THEN
     -- Once for every job turned: jobs_waiting_again leaves held jobs to this.
     PERFORM skiplock.note_waiting_change();
@@ -2123,8 +2153,10 @@ BEGIN
   END IF;
 
   -- The just-inserted jobs of a 'drop' key without a turn end cancelled,
-  -- saying why, as a cancel would end them.
-  IF rated THEN
+  -- saying why, as a cancel would end them. Only when such a key is among
+  -- these: the statement's insert into the history runs its triggers even
+  -- when it ends nothing.
+  IF dropping THEN
     WITH dropped AS (
       UPDATE skiplock.keyed_jobs kj SET slot = 'released'
       FROM unnest(key_tenants, key_names) AS u(tenant, key)
@@ -2441,6 +2473,10 @@ $$;
 FUNCTION on_job_waiting_again() RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   PERFORM skiplock.note_waiting_change();
+  IF OLD.state IN ('running', 'parked') THEN
+    UPDATE skiplock.keyed_jobs kj SET slot = 'started'
+    WHERE kj.job_id = NEW.id AND kj.rate_limit IS NOT NULL AND kj.slot = 'released';
+  END IF;
   RETURN NEW;
 END
 $$;
@@ -3332,7 +3368,7 @@ BEGIN
   SELECT q.dead_letter_queue INTO target FROM skiplock.queues q WHERE q.name = NEW.queue;
   IF target IS NULL
      OR EXISTS (SELECT 1 FROM skiplock.keyed_jobs k
-                WHERE k.job_id = NEW.id AND k.slot IN ('taken', 'started', 'waiting'))
+                WHERE k.job_id = NEW.id AND (k.slot IN ('taken', 'started', 'waiting') OR k.rate_limit IS NOT NULL))
      OR EXISTS (SELECT 1 FROM skiplock.job_events e
                 WHERE e.job_id = NEW.id AND e.kind = 'retried' AND e.detail ? 'deadLetter') THEN
     RETURN NULL;

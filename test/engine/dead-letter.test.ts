@@ -76,6 +76,11 @@ describe('dead-letter queues', () => {
     const keyed = (await enqueue(db, { queue: 'sync', concurrencyKey: 'acct-1' })).job.id;
     await failForGood(db, 'sync');
     expect(await getJob(db, keyed)).toMatchObject({ queue: 'sync', status: 'failed' });
+    // So does a rate key's, though its key record was released when it started.
+    const rateKeyed = (await enqueue(db, { queue: 'sync', rateKey: 'acct-1', rateLimit: 5, ratePeriodSeconds: 1 })).job
+      .id;
+    await failForGood(db, 'sync');
+    expect(await getJob(db, rateKeyed)).toMatchObject({ queue: 'sync', status: 'failed' });
 
     const elsewhere = (await enqueue(db, { queue: 'plain' })).job.id;
     await failForGood(db, 'plain');

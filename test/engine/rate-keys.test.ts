@@ -277,6 +277,25 @@ describe('rate keys', () => {
       .toBe(0);
   });
 
+  it('runs a started job again after its key was dropped, counting it in a new window', async () => {
+    const { db } = await open('pg');
+    await enqueue(db, rated('a'));
+    const [started] = await claimAll(db);
+    // Its window empties while it runs, and the key goes: a started job holds nothing of it.
+    await expect
+      .poll(async () => {
+        await claimAll(db);
+        return (await listKeys(db)).keys.length;
+      })
+      .toBe(0);
+    await failMany(db, [{ ...started!, error: { message: 'try again' }, retryInSeconds: 0 }]);
+    const [retried] = await claimUntil(db, 1);
+    expect(retried).toMatchObject({ payload: 'a', attempts: 2 });
+    expect((await listKeys(db)).keys).toEqual([
+      expect.objectContaining({ key: 'store:acme', rate: expect.objectContaining({ limit: 2, startsInWindow: 1 }) }),
+    ]);
+  });
+
   it("leaves its key's row unwritten when a started job ends and the key has more to run", async () => {
     const { db } = await open('pg');
     await enqueueBatch(db, [rated('a'), rated('b')]);

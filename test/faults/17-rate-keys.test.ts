@@ -51,6 +51,15 @@ const DROPPING: RateKey[] = [
   { tenant: 'acme', key: 'ping', limit: 4, periodSeconds: 1 },
   { tenant: 'globex', key: 'ping', limit: 5, periodSeconds: 2 },
 ];
+/**
+ * A key whose jobs run longer than its window, each failing its first
+ * attempt: a started job holds nothing of its key, so the key's row goes
+ * while they run, and the claims of their retries make it again.
+ */
+const SLOW_KEY: RateKey = { tenant: 'acme', key: 'slow', limit: 3, periodSeconds: 1 };
+const SLOW_JOBS = 3;
+const SLOW_WORK_MS = 2500;
+const SLOW_LEASE_SECONDS = 10;
 const LEASE_SECONDS = 2;
 const KILLS = 3;
 /** One job in this many fails its first attempt. */
@@ -128,6 +137,12 @@ SELECT count(*) FILTER (WHERE kj.tenant = $3 AND kj.key = $4 AND r.started_at > 
           AND NOT EXISTS (SELECT 1 FROM claim_starts c WHERE c.job_id = k.job_id AND c.started_at <= $1::timestamptz))
          AS "heldKeyWaiting"
 FROM claim_starts r JOIN skiplock.keyed_jobs kj ON kj.job_id = r.job_id`;
+
+/** The slow key: whether its row is there, and its jobs running now. */
+const slowKeySql = /* sql */ `
+SELECT EXISTS (SELECT 1 FROM skiplock.concurrency_keys c WHERE c.tenant = $1 AND c.key = $2) AS present,
+       (SELECT count(*)::integer FROM skiplock.keyed_jobs kj JOIN skiplock.jobs j ON j.id = kj.job_id
+        WHERE kj.tenant = $1 AND kj.key = $2 AND j.state = 'running') AS running`;
 
 /** Per rate key, sampled: its own record of its starts in the window ending now, and its jobs held. */
 const sampleSql = /* sql */ `
@@ -238,10 +253,26 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
         backoffBaseSeconds: 0.1,
         backoffMaxSeconds: 0.5,
       }));
+    inputs.push(
+      ...Array.from({ length: SLOW_JOBS }, (_, n) => ({
+        queue: 'rate',
+        type: KEYED_TYPE,
+        tenant: SLOW_KEY.tenant,
+        rateKey: SLOW_KEY.key,
+        rateLimit: SLOW_KEY.limit,
+        ratePeriodSeconds: SLOW_KEY.periodSeconds,
+        payload: { seq: inputs.length + n, workMs: SLOW_WORK_MS, failFirst: true },
+        leaseSeconds: SLOW_LEASE_SECONDS,
+        maxAttempts: 10,
+        backoffBaseSeconds: 0.1,
+        backoffMaxSeconds: 0.5,
+      })),
+    );
     const JOBS = inputs.length;
     const failingFirst = inputs.filter((input) => (input.payload as { failFirst: boolean }).failFirst).length;
 
     let samplesAbove = 0;
+    let slowKeyGoneWhileRunning = 0;
     const sampledBusiest = new Map<string, number>();
     const sampledHeld = new Map<string, number>();
     const started = Date.now();
@@ -262,6 +293,11 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
           sampledHeld.set(name, Math.max(sampledHeld.get(name) ?? 0, row.held));
           if (row.inWindow > row.limit) samplesAbove += 1;
         }
+        const [slow] = await sampler.query<{ present: boolean; running: number }>({
+          text: slowKeySql,
+          params: [SLOW_KEY.tenant, SLOW_KEY.key],
+        });
+        if (!slow!.present && slow!.running > 0) slowKeyGoneWhileRunning += 1;
       },
       during: () => holdKeyRow(url),
     });
@@ -340,8 +376,11 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
     const throttledOutcomes = THROTTLED.map((key) => outcomeOf.get(keyName(key)));
     const dropOutcomes = DROPPING.map((key) => outcomeOf.get(keyName(key)));
     const heldKeyOutcome = outcomeOf.get(keyName(HELD_KEY));
+    const slowKeyOutcome = outcomeOf.get(keyName(SLOW_KEY));
     const succeededAtOnce =
-      throttledOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0) + (heldKeyOutcome?.succeeded ?? 0);
+      throttledOutcomes.reduce((sum, row) => sum + (row?.succeeded ?? 0), 0) +
+      (heldKeyOutcome?.succeeded ?? 0) +
+      (slowKeyOutcome?.succeeded ?? 0);
     const acceptedEverHeld = dropOutcomes.reduce((sum, row) => sum + (row?.succeededEverHeld ?? 0), 0);
     const {
       jobs: dropJobs,
@@ -382,7 +421,8 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
       name: 'Rate keys under contention',
       load:
         `${JOBS} jobs: ${JOBS - HELD_KEY_JOBS} of ${THROTTLED.length} throttled rate keys (2 tenants × 4, the same key names with other limits, 3 to 10 starts per 1 or 2 s), ` +
-        `each with 4 to 6 windows' worth, and ${HELD_KEY_JOBS} of ${keyName(HELD_KEY)}, whose limit never binds, ` +
+        `each with 4 to 6 windows' worth, ${HELD_KEY_JOBS} of ${keyName(HELD_KEY)}, whose limit never binds, ` +
+        `and ${SLOW_JOBS} of ${keyName(SLOW_KEY)} (${SLOW_KEY.limit}/${SLOW_KEY.periodSeconds} s) of ${seconds(SLOW_WORK_MS)} each, failing their first attempt, ` +
         `enqueued at once; work of 10 to 150 ms, ${failingFirst} failing their first attempt; ` +
         `then ${drops.enqueued} jobs of ${DROPPING.length} 'drop' rate keys, one per key every ${DROP_EVERY_MS} ms for ${seconds(DROP_STREAM_MS)}; ` +
         `${DRAINS} drain processes + ${PULL_WORKERS} pull-worker processes × 4, lease ${LEASE_SECONDS} s`,
@@ -395,6 +435,7 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
         `limit violations here: windows (period-long, ending at a start) with more starts of a key than its limit, from the start time each claim gave the job (a trigger noted every claim's start: ${record.starts} starts, every attempt of every job, the killed ones' included) (${violations.length}); samples of a key's own window above its limit (${samplesAbove})`,
         `while another transaction held ${keyName(HELD_KEY)}'s row (${holdSeconds.toFixed(1)} s by the database's clock), claims waiting for it: at most ${run.during.mostClaimsWaiting} in ${run.during.samples} samples; the claims started ${duringHold!.otherKeys} jobs of the other keys and ${duringHold!.heldKey} of its ${duringHold!.heldKeyWaiting} waiting: they passed over its jobs rather than wait for it`,
         `throttled keys: ${keyLine(THROTTLED)}`,
+        `a key whose jobs outlast its window: ${keyLine([SLOW_KEY])}; its row gone while its jobs ran in ${slowKeyGoneWhileRunning} samples (a started job holds nothing of its key), made again by the claims of their retries, which counted their starts`,
         `drop keys: ${dropLine}; every dropped job cancelled with RateLimitedError, never started (${dropsExplained} of ${dropCancelled}), none dropped while its window had room (${droppedWithRoom.length}), none let through then held (${acceptedEverHeld})`,
         `${record.starts} starts for ${JOBS + dropSucceeded} jobs run: ${record.laterAttempts} later attempts, ${record.startsAfterFailure} after a failed attempt and ${record.startsAfterLapse} after a lease lapsed (the jobs a killed worker held), each counted in its key's window, and ${record.startsAfterRelease} after a drain's deadline cut one off; ${record.handedBack} claims handed back unstarted, their attempts not counted`,
       ],
@@ -438,9 +479,14 @@ describe('scenario 17: rate keys under 8 drains and 8 pull workers, workers kill
       expect((figures.lastMs - figures.firstMs) / 1000).toBeGreaterThanOrEqual(3 * key.periodSeconds);
       expect(outcomeOf.get(keyName(key))!.heldEvents).toBeGreaterThan(0);
     }
+    // The slow key was dropped while its jobs ran, and their retries were counted in a window of their own.
+    expect(slowKeyGoneWhileRunning).toBeGreaterThan(0);
+    expect(perKey.get(keyName(SLOW_KEY))!.starts).toBeGreaterThanOrEqual(2 * SLOW_JOBS);
+    expect(perKey.get(keyName(SLOW_KEY))!.busiest).toBeLessThanOrEqual(SLOW_KEY.limit);
     // (b) Every job succeeded, once.
     expect(throttledOutcomes.map((row) => row?.succeeded)).toEqual(THROTTLED.map((key) => key.limit * windowsOf(key)));
     expect(heldKeyOutcome?.succeeded).toBe(HELD_KEY_JOBS);
+    expect(slowKeyOutcome?.succeeded).toBe(SLOW_JOBS);
     expect(lost).toBe(0);
     expect(twice).toEqual([]);
     // (c) The drop keys: each job either let through and succeeded, or dropped as the answer said, with cause.
