@@ -750,8 +750,12 @@ BEGIN
                                                    WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting')
                          THEN least(c.refill_at, skiplock.window_opens_at(
                                 c.starts || array_fill(claimed_at, ARRAY[n.admitted]), c.rate_seconds, claimed_at))
-                         -- Else its visit after the window, which drops it if idle by then.
-                         ELSE coalesce(c.refill_at, claimed_at + make_interval(secs => c.rate_seconds)) END
+                         -- Else, when its last turn has started, its visit after the window,
+                         -- which drops it if idle by then; while turns are left, the start of
+                         -- the last one asks (a visit kept due indexes every write of the row).
+                         WHEN c.taken - n.had_turns = 0
+                         THEN coalesce(c.refill_at, claimed_at + make_interval(secs => c.rate_seconds))
+                         ELSE c.refill_at END
     FROM (SELECT d.tenant, d.key, count(*) FILTER (WHERE d.admit)::integer AS admitted,
                  count(*) FILTER (WHERE NOT d.admit)::integer AS held,
                  count(*) FILTER (WHERE d.slot = 'taken')::integer AS had_turns

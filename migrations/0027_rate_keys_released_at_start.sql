@@ -5,8 +5,8 @@
 -- end writes nothing of the key, where each completion of such jobs marked
 -- their records released, locked their keys and looked for idle ones to
 -- drop. An idle key is dropped by the key's visit after its window
--- (skiplock.refill_rate_keys), which a start that leaves nothing held asks
--- for. A started job that waits again (a retry, a hand-back, a parked job
+-- (skiplock.refill_rate_keys), which the start of its last turn asks for.
+-- A started job that waits again (a retry, a hand-back, a parked job
 -- woken) marks its record started again, which keeps its key from being
 -- dropped and makes claims look at rate keys; the claim that starts it
 -- again makes its key again if it was dropped, and counts that start.
@@ -128,8 +128,12 @@ BEGIN
                                                    WHERE kj.tenant = c.tenant AND kj.key = c.key AND kj.slot = 'waiting')
                          THEN least(c.refill_at, skiplock.window_opens_at(
                                 c.starts || array_fill(claimed_at, ARRAY[n.admitted]), c.rate_seconds, claimed_at))
-                         -- Else its visit after the window, which drops it if idle by then.
-                         ELSE coalesce(c.refill_at, claimed_at + make_interval(secs => c.rate_seconds)) END
+                         -- Else, when its last turn has started, its visit after the window,
+                         -- which drops it if idle by then; while turns are left, the start of
+                         -- the last one asks (a visit kept due indexes every write of the row).
+                         WHEN c.taken - n.had_turns = 0
+                         THEN coalesce(c.refill_at, claimed_at + make_interval(secs => c.rate_seconds))
+                         ELSE c.refill_at END
     FROM (SELECT d.tenant, d.key, count(*) FILTER (WHERE d.admit)::integer AS admitted,
                  count(*) FILTER (WHERE NOT d.admit)::integer AS held,
                  count(*) FILTER (WHERE d.slot = 'taken')::integer AS had_turns

@@ -41,7 +41,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '0024_queue_rate_limits_drop.sql': '0a211d6fdf7c683a0d9e277dcb11a7dc84a56742dd4b19e382ded4e91c2b4920',
   '0025_claims_skip_held_rate_keys.sql': '4bcc67a8ee0af2db34026e9007fce29dd11048f9131b0b0a4796737fe6c6a8aa',
   '0026_held_jobs_count_once.sql': '8672ffbe0505147285762eafbebb4f0bad8d27711cc11f93cc3f7e37b523cb41',
-  '0027_rate_keys_released_at_start.sql': '89b0ed69056c7303881b1dcaebdc788125682c51cb9556966f081e7baa1bb9f3',
+  '0027_rate_keys_released_at_start.sql': 'fa6afe9c88816151c1c12fcc07bbab7e7aa7ab99e0df85d2fe07c013bbf3a3cd',
 };
 
 /**
