@@ -5,7 +5,7 @@ import { pgDb } from '../../src/db/pg';
 import { sleep } from '../../src/engine/sleep';
 import { runHistory, untilAllSucceeded } from './support/history';
 import { enqueueMany, jobs } from './support/load';
-import { STACK_ADMIN_TOKEN, workerStackPerFile, type WorkerStack } from './support/local-stack';
+import { fetchPastDevProxyDrops, STACK_ADMIN_TOKEN, workerStackPerFile, type WorkerStack } from './support/local-stack';
 import { processes } from './support/processes';
 import { recordScenario, seconds } from './support/report';
 
@@ -24,12 +24,16 @@ interface Answer {
 }
 
 /** One enqueue over HTTP; a refused connection would be a failed request, which must not happen either. */
-async function enqueueOverHttp(stack: WorkerStack, i: number): Promise<Answer> {
-  const response = await fetch(`${stack.url}/v1/queues/restart/jobs`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${STACK_ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'noop', payload: { i } }),
-  });
+async function enqueueOverHttp(stack: WorkerStack, i: number, devProxyDrops: { count: number }): Promise<Answer> {
+  const response = await fetchPastDevProxyDrops(
+    `${stack.url}/v1/queues/restart/jobs`,
+    {
+      method: 'POST',
+      headers: { authorization: `Bearer ${STACK_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'noop', payload: { i } }),
+    },
+    devProxyDrops,
+  );
   const body = (await response.json()) as { id?: string; type?: string };
   const answer: Answer = {
     atMs: Date.now(),
@@ -54,11 +58,12 @@ describe('scenario 2: Postgres stopped and started during drains and HTTP enqueu
     await spawn.nodeWorker(postgres.url, 'node-restart', { WORKER_CONCURRENCY: '4', POLL_INTERVAL_MS: '100' });
 
     const answers: Answer[] = [];
+    const devProxyDrops = { count: 0 };
     let enqueuing = true;
     let sent = 0;
     const clients = Array.from({ length: CLIENTS }, async () => {
       while (enqueuing) {
-        answers.push(await enqueueOverHttp(stack, sent++));
+        answers.push(await enqueueOverHttp(stack, sent++, devProxyDrops));
         await sleep(20);
       }
     });
@@ -105,6 +110,7 @@ describe('scenario 2: Postgres stopped and started during drains and HTTP enqueu
         `every 503 is application/problem+json: ${unavailable.every((answer) => answer.contentType === 'application/problem+json')}; types: ${[...new Set(unavailable.map((answer) => answer.problemType))].join(', ') || 'none'}`,
         `${acknowledged.length} acknowledged enqueues, ${found.length} found afterwards; ${counts.succeeded} of ${counts.total} jobs succeeded`,
         `drains that failed while Postgres was down: ${stack.drainFailures.length}`,
+        `requests wrangler dev's proxy dropped before the Worker, sent again: ${devProxyDrops.count}`,
       ],
     });
 

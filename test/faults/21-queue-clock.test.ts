@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { pgDb } from '../../src/db/pg';
 import { sleep } from '../../src/engine/sleep';
 import { runHistory, untilAllSucceeded } from './support/history';
-import { STACK_ADMIN_TOKEN, workerStackPerFile, type WorkerStack } from './support/local-stack';
+import { fetchPastDevProxyDrops, STACK_ADMIN_TOKEN, workerStackPerFile, type WorkerStack } from './support/local-stack';
 import { heldAnswers, type HeldAnswers } from './support/held-answers';
 import { recordScenario, seconds } from './support/report';
 
@@ -47,7 +47,7 @@ interface Written {
 }
 
 async function enqueue(stack: WorkerStack, job: Record<string, unknown>): Promise<{ id: string; atMs: number }> {
-  const response = await fetch(`${stack.url}/v1/queues/${QUEUE}/jobs`, {
+  const response = await fetchPastDevProxyDrops(`${stack.url}/v1/queues/${QUEUE}/jobs`, {
     method: 'POST',
     headers,
     body: JSON.stringify(job),
@@ -58,7 +58,7 @@ async function enqueue(stack: WorkerStack, job: Record<string, unknown>): Promis
 }
 
 async function reschedule(stack: WorkerStack, id: string, runAtMs: number): Promise<number> {
-  const response = await fetch(`${stack.url}/v1/jobs/${id}`, {
+  const response = await fetchPastDevProxyDrops(`${stack.url}/v1/jobs/${id}`, {
     method: 'PATCH',
     headers,
     body: JSON.stringify({ runAt: new Date(runAtMs).toISOString() }),

@@ -145,3 +145,26 @@ export function workerStackPerFile(): {
     },
   };
 }
+
+/**
+ * wrangler dev's own proxy sometimes drops a request that is not a GET on its
+ * way to the Worker, when a keep-alive connection between them closes at that
+ * moment, and answers 503 text/plain asking for it again
+ * (cloudflare/workers-sdk#14641). That answer is not the Worker's, so this
+ * sends the request again, as it asks, and counts it in `drops`.
+ */
+export async function fetchPastDevProxyDrops(
+  url: string,
+  init: RequestInit,
+  drops: { count: number } = { count: 0 },
+): Promise<Response> {
+  for (;;) {
+    const response = await fetch(url, init);
+    if (response.status !== 503 || response.headers.get('retry-after') !== '0') return response;
+    const text = await response.text();
+    if (!text.startsWith('Your worker restarted mid-request')) {
+      return new Response(text, { status: response.status, headers: response.headers });
+    }
+    drops.count++;
+  }
+}
