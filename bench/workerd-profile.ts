@@ -197,7 +197,7 @@ async function main(): Promise<void> {
       if (!response.ok) throw new Error(`batch enqueue: ${response.status}`);
     }
     const drainProfile = await profiled(inspector, 'drain', async () => {
-      const trigger = startScheduledTrigger(workerd.url, { crons: ['* * * * *'], everySeconds: 1 }, () => {});
+      const trigger = startScheduledTrigger(workerd.entryUrl, { crons: ['* * * * *'], everySeconds: 1 }, () => {});
       try {
         for (;;) {
           const [row] = await database.db.query<{ left: number }>({

@@ -11,8 +11,10 @@ import { BENCH_ADMIN_TOKEN } from './worker-stack';
 
 /** The reference Worker served by workerd alone, on a database of its own. */
 export interface WorkerdStack {
-  /** Straight to workerd: no wrangler, no proxy Worker. */
+  /** The Worker's own socket in workerd: no wrangler, no proxy Worker, not Miniflare's entry Worker. */
   url: string;
+  /** Miniflare's entry Worker, which serves the scheduled trigger's path (`/cdn-cgi/handler/scheduled`). */
+  entryUrl: string;
   /** Where the bundle is: worker.js, and worker.js.map when asked for. */
   bundleDir: string;
   /** What the Worker has sent towards Postgres through the Neon proxy so far. */
@@ -106,15 +108,21 @@ export async function startWorkerdStack(
     },
     host: '127.0.0.1',
     port: 0,
+    // The Worker's own socket, as Cloudflare's edge reaches a deployed one:
+    // Miniflare's entry Worker (its URL below) is a hop no deployment has.
+    unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
     ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
   });
-  const url = (await worker.ready).href.replace(/\/$/, '');
+  // The scheduled trigger's path is served by Miniflare's entry Worker.
+  const entryUrl = (await worker.ready).href.replace(/\/$/, '');
+  const url = (await worker.unsafeGetDirectURL()).href.replace(/\/$/, '');
   const trigger =
     options.cron === false
       ? undefined
-      : startScheduledTrigger(url, { crons: ['* * * * *'], everySeconds: 1 }, (line) => console.error(line));
+      : startScheduledTrigger(entryUrl, { crons: ['* * * * *'], everySeconds: 1 }, (line) => console.error(line));
   return {
     url,
+    entryUrl,
     bundleDir,
     traffic: () => proxy.traffic(),
     async invocations() {
