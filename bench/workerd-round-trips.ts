@@ -61,9 +61,9 @@ export function roundTripTargets(runs: readonly RoundTripRun[]): string[] {
         `A job enqueued on an idle system at ${rtt} ms starts (p50) ${ms(start)} after its send. Within two round trips plus 10 ms (${ms(2 * rtt + 10)}): ${verdict(start <= 2 * rtt + 10)}.`,
       );
     if (near !== undefined) {
-      const share = far.noop.jobsPerSecond / near.noop.jobsPerSecond;
+      const share = far.noop.drainJobsPerSecond / near.noop.drainJobsPerSecond;
       lines.push(
-        `No-op jobs through the Worker at ${rtt} ms: ${formatNumber(far.noop.jobsPerSecond)} a second, ${share.toFixed(2)}x of ${formatNumber(near.noop.jobsPerSecond)} at 0 ms. At least 0.8x: ${verdict(share >= 0.8)}.`,
+        `No-op jobs through the Worker at ${rtt} ms, from the first start to the last end: ${formatNumber(far.noop.drainJobsPerSecond)} a second, ${share.toFixed(2)}x of ${formatNumber(near.noop.drainJobsPerSecond)} at 0 ms. At least 0.8x: ${verdict(share >= 0.8)}.`,
       );
     }
   }
@@ -95,7 +95,14 @@ export function roundTripTable(runs: readonly RoundTripRun[]): string[] {
     ['a job enqueued on an idle system, send to start: p50 / p99 (ms)', (run) => pair(run.idleStart.sentToStartMs)],
     ['64 clients enqueueing single jobs (requests/s)', (run) => formatNumber(run.burst.enqueuesPerSecond)],
     ['workerd CPU per enqueue request in that burst (ms)', (run) => cpu(run.burst.cpuMsPerRequest.workerd, 2)],
-    ['no-op jobs through the cron drain (jobs/s)', (run) => formatNumber(run.noop.jobsPerSecond)],
+    [
+      'no-op jobs through the cron drain, first start to last end (jobs/s)',
+      (run) => formatNumber(run.noop.drainJobsPerSecond),
+    ],
+    [
+      'the same, from the first enqueue sent until all were seen finished (jobs/s)',
+      (run) => formatNumber(run.noop.jobsPerSecond),
+    ],
     ['workerd CPU per drained no-op job (ms)', (run) => cpu(run.noop.cpuMsPerJob.workerd, 2)],
     ['jobs of 50 ms of I/O (jobs/s)', (run) => formatNumber(run.io.jobsPerSecond)],
     ['requests to the database per no-op job', (run) => run.noop.tripsPerJob.http.toFixed(3)],

@@ -13,7 +13,13 @@ const cpu = (workerd: number) => ({ workerd, node: 0.1, postgres: undefined });
 /** A pass at `roundTripMs`, with the figures given on top of ones that meet every target. */
 function run(roundTripMs: number, figures: { single?: number; start?: number; noop?: number; cpu?: number } = {}) {
   const pair = (p50: number) => ({ p50, p99: p50 * 2 });
-  const burnDown = { jobs: 10_000, seconds: 1, jobsPerSecond: figures.noop ?? 8000, statementsPerJob: 0.05 };
+  const burnDown = {
+    jobs: 10_000,
+    seconds: 1.5,
+    jobsPerSecond: 6500,
+    drainJobsPerSecond: figures.noop ?? 8000,
+    statementsPerJob: 0.05,
+  };
   return {
     networkDelay: { roundTripMs, jitterMs: 0 },
     measuredAt: '2026-11-28T07:00:00.000Z',
@@ -37,7 +43,7 @@ function run(roundTripMs: number, figures: { single?: number; start?: number; no
       cpuMsPerRequest: cpu(figures.cpu ?? 0.4),
     },
     noop: { ...burnDown, cpuMsPerJob: cpu(0.05), tripsPerJob: { http: 0.03, webSocket: 0 } },
-    io: { ...burnDown, jobsPerSecond: 1500, cpuMsPerJob: cpu(0.08) },
+    io: { ...burnDown, jobsPerSecond: 1500, drainJobsPerSecond: 1600, cpuMsPerJob: cpu(0.08) },
   } satisfies RoundTripRun;
 }
 
@@ -60,7 +66,7 @@ describe("bench:workerd's round-trip table", () => {
     expect(missed.filter((line) => line.endsWith('**not met**.'))).toEqual([
       'A single enqueue at 50 ms: p50 56 ms, the round trip plus 6 ms. At most plus 5 ms: **not met**.',
       'A job enqueued on an idle system at 50 ms starts (p50) 111 ms after its send. Within two round trips plus 10 ms (110 ms): **not met**.',
-      'No-op jobs through the Worker at 50 ms: 7,900 a second, 0.79x of 10,000 at 0 ms. At least 0.8x: **not met**.',
+      'No-op jobs through the Worker at 50 ms, from the first start to the last end: 7,900 a second, 0.79x of 10,000 at 0 ms. At least 0.8x: **not met**.',
       'workerd CPU per single enqueue request: 0.40 / 0.60 ms. At most 0.5 ms: **not met**.',
     ]);
   });
