@@ -42,7 +42,7 @@ export interface DrainOptions {
   subrequests?: SubrequestBudget;
   /** The invocation's connections, when it limits them (Workers): handlers' `ctx.fetch` waits for one. */
   connections?: ConnectionGate;
-  /** Called once, when a claim first comes back full (see JobLoopOptions.onBacklog). */
+  /** Called when a claim comes back full (see JobLoopOptions.onBacklog). */
   onBacklog?: () => void;
   /** Delivers the jobs of queues with a delivery target it can reach (see QueueDeliveries); none when left out. */
   deliveries?: QueueDeliveries | undefined;

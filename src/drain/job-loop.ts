@@ -91,8 +91,9 @@ export interface JobLoopOptions {
   /** The delivery targets this loop delivers queues' jobs to (set per queue over the API); none when left out. */
   deliveries?: QueueDeliveries | undefined;
   /**
-   * Called once, the first time a claim comes back full: more jobs may wait
-   * than this loop holds (a Worker drain starts helpers then, see DRAIN_FANOUT).
+   * Called each time a claim comes back full: more jobs may wait than this
+   * loop holds (a Worker drain starts helpers then, see DRAIN_FANOUT, and
+   * decides itself how often to look again).
    */
   onBacklog?: () => void;
   /**
@@ -226,7 +227,6 @@ class JobLoop {
   private claimingEnds = false;
   /** The lease of the last job claimed: what the next claim's jobs likely get. */
   private lastLeaseSeconds = DEFAULT_LEASE_SECONDS;
-  private backlogReported = false;
   /** Wakes the loop: a slot freed or a claim came back. */
   private readonly wake = new WakeUp();
   private readonly completions: CompletionBatch;
@@ -442,7 +442,7 @@ class JobLoop {
     });
   }
 
-  /** A claim came back: its jobs wait for a slot, and what it says about the queue is kept; the first full one reports a backlog. */
+  /** A claim came back: its jobs wait for a slot, and what it says about the queue is kept; a full one reports a backlog. */
   private claimAnswered(jobs: readonly ClaimedJob[], max: number, claimSentAt: number): void {
     this.counts.claimed += jobs.length;
     const claimAnsweredAt = Date.now();
@@ -450,10 +450,7 @@ class JobLoop {
     for (const job of jobs) this.held.push({ job, claimSentAt, claimAnsweredAt });
     if (jobs.length > 0) this.lastLeaseSeconds = jobs[jobs.length - 1]!.leaseSeconds;
     this.lastClaim = { found: jobs.length > 0, full: jobs.length === max };
-    if (this.lastClaim.full && !this.backlogReported) {
-      this.backlogReported = true;
-      this.options.onBacklog?.();
-    }
+    if (this.lastClaim.full) this.options.onBacklog?.();
   }
 
   private claimFailed(error: unknown): void {

@@ -14,7 +14,11 @@ export const drainerName = (index: number) => `drainer-${index}`;
  * Fan-out: a drain whose claim comes back full starts helper drains, each a
  * Durable Object alarm, so an invocation of its own with its own budget,
  * subrequests and connections. How many: one for each full batch still
- * waiting once this drain has taken its own, up to `fanout - 1`. A helper
+ * waiting once this drain has taken its own, up to `fanout - 1`. A backlog
+ * can grow after the drain began (a burst of enqueues arriving while it
+ * runs), so while its claims keep coming back full and fewer than
+ * `fanout - 1` helpers run, the drain counts the backlog again, at most once
+ * every RECOUNT_AFTER_MS, and starts the helpers it now calls for. A helper
  * drains again as long as it finds work and stops when it finds none, so
  * fan-out ends with the backlog. Starting a helper that runs already changes
  * nothing, so drains in other isolates may all ask.
@@ -23,7 +27,9 @@ export const drainerName = (index: number) => `drainer-${index}`;
  * from outside, can start one.
  */
 export class FanOut {
-  private starting: Promise<number> | undefined;
+  private starting: Promise<void> | undefined;
+  private started = 0;
+  private countedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly drainers: DrainerNamespace,
@@ -37,45 +43,59 @@ export class FanOut {
     },
   ) {}
 
-  /** For the drain's `onBacklog`: starts the helpers in the background, once. */
+  /** For the drain's `onBacklog`: counts the backlog and starts helpers in the background, unless it did so lately. */
   readonly onBacklog = (): void => {
-    this.starting ??= this.startHelpers().catch((error: unknown) => {
-      jsonConsoleLogger.error('could not start helper drains; this drain goes on alone', errorFields(error));
-      return 0;
-    });
+    if (this.starting !== undefined || this.started >= this.options.fanout - 1) return;
+    if (Date.now() - this.countedAt < RECOUNT_AFTER_MS) return;
+    this.countedAt = Date.now();
+    this.starting = this.startHelpers()
+      .catch((error: unknown) => {
+        jsonConsoleLogger.error(
+          'could not start helper drains; this drain goes on with those it has',
+          errorFields(error),
+        );
+      })
+      .finally(() => {
+        this.starting = undefined;
+      });
   };
 
-  /** How many helpers it started, once their starts are sent. */
+  /** How many helpers it started, once the starts on their way are sent. */
   async helpersStarted(): Promise<number> {
-    return (await this.starting) ?? 0;
+    await this.starting;
+    return this.started;
   }
 
-  private async startHelpers(): Promise<number> {
+  private async startHelpers(): Promise<void> {
     const { fanout, concurrency, types, deliveryTargets } = this.options;
     const most = fanout - 1;
+    const more = most - this.started;
     // The backlog's count and a start per helper, set aside first so no job's reserve takes them;
     // each is handed back just before it is sent (and counted), so none counts twice.
-    if (most < 1 || !this.subrequests.tryReserve(1 + most)) return 0;
-    let setAside = 1 + most;
+    if (more < 1 || !this.subrequests.tryReserve(1 + more)) return;
+    let setAside = 1 + more;
     const sendOne = () => {
       this.subrequests.release(1);
       setAside -= 1;
     };
     try {
       sendOne();
-      const ready = await readyBacklog(this.db, { types, deliveryTargets, limit: most * concurrency });
-      const helpers = Math.min(most, Math.floor(ready / concurrency));
-      for (let index = 1; index <= helpers; index++) {
+      const ready = await readyBacklog(this.db, { types, deliveryTargets, limit: more * concurrency });
+      const wanted = Math.min(most, this.started + Math.floor(ready / concurrency));
+      for (let index = this.started + 1; index <= wanted; index++) {
         sendOne();
         this.subrequests.spend();
         const stub = this.drainers.get(this.drainers.idFromName(drainerName(index)));
         const response = await stub.fetch('https://skiplock-drainer/start', { method: 'POST' });
         if (!response.ok)
           throw new Error(`helper ${drainerName(index)} answered ${response.status}: ${await response.text()}`);
+        this.started = index;
       }
-      return helpers;
     } finally {
       this.subrequests.release(setAside);
     }
   }
 }
+
+/** How long a drain waits before counting the backlog again for more helpers. */
+const RECOUNT_AFTER_MS = 1000;

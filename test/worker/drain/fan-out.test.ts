@@ -27,6 +27,14 @@ async function left(queue: string): Promise<number> {
   return row!.count;
 }
 
+async function running(queue: string): Promise<number> {
+  const [row] = await httpDatabase(env).query<{ count: number }>({
+    text: "SELECT count(*)::int AS count FROM skiplock.jobs WHERE queue = $1 AND state = 'running'",
+    params: [queue],
+  });
+  return row!.count;
+}
+
 /**
  * Whether every helper has stopped: none drains now, and none has an alarm
  * set to drain again (a helper sets one at the end of a drain that found work).
@@ -45,6 +53,29 @@ async function helpersStopped(count: number): Promise<boolean> {
   return stopped.every(Boolean);
 }
 
+/** A Paid plan's drain runtime with helpers bound, DRAIN_FANOUT 4 (three helpers) and a budget of `budgetSeconds`. */
+const fanOutRuntime = (budgetSeconds: number) => ({
+  ...drainRuntime({ ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '4', DRAIN_BUDGET_SECONDS: String(budgetSeconds) }),
+  drainers,
+});
+
+/**
+ * Waits until `queue` is empty and the three helpers have stopped (each stops
+ * once a drain of its own finds the queue empty); every one of its `jobs` ran
+ * once. Who finished them.
+ */
+async function finishedOnce(queue: string, jobs: number) {
+  await waitFor('the helpers to finish the backlog', async () => (await left(queue)) === 0, {
+    everyMs: 100,
+    timeoutMs: 60_000,
+  });
+  await waitFor('the three helpers to stop', () => helpersStopped(3), { everyMs: 100 });
+  const byWorker = await finishers(queue);
+  expect(byWorker.reduce((sum, row) => sum + row.jobs, 0)).toBe(jobs);
+  expect(Math.max(...byWorker.map((row) => row.maxAttempts))).toBe(1);
+  return byWorker;
+}
+
 describe('fan-out', () => {
   it('a drain with a backlog starts DRAIN_FANOUT - 1 helpers; they share the work, each job once, and stop with the backlog', async () => {
     const queue = uniqueName('fan-out');
@@ -55,25 +86,13 @@ describe('fan-out', () => {
       );
     }
     // A short budget: the cron drain ends long before the backlog does, so the helpers must carry it.
-    const runtime = {
-      ...drainRuntime({ ...DEV, WORKERS_PLAN: 'paid', DRAIN_FANOUT: '4', DRAIN_BUDGET_SECONDS: '2' }),
-      drainers,
-    };
+    const runtime = fanOutRuntime(2);
 
     const outcome = await scheduledDrain(runtime, '* * * * *');
     if (!outcome.drained) throw new Error('without a queue clock every tick drains');
     expect(outcome.helpers).toBe(3);
 
-    await waitFor('the helpers to finish the backlog', async () => (await left(queue)) === 0, {
-      everyMs: 100,
-      timeoutMs: 60_000,
-    });
-    // Each helper stops once a drain of its own finds the queue empty.
-    await waitFor('the three helpers to stop', () => helpersStopped(3), { everyMs: 100 });
-
-    const byWorker = await finishers(queue);
-    expect(byWorker.reduce((sum, row) => sum + row.jobs, 0)).toBe(1500);
-    expect(Math.max(...byWorker.map((row) => row.maxAttempts))).toBe(1);
+    const byWorker = await finishedOnce(queue, 1500);
     // Drains' worker ids are skiplock:<name>-<random>.
     const drainNames = byWorker.map((row) => row.workerId.replace(/^skiplock:/, '').replace(/-[0-9a-f]{8}$/, ''));
     const helperNames = new Set(drainNames.filter((name) => name !== 'cron'));
@@ -84,6 +103,28 @@ describe('fan-out', () => {
       true,
     );
     expect((await listDurableObjectIds(drainers)).length).toBeLessThanOrEqual(3);
+  });
+
+  it('starts helpers for a backlog that grows after the drain counted it', async () => {
+    const queue = uniqueName('fan-out-later');
+    // One full claim of the 25 slots, 5 left: at the first count, no helper is called for.
+    await enqueueBatch(
+      httpDatabase(env),
+      Array.from({ length: 30 }, () => ({ queue, type: 'sleep', payload: { ms: 1500 } })),
+    );
+    const runtime = fanOutRuntime(4);
+    const drained = scheduledDrain(runtime, '* * * * *');
+    // While the first 25 run, a burst arrives; the claim that follows them comes back full again.
+    await waitFor('the first claim to start its jobs', async () => (await running(queue)) === 25, { everyMs: 20 });
+    await enqueueBatch(
+      httpDatabase(env),
+      Array.from({ length: 400 }, () => ({ queue, type: 'sleep', payload: { ms: 50 } })),
+    );
+
+    const outcome = await drained;
+    if (!outcome.drained) throw new Error('without a queue clock every tick drains');
+    expect(outcome.helpers).toBe(3);
+    await finishedOnce(queue, 430);
   });
 
   it('starts no helper for a backlog one drain takes in a claim or two', async () => {
