@@ -18,7 +18,9 @@ export const drainerName = (index: number) => `drainer-${index}`;
  * can grow after the drain began (a burst of enqueues arriving while it
  * runs), so while its claims keep coming back full and fewer than
  * `fanout - 1` helpers run, the drain counts the backlog again, at most once
- * every RECOUNT_AFTER_MS, and starts the helpers it now calls for. A helper
+ * every RECOUNT_AFTER_MS (twice that after a count that called for no more,
+ * and so on, so a backlog that stays small spends few subrequests on counts:
+ * the Free plan has 50), and starts the helpers it now calls for. A helper
  * drains again as long as it finds work and stops when it finds none, so
  * fan-out ends with the backlog. Starting a helper that runs already changes
  * nothing, so drains in other isolates may all ask.
@@ -30,6 +32,8 @@ export class FanOut {
   private starting: Promise<void> | undefined;
   private started = 0;
   private countedAt = Number.NEGATIVE_INFINITY;
+  /** Doubles after each count that calls for no more helpers: a backlog that stays small costs few counts. */
+  private recountAfterMs = RECOUNT_AFTER_MS;
 
   constructor(
     private readonly drainers: DrainerNamespace,
@@ -46,7 +50,7 @@ export class FanOut {
   /** For the drain's `onBacklog`: counts the backlog and starts helpers in the background, unless it did so lately. */
   readonly onBacklog = (): void => {
     if (this.starting !== undefined || this.started >= this.options.fanout - 1) return;
-    if (Date.now() - this.countedAt < RECOUNT_AFTER_MS) return;
+    if (Date.now() - this.countedAt < this.recountAfterMs) return;
     this.countedAt = Date.now();
     this.starting = this.startHelpers()
       .catch((error: unknown) => {
@@ -82,6 +86,7 @@ export class FanOut {
       sendOne();
       const ready = await readyBacklog(this.db, { types, deliveryTargets, limit: more * concurrency });
       const wanted = Math.min(most, this.started + Math.floor(ready / concurrency));
+      if (wanted === this.started) this.recountAfterMs *= 2;
       for (let index = this.started + 1; index <= wanted; index++) {
         sendOne();
         this.subrequests.spend();
@@ -97,5 +102,5 @@ export class FanOut {
   }
 }
 
-/** How long a drain waits before counting the backlog again for more helpers. */
+/** How long a drain first waits before counting the backlog again for more helpers. */
 const RECOUNT_AFTER_MS = 1000;

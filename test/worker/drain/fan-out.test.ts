@@ -107,12 +107,13 @@ describe('fan-out', () => {
 
   it('starts helpers for a backlog that grows after the drain counted it', async () => {
     const queue = uniqueName('fan-out-later');
-    // One full claim of the 25 slots, 5 left: at the first count, no helper is called for.
+    // One full claim of the 25 slots, 5 left: at the first count, no helper is called for, and the
+    // next waits twice as long (2 s); the first 25 run past it.
     await enqueueBatch(
       httpDatabase(env),
-      Array.from({ length: 30 }, () => ({ queue, type: 'sleep', payload: { ms: 1500 } })),
+      Array.from({ length: 30 }, () => ({ queue, type: 'sleep', payload: { ms: 2500 } })),
     );
-    const runtime = fanOutRuntime(4);
+    const runtime = fanOutRuntime(8);
     const drained = scheduledDrain(runtime, '* * * * *');
     // While the first 25 run, a burst arrives; the claim that follows them comes back full again.
     await waitFor('the first claim to start its jobs', async () => (await running(queue)) === 25, { everyMs: 20 });
