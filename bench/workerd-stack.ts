@@ -101,9 +101,10 @@ export async function startWorkerdStack(
     },
     durableObjects: { SKIPLOCK_CLOCK: 'SkiplockClock', SKIPLOCK_DRAINER: 'SkiplockDrainer' },
     unsafeTriggerHandlers: true,
-    // The drains' summary lines would bury the harness's own; errors and warnings still show.
+    // The drains' summary lines would bury the harness's own unless asked for (LOG_LEVEL=info); errors and warnings still show.
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      stdout.resume();
+      if (vars.LOG_LEVEL === 'info' || vars.LOG_LEVEL === 'debug') stdout.pipe(process.stderr);
+      else stdout.resume();
       stderr.pipe(process.stderr);
     },
     host: '127.0.0.1',
