@@ -96,11 +96,11 @@ export function roundTripTable(runs: readonly RoundTripRun[]): string[] {
     ['64 clients enqueueing single jobs (requests/s)', (run) => formatNumber(run.burst.enqueuesPerSecond)],
     ['workerd CPU per enqueue request in that burst (ms)', (run) => cpu(run.burst.cpuMsPerRequest.workerd, 2)],
     [
-      'no-op jobs through the cron drain, first start to last end (jobs/s)',
+      'no-op jobs, a backlog drained by the Worker, first start to last end (jobs/s)',
       (run) => formatNumber(run.noop.drainJobsPerSecond),
     ],
     [
-      'the same, from the first enqueue sent until all were seen finished (jobs/s)',
+      'the same, from the resume sent until all were seen finished (jobs/s)',
       (run) => formatNumber(run.noop.jobsPerSecond),
     ],
     ['workerd CPU per drained no-op job (ms)', (run) => cpu(run.noop.cpuMsPerJob.workerd, 2)],
@@ -123,7 +123,9 @@ export function roundTripSection(runs: readonly RoundTripRun[], command: string)
     '',
     `Produced by \`${command}\` on ${runs[0]!.measuredAt.slice(0, 10)}: the reference Worker in workerd, its database ` +
       'reached through the local Neon proxy playing each round trip ([workers.md](workers.md#the-database-a-round-trip-away) ' +
-      `says what that models), one pass per column, the Worker's default settings. Machine load average (1 min) at the end of each pass: ${loads}.`,
+      `says what that models), one pass per column, the Worker's default settings. Machine load average (1 min) at the end of each pass: ${loads}. ` +
+      `The burn-downs enqueue their jobs (${formatNumber(runs[0]!.noop.jobs)} no-op) into a paused queue and resume it, which starts a drain; ` +
+      'here the drain, its helpers and the cron share one isolate, whose JavaScript runs on one thread at a time, where deployed helpers each have their own.',
     '',
     ...roundTripTargets(runs).map((line) => `- ${line}`),
     '',

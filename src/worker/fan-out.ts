@@ -20,7 +20,8 @@ export const drainerName = (index: number) => `drainer-${index}`;
  * `fanout - 1` helpers run, the drain counts the backlog again, at most once
  * every RECOUNT_AFTER_MS (twice that after a count that called for no more,
  * and so on, so a backlog that stays small spends few subrequests on counts:
- * the Free plan has 50), and starts the helpers it now calls for. A helper
+ * the Free plan has 50), and starts the helpers it now calls for, all at
+ * once (each start is a round trip to a Durable Object). A helper
  * drains again as long as it finds work and stops when it finds none, so
  * fan-out ends with the backlog. Starting a helper that runs already changes
  * nothing, so drains in other isolates may all ask.
@@ -87,18 +88,27 @@ export class FanOut {
       const ready = await readyBacklog(this.db, { types, deliveryTargets, limit: more * concurrency });
       const wanted = Math.min(most, this.started + Math.floor(ready / concurrency));
       if (wanted === this.started) this.recountAfterMs *= 2;
-      for (let index = this.started + 1; index <= wanted; index++) {
+      const indexes = Array.from({ length: wanted - this.started }, (_, offset) => this.started + 1 + offset);
+      for (let sent = 0; sent < indexes.length; sent++) {
         sendOne();
         this.subrequests.spend();
-        const stub = this.drainers.get(this.drainers.idFromName(drainerName(index)));
-        const response = await stub.fetch('https://skiplock-drainer/start', { method: 'POST' });
-        if (!response.ok)
-          throw new Error(`helper ${drainerName(index)} answered ${response.status}: ${await response.text()}`);
-        this.started = index;
       }
+      // At once: a Durable Object may be a long way from this drain, and each start is a round trip to it.
+      const starts = await Promise.allSettled(indexes.map((index) => this.startHelper(index)));
+      const failed = starts.findIndex((start) => start.status === 'rejected');
+      // Those after a failed one may run too; starting them again at the next count changes nothing.
+      this.started = failed < 0 ? wanted : indexes[failed]! - 1;
+      if (failed >= 0) throw (starts[failed] as PromiseRejectedResult).reason;
     } finally {
       this.subrequests.release(setAside);
     }
+  }
+
+  private async startHelper(index: number): Promise<void> {
+    const stub = this.drainers.get(this.drainers.idFromName(drainerName(index)));
+    const response = await stub.fetch('https://skiplock-drainer/start', { method: 'POST' });
+    if (!response.ok)
+      throw new Error(`helper ${drainerName(index)} answered ${response.status}: ${await response.text()}`);
   }
 }
 

@@ -15,6 +15,7 @@ function run(roundTripMs: number, figures: { single?: number; start?: number; no
   const pair = (p50: number) => ({ p50, p99: p50 * 2 });
   const burnDown = {
     jobs: 10_000,
+    enqueueSeconds: 1,
     seconds: 1.5,
     jobsPerSecond: 6500,
     drainJobsPerSecond: figures.noop ?? 8000,
