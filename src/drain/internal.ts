@@ -7,6 +7,7 @@
 export { createRegistry } from './registry.js';
 export { runUntilStopped, type RunningDrain } from './run-until-stopped.js';
 export { CLAIMS_AHEAD_AT_ONCE } from './job-loop.js';
+export { AUTO_BATCH_MAX_SLOTS } from './claim-policy.js';
 export { errorFields, jsonConsoleLogger } from './logger.js';
 export { jobSettings, SHARED_SETTINGS } from './settings.js';
 export { readSettings, setting, type SettingVariables } from './setting.js';

@@ -1,5 +1,14 @@
 import { MAX_CLAIM } from '../engine/index.js';
-import { number, onOff, secondsAsMilliseconds, setting, text, wholeNumber, wholeNumberOr } from '../drain/internal.js';
+import {
+  AUTO_BATCH_MAX_SLOTS,
+  number,
+  onOff,
+  secondsAsMilliseconds,
+  setting,
+  text,
+  wholeNumber,
+  wholeNumberOr,
+} from '../drain/internal.js';
 
 /**
  * The settings only the Node worker reads, beside SHARED_SETTINGS: options
@@ -16,8 +25,7 @@ export const NODE_WORKER_SETTINGS = {
     variable: 'WORKER_CLAIM_BATCH_SIZE',
     kind: wholeNumberOr('auto', { min: 1, max: MAX_CLAIM }),
     defaultFrom: { shown: '`WORKER_CONCURRENCY`', of: (values) => values.concurrency as number },
-    description:
-      "the jobs a worker claims at a time; larger claims ahead for many short jobs: the batch is claimed in two halves, two claims out at once while the queue has a backlog, and a worker holds up to one and a half batches; `auto` sizes it as it runs, from the claims' round trip and the jobs' run time, up to 4 times `WORKER_CONCURRENCY`",
+    description: `the jobs a worker claims at a time; larger claims ahead for many short jobs: the batch is claimed in two halves, two claims out at once while the queue has a backlog, and a worker holds up to one and a half batches; \`auto\` sizes it as it runs, from the claims' round trip and the jobs' run time, up to ${AUTO_BATCH_MAX_SLOTS} times \`WORKER_CONCURRENCY\``,
   }),
   workerId: setting({
     variable: 'WORKER_ID',

@@ -7,6 +7,7 @@ import {
   type SettingValues,
 } from '../drain/setting.js';
 import { list, number, oneOf, onOff, text, wholeNumber, wholeNumberOr } from '../drain/setting-kinds.js';
+import { AUTO_BATCH_MAX_SLOTS } from '../drain/claim-policy.js';
 import { jobSettings, SHARED_SETTINGS, type JobSettings } from '../drain/settings.js';
 import type { ApiSettings } from '../http/context.js';
 import type { SkiplockEnv } from './env.js';
@@ -91,8 +92,7 @@ export const WORKER_SETTINGS = {
     kind: wholeNumberOr('auto', { min: 1, max: 1000 }),
     // A database a round trip away: a batch of the slots waits for every claim.
     default: 'auto',
-    description:
-      "the jobs one drain claims at a time; more than `DRAIN_CONCURRENCY` claims the next batch while the last one runs, so the database's round trip overlaps the work (the held jobs count against their tenant's concurrency); `auto` sizes it as the drain runs, from the claims' round trip and the jobs' run time, from `DRAIN_CONCURRENCY` (long jobs) up to 4 times it (jobs shorter than a round trip)",
+    description: `the jobs one drain claims at a time; more than \`DRAIN_CONCURRENCY\` claims the next batch while the last one runs, so the database's round trip overlaps the work (the held jobs count against their tenant's concurrency); \`auto\` sizes it as the drain runs, from the claims' round trip and the jobs' run time, from \`DRAIN_CONCURRENCY\` (long jobs) up to ${AUTO_BATCH_MAX_SLOTS} times it (jobs shorter than a round trip)`,
   }),
   fastPath: setting({
     variable: 'FAST_PATH',
