@@ -128,6 +128,41 @@ describe('fan-out', () => {
     await finishedOnce(queue, 430);
   });
 
+  it('starts a helper whose start failed again at the next count, with those after it', async () => {
+    const queue = uniqueName('fan-out-refused');
+    for (let batch = 0; batch < 3; batch++) {
+      await enqueueBatch(
+        httpDatabase(env),
+        Array.from({ length: 500 }, () => ({ queue, type: 'sleep', payload: { ms: 100 } })),
+      );
+    }
+    // The second helper's Durable Object answers its first start with a 503, as one being moved might.
+    const refusedId = drainers.idFromName(drainerName(2));
+    let startsOfRefused = 0;
+    const flakyDrainers = {
+      idFromName: (name: string) => drainers.idFromName(name),
+      get: (id: DurableObjectId) => {
+        const stub = drainers.get(id);
+        if (!id.equals(refusedId)) return stub;
+        return {
+          fetch: async (input: string, init?: RequestInit) => {
+            startsOfRefused += 1;
+            if (startsOfRefused === 1) return new Response('moving', { status: 503 });
+            return stub.fetch(input, init);
+          },
+        };
+      },
+    };
+    const runtime = { ...fanOutRuntime(4), drainers: flakyDrainers };
+
+    const outcome = await scheduledDrain(runtime, '* * * * *');
+    if (!outcome.drained) throw new Error('without a queue clock every tick drains');
+    // Refused once, then started at the drain's next count, with the third (which runs already).
+    expect(startsOfRefused).toBe(2);
+    expect(outcome.helpers).toBe(3);
+    await finishedOnce(queue, 1500);
+  });
+
   it('starts no helper for a backlog one drain takes in a claim or two', async () => {
     const queue = uniqueName('no-fan-out');
     await enqueueBatch(
