@@ -76,15 +76,20 @@ async function finishedOnce(queue: string, jobs: number) {
   return byWorker;
 }
 
+/** 1,500 jobs of 100 ms into `queue`, in batches of 500: more than one drain finishes within its budget. */
+async function enqueueBacklog(queue: string): Promise<void> {
+  for (let batch = 0; batch < 3; batch++) {
+    await enqueueBatch(
+      httpDatabase(env),
+      Array.from({ length: 500 }, () => ({ queue, type: 'sleep', payload: { ms: 100 } })),
+    );
+  }
+}
+
 describe('fan-out', () => {
   it('a drain with a backlog starts DRAIN_FANOUT - 1 helpers; they share the work, each job once, and stop with the backlog', async () => {
     const queue = uniqueName('fan-out');
-    for (let batch = 0; batch < 3; batch++) {
-      await enqueueBatch(
-        httpDatabase(env),
-        Array.from({ length: 500 }, () => ({ queue, type: 'sleep', payload: { ms: 100 } })),
-      );
-    }
+    await enqueueBacklog(queue);
     // A short budget: the cron drain ends long before the backlog does, so the helpers must carry it.
     const runtime = fanOutRuntime(2);
 
@@ -130,12 +135,7 @@ describe('fan-out', () => {
 
   it('starts a helper whose start failed again at the next count, with those after it', async () => {
     const queue = uniqueName('fan-out-refused');
-    for (let batch = 0; batch < 3; batch++) {
-      await enqueueBatch(
-        httpDatabase(env),
-        Array.from({ length: 500 }, () => ({ queue, type: 'sleep', payload: { ms: 100 } })),
-      );
-    }
+    await enqueueBacklog(queue);
     // The second helper's Durable Object answers its first start with a 503, as one being moved might.
     const refusedId = drainers.idFromName(drainerName(2));
     let startsOfRefused = 0;
