@@ -122,6 +122,22 @@ export class SkiplockClock {
 /** The SKIPLOCK_CLOCK binding: a Durable Object namespace of SkiplockClock. */
 export type ClockNamespace<Id = unknown> = ObjectNamespace<Id>;
 
+/** One request's lowerings of a clock, one after another (see `lowerCoalesced`). */
+interface LoweringRun {
+  /** The earliest change waiting for the next lowering, if any. */
+  nextAt: number | undefined;
+  startedAt: number;
+  /** When its last lowering was sent. */
+  sentAt: number;
+}
+
+/** The isolate's runs of lowerings, by clock namespace and name. */
+const lowerings = new WeakMap<ClockNamespace, Map<string, LoweringRun>>();
+/** How long one request's run sends lowerings before handing over: well within waitUntil's 30 seconds. */
+const LOWERING_RUN_MS = 5_000;
+/** A lowering unanswered this long belongs to a run that was cut off. */
+const LOWERING_STALE_MS = 15_000;
+
 /** A Worker's handle on its queue clock; every call is one subrequest. */
 export class QueueClock {
   /** @param name the clock's Durable Object: one per queue database. */
@@ -150,6 +166,45 @@ export class QueueClock {
   /** Something changed in the queue: the next tick drains. */
   async lower(at: number, subrequests?: SubrequestBudget): Promise<void> {
     await this.send({ op: 'lower', at }, subrequests);
+  }
+
+  /**
+   * `lower`, with at most one lowering of this clock in flight from the
+   * isolate: changes made while one is in flight go together in the next,
+   * sent when it is answered. Each change is still followed by a lowering
+   * sent after it, which is what the epoch needs (a drain that read the
+   * database before the change cannot settle past it), and a busy isolate
+   * sends one lowering per round trip to the clock rather than one per request.
+   * Returns the lowerings' run when this call starts one (for the request's
+   * `waitUntil`), or undefined when the run in flight will carry the change;
+   * a failed lowering goes to `onError` and the run goes on with the next.
+   */
+  lowerCoalesced(at: number, onError: (error: unknown) => void): Promise<void> | undefined {
+    let runs = lowerings.get(this.namespace);
+    if (runs === undefined) lowerings.set(this.namespace, (runs = new Map()));
+    const now = Date.now();
+    const current = runs.get(this.name);
+    // A run whose lowering has not answered in long was cut off with its request (waitUntil has a limit): taken over.
+    if (current !== undefined && now - current.sentAt < LOWERING_STALE_MS) {
+      current.nextAt = Math.min(current.nextAt ?? at, at);
+      return undefined;
+    }
+    const run: LoweringRun = { nextAt: Math.min(current?.nextAt ?? at, at), startedAt: now, sentAt: now };
+    runs.set(this.name, run);
+    const release = (): void => {
+      if (runs.get(this.name) === run) runs.delete(this.name);
+    };
+    return (async () => {
+      while (run.nextAt !== undefined) {
+        const lowerAt = run.nextAt;
+        run.nextAt = undefined;
+        run.sentAt = Date.now();
+        // A run stays within its request's waitUntil: after a while, later changes start a run of their own.
+        if (run.sentAt - run.startedAt >= LOWERING_RUN_MS) release();
+        await this.lower(lowerAt).catch(onError);
+      }
+      release();
+    })();
   }
 
   /** A drain's reading of when the queue next has work, taken after `begin` answered `epoch`. */

@@ -66,6 +66,47 @@ describe('the queue clock', () => {
     expect((await clock.begin(tick(now + 50_000))).drain).toBe(false);
   });
 
+  it('sends one lowering at a time from an isolate, and the changes made meanwhile in one lowering after it', async () => {
+    const name = `test-${crypto.randomUUID()}`;
+    const clocks = env.SKIPLOCK_CLOCK!;
+    // The real clock, its lowerings recorded as sent and the first held until the test lets it through.
+    let letFirstThrough!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (letFirstThrough = resolve));
+    const lowerings: number[] = [];
+    const recorded = {
+      idFromName: (clockName: string) => clocks.idFromName(clockName),
+      get: (id: DurableObjectId) => ({
+        fetch: async (input: string, init?: RequestInit) => {
+          const body = JSON.parse(String(init?.body)) as { op: string; at: number };
+          if (body.op === 'lower') {
+            lowerings.push(body.at);
+            if (lowerings.length === 1) await firstHeld;
+          }
+          return clocks.get(id).fetch(input, init);
+        },
+      }),
+    };
+    const clock = new QueueClock(recorded, name);
+    const now = Date.now();
+    await clock.settle(now + 86_400_000, (await clock.begin(tick(now))).epoch);
+    const errors: unknown[] = [];
+
+    const run = clock.lowerCoalesced(now + 1_800_000, (error) => errors.push(error));
+    expect(run).toBeDefined();
+    // Made while the first lowering is in flight: carried by the next one, at the earlier change's time.
+    expect(clock.lowerCoalesced(now + 60_000, (error) => errors.push(error))).toBeUndefined();
+    expect(clock.lowerCoalesced(now + 30_000, (error) => errors.push(error))).toBeUndefined();
+    expect(lowerings).toEqual([now + 1_800_000]);
+    letFirstThrough();
+    await run;
+
+    expect(errors).toEqual([]);
+    expect(lowerings).toEqual([now + 1_800_000, now + 30_000]);
+    expect((await clock.begin(tick(now + 30_000))).drain).toBe(true);
+    // The run has ended: the next change starts one of its own.
+    expect(clock.lowerCoalesced(now, (error) => errors.push(error))).toBeDefined();
+  });
+
   it('a drain that never settles holds the clock for its budget only', async () => {
     const clock = freshClock();
     const now = Date.now();
