@@ -49,7 +49,7 @@ export interface ClaimingState {
 export type ClaimBatchSize = number | 'auto';
 
 /** The most an `auto` batch grows to, in slots: the claimed-ahead jobs' leases run while they wait. */
-export const AUTO_BATCH_MAX_SLOTS = 8;
+export const AUTO_BATCH_MAX_SLOTS = 16;
 
 export interface ClaimPolicyOptions {
   /** Attempts running at once. */
