@@ -22,6 +22,34 @@ const tick = (now: number, more: Partial<{ definitions: string; recheckMs: numbe
   ...more,
 });
 
+/**
+ * The real clocks, with each lowering recorded as it is sent (its time) and held until the test
+ * lets it through: `letThrough(n)` answers the n-th, once it has been sent.
+ */
+function heldLowerings() {
+  const clocks = env.SKIPLOCK_CLOCK!;
+  const gates: Array<() => void> = [];
+  const lowerings: number[] = [];
+  const namespace = {
+    idFromName: (clockName: string) => clocks.idFromName(clockName),
+    get: (id: DurableObjectId) => ({
+      fetch: async (input: string, init?: RequestInit) => {
+        const body = JSON.parse(String(init?.body)) as { op: string; at: number };
+        if (body.op === 'lower') {
+          lowerings.push(body.at);
+          await new Promise<void>((resolve) => gates.push(resolve));
+        }
+        return clocks.get(id).fetch(input, init);
+      },
+    }),
+  };
+  const letThrough = async (nth: number) => {
+    await vi.waitFor(() => expect(gates.length).toBeGreaterThanOrEqual(nth));
+    gates[nth - 1]!();
+  };
+  return { namespace, lowerings, letThrough };
+}
+
 describe('the queue clock', () => {
   it('drains on its first tick, then not until the time a drain settled on', async () => {
     const clock = freshClock();
@@ -67,44 +95,61 @@ describe('the queue clock', () => {
   });
 
   it('sends one lowering at a time from an isolate, and the changes made meanwhile in one lowering after it', async () => {
-    const name = `test-${crypto.randomUUID()}`;
-    const clocks = env.SKIPLOCK_CLOCK!;
-    // The real clock, its lowerings recorded as sent and the first held until the test lets it through.
-    let letFirstThrough!: () => void;
-    const firstHeld = new Promise<void>((resolve) => (letFirstThrough = resolve));
-    const lowerings: number[] = [];
-    const recorded = {
-      idFromName: (clockName: string) => clocks.idFromName(clockName),
-      get: (id: DurableObjectId) => ({
-        fetch: async (input: string, init?: RequestInit) => {
-          const body = JSON.parse(String(init?.body)) as { op: string; at: number };
-          if (body.op === 'lower') {
-            lowerings.push(body.at);
-            if (lowerings.length === 1) await firstHeld;
-          }
-          return clocks.get(id).fetch(input, init);
-        },
-      }),
-    };
-    const clock = new QueueClock(recorded, name);
+    const { namespace, lowerings, letThrough } = heldLowerings();
+    const clock = new QueueClock(namespace, `test-${crypto.randomUUID()}`);
     const now = Date.now();
     await clock.settle(now + 86_400_000, (await clock.begin(tick(now))).epoch);
     const errors: unknown[] = [];
+    const lower = (at: number) => clock.lowerCoalesced(at, (error) => errors.push(error));
 
-    const run = clock.lowerCoalesced(now + 1_800_000, (error) => errors.push(error));
+    const run = lower(now + 1_800_000);
     expect(run).toBeDefined();
     // Made while the first lowering is in flight: carried by the next one, at the earlier change's time.
-    expect(clock.lowerCoalesced(now + 60_000, (error) => errors.push(error))).toBeUndefined();
-    expect(clock.lowerCoalesced(now + 30_000, (error) => errors.push(error))).toBeUndefined();
+    expect(lower(now + 60_000)).toBeUndefined();
+    expect(lower(now + 30_000)).toBeUndefined();
     expect(lowerings).toEqual([now + 1_800_000]);
-    letFirstThrough();
+    await letThrough(1);
+    await letThrough(2);
     await run;
 
     expect(errors).toEqual([]);
     expect(lowerings).toEqual([now + 1_800_000, now + 30_000]);
     expect((await clock.begin(tick(now + 30_000))).drain).toBe(true);
     // The run has ended: the next change starts one of its own.
-    expect(clock.lowerCoalesced(now, (error) => errors.push(error))).toBeDefined();
+    const next = lower(now);
+    expect(next).toBeDefined();
+    await letThrough(3);
+    await next;
+  });
+
+  it('hands later changes to a run of their own once a run has sent lowerings for a while, and takes over one cut off', async () => {
+    const { namespace, lowerings, letThrough } = heldLowerings();
+    const clock = new QueueClock(namespace, `test-${crypto.randomUUID()}`);
+    const errors: unknown[] = [];
+    const lower = (at: number) => clock.lowerCoalesced(at, (error) => errors.push(error));
+    const now = vi.spyOn(Date, 'now');
+    try {
+      now.mockReturnValue(1_000_000);
+      const first = lower(1);
+      expect(lower(2)).toBeUndefined();
+      // Five seconds on, the run sends the change it carries and hands over: the next change starts a run.
+      now.mockReturnValue(1_005_000);
+      await letThrough(1);
+      await vi.waitFor(() => expect(lowerings).toEqual([1, 2]));
+      const second = lower(3);
+      expect(second).toBeDefined();
+      await vi.waitFor(() => expect(lowerings).toEqual([1, 2, 3]));
+      // The second run's lowering goes unanswered for 15 s: a change then is not left to it.
+      now.mockReturnValue(1_020_000);
+      const third = lower(4);
+      expect(third).toBeDefined();
+      await vi.waitFor(() => expect(lowerings).toEqual([1, 2, 3, 4]));
+      for (const nth of [2, 3, 4]) await letThrough(nth);
+      await Promise.all([first, second, third]);
+    } finally {
+      now.mockRestore();
+    }
+    expect(errors).toEqual([]);
   });
 
   it('a drain that never settles holds the clock for its budget only', async () => {
