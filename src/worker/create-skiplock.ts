@@ -247,12 +247,10 @@ function lowerClock(env: SkiplockEnv, ctx: WaitUntil): void {
   const clock = QueueClock.of(env);
   if (clock === undefined) return;
   const changedAt = Date.now();
-  afterAnswer(
-    ctx,
-    async () =>
-      await clock.lowerCoalesced(changedAt, (error: unknown) =>
-        jsonConsoleLogger.error('could not tell the queue clock', errorFields(error)),
-      ),
+  afterAnswer(ctx, () =>
+    clock.lowerCoalesced(changedAt, (error: unknown) =>
+      jsonConsoleLogger.error('could not tell the queue clock', errorFields(error)),
+    ),
   );
 }
 

@@ -122,20 +122,21 @@ export class SkiplockClock {
 /** The SKIPLOCK_CLOCK binding: a Durable Object namespace of SkiplockClock. */
 export type ClockNamespace<Id = unknown> = ObjectNamespace<Id>;
 
-/** One request's lowerings of a clock, one after another (see `lowerCoalesced`). */
-interface LoweringRun {
-  /** The earliest change waiting for the next lowering, if any. */
-  nextAt: number | undefined;
-  startedAt: number;
-  /** When its last lowering was sent. */
-  sentAt: number;
+/** An isolate's lowerings of one clock (see `lowerCoalesced`). */
+interface LoweringState {
+  /** Lowerings sent so far. */
+  sent: number;
+  /** The earliest change not yet in a lowering sent, if any. */
+  pendingAt: number | undefined;
+  /** The lowering in flight, if any. */
+  inFlight: { sentAt: number } | undefined;
 }
 
-/** The isolate's runs of lowerings, by clock namespace and name. */
-const lowerings = new WeakMap<ClockNamespace, Map<string, LoweringRun>>();
-/** How long one request's run sends lowerings before handing over: well within waitUntil's 30 seconds. */
-const LOWERING_RUN_MS = 5_000;
-/** A lowering unanswered this long belongs to a run that was cut off. */
+/** The isolate's lowerings, by clock namespace and name. */
+const lowerings = new WeakMap<ClockNamespace, Map<string, LoweringState>>();
+/** How often a change waiting for the lowering in flight looks whether it was answered. */
+const LOWERING_POLL_MS = 5;
+/** A lowering unanswered this long was cut off with its request. */
 const LOWERING_STALE_MS = 15_000;
 
 /** A Worker's handle on its queue clock; every call is one subrequest. */
@@ -170,41 +171,42 @@ export class QueueClock {
 
   /**
    * `lower`, with at most one lowering of this clock in flight from the
-   * isolate: changes made while one is in flight go together in the next,
-   * sent when it is answered. Each change is still followed by a lowering
-   * sent after it, which is what the epoch needs (a drain that read the
-   * database before the change cannot settle past it), and a busy isolate
-   * sends one lowering per round trip to the clock rather than one per request.
-   * Returns the lowerings' run when this call starts one (for the request's
-   * `waitUntil`), or undefined when the run in flight will carry the change;
-   * a failed lowering goes to `onError` and the run goes on with the next.
+   * isolate. A change made while one is in flight waits for its answer, then
+   * goes in the next lowering, which the first of the waiting requests sends
+   * with every change made until then; the others find it sent and end. So
+   * each change is followed by a lowering sent after it, which is what the
+   * epoch needs (a drain that read the database before the change cannot
+   * settle past it); each request sends at most one, within its own
+   * subrequests and I/O; and a busy isolate sends about one per round trip to
+   * the clock rather than one per request. A failed lowering goes to
+   * `onError`, and its changes wait for the next drain, as before.
    */
-  lowerCoalesced(at: number, onError: (error: unknown) => void): Promise<void> | undefined {
-    let runs = lowerings.get(this.namespace);
-    if (runs === undefined) lowerings.set(this.namespace, (runs = new Map()));
-    const now = Date.now();
-    const current = runs.get(this.name);
-    // A run whose lowering has not answered in long was cut off with its request (waitUntil has a limit): taken over.
-    if (current !== undefined && now - current.sentAt < LOWERING_STALE_MS) {
-      current.nextAt = Math.min(current.nextAt ?? at, at);
-      return undefined;
+  async lowerCoalesced(at: number, onError: (error: unknown) => void): Promise<void> {
+    let states = lowerings.get(this.namespace);
+    if (states === undefined) lowerings.set(this.namespace, (states = new Map()));
+    let state = states.get(this.name);
+    if (state === undefined) states.set(this.name, (state = { sent: 0, pendingAt: undefined, inFlight: undefined }));
+    const sentBefore = state.sent;
+    state.pendingAt = Math.min(state.pendingAt ?? at, at);
+    for (;;) {
+      if (state.sent > sentBefore) return;
+      const { inFlight } = state;
+      // One unanswered for long was cut off with its request: not waited for.
+      if (inFlight === undefined || Date.now() - inFlight.sentAt >= LOWERING_STALE_MS) break;
+      await new Promise((resolve) => setTimeout(resolve, LOWERING_POLL_MS));
     }
-    const run: LoweringRun = { nextAt: Math.min(current?.nextAt ?? at, at), startedAt: now, sentAt: now };
-    runs.set(this.name, run);
-    const release = (): void => {
-      if (runs.get(this.name) === run) runs.delete(this.name);
-    };
-    return (async () => {
-      while (run.nextAt !== undefined) {
-        const lowerAt = run.nextAt;
-        run.nextAt = undefined;
-        run.sentAt = Date.now();
-        // A run stays within its request's waitUntil: after a while, later changes start a run of their own.
-        if (run.sentAt - run.startedAt >= LOWERING_RUN_MS) release();
-        await this.lower(lowerAt).catch(onError);
-      }
-      release();
-    })();
+    const lowerAt = state.pendingAt ?? at;
+    const mine = { sentAt: Date.now() };
+    state.pendingAt = undefined;
+    state.sent += 1;
+    state.inFlight = mine;
+    try {
+      await this.lower(lowerAt);
+    } catch (error) {
+      onError(error);
+    } finally {
+      if (state.inFlight === mine) state.inFlight = undefined;
+    }
   }
 
   /** A drain's reading of when the queue next has work, taken after `begin` answered `epoch`. */
