@@ -1,4 +1,5 @@
 import type { SubrequestBudget } from '../drain/subrequest-budget.js';
+import { sleep } from '../engine/sleep.js';
 import type { ObjectNamespace } from './object-namespace.js';
 
 /**
@@ -193,7 +194,7 @@ export class QueueClock {
       const { inFlight } = state;
       // One unanswered for long was cut off with its request: not waited for.
       if (inFlight === undefined || Date.now() - inFlight.sentAt >= LOWERING_STALE_MS) break;
-      await new Promise((resolve) => setTimeout(resolve, LOWERING_POLL_MS));
+      await sleep(LOWERING_POLL_MS);
     }
     const lowerAt = state.pendingAt ?? at;
     const mine = { sentAt: Date.now() };
